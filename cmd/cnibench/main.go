@@ -1,0 +1,6 @@
+// Command cnibench benchmarks container network datapaths.
+package main
+
+import "github.com/cnibench/cnibench/internal/app"
+
+func main() { app.Main() }

@@ -1,0 +1,47 @@
+// Package cli builds cnibench's command tree. Each subcommand lives in its
+// own package with a local flags struct and a thin RunE.
+package cli
+
+import (
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cnibench/cnibench/internal/cli/clierr"
+	"github.com/cnibench/cnibench/internal/cli/streams"
+	"github.com/cnibench/cnibench/internal/cli/version"
+)
+
+// IOStreams are the standard streams a command writes to.
+type IOStreams = streams.IOStreams
+
+// NewCommand returns the root command.
+func NewCommand(logger *slog.Logger, s IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "cnibench",
+		Short: "Benchmark container network datapaths",
+		Long: "cnibench measures how a container network datapath performs (throughput, latency,\n" +
+			"connection rate, CPU cost), explains why, and shows it.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(s.Out)
+	root.SetErr(s.ErrOut)
+	root.SetIn(s.In)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return clierr.Usagef("%s (see 'cnibench %s --help')", strings.TrimSpace(err.Error()), c.Name())
+	})
+	root.CompletionOptions.DisableDefaultCmd = true
+	for _, add := range subcommands {
+		c := add(logger, s)
+		c.SetFlagErrorFunc(root.FlagErrorFunc())
+		root.AddCommand(c)
+	}
+	return root
+}
+
+// subcommands lists the constructors of the top-level subcommands.
+var subcommands = []func(*slog.Logger, IOStreams) *cobra.Command{
+	version.NewCommand,
+}

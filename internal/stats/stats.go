@@ -1,0 +1,159 @@
+// Package stats summarises repeated measurements: median, range, a 95 %
+// confidence interval for the median (order statistics, from
+// golang.org/x/perf/benchmath), the coefficient of variation, and warnings
+// about samples too small or too noisy to trust. It never fails: problems
+// are reported as Warnings, in the manner of benchstat.
+package stats
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"golang.org/x/perf/benchmath"
+	"gonum.org/v1/gonum/stat"
+)
+
+// Confidence is the confidence level of the intervals cnibench reports.
+const Confidence = 0.95
+
+// Documented noise thresholds (docs/results.md).
+const (
+	// MinRepeats is the number of repeats below which a summary warns.
+	MinRepeats = 5
+	// MaxCoV is the coefficient of variation (stddev/mean) above which a
+	// summary warns that the sample is noisy.
+	MaxCoV = 0.10
+	// OutlierFactor: a repeat further than OutlierFactor × MAD from the
+	// median is reported as an outlier.
+	OutlierFactor = 5.0
+)
+
+// Summary describes one metric over n repeats. Field names follow the
+// cnibench/result/v1 JSON schema.
+type Summary struct {
+	N      int     `json:"n"`
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	Mean   float64 `json:"mean"`
+	// CI95Low and CI95High bound the median. With too few repeats for a
+	// 95 % interval they are the sample's range and Confidence says how
+	// confident that range is.
+	CI95Low    float64 `json:"ci95_low"`
+	CI95High   float64 `json:"ci95_high"`
+	Confidence float64 `json:"confidence"`
+	// CoV is the coefficient of variation, stddev/mean (0 when n < 2).
+	CoV      float64  `json:"cov"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Summarize computes a Summary of values. NaN values are ignored; an empty
+// sample gives N == 0 and a warning.
+func Summarize(values []float64) Summary {
+	xs := make([]float64, 0, len(values))
+	for _, v := range values {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			xs = append(xs, v)
+		}
+	}
+	if len(xs) == 0 {
+		return Summary{Warnings: []string{"no measurements"}}
+	}
+	sort.Float64s(xs)
+	s := Summary{N: len(xs), Min: xs[0], Max: xs[len(xs)-1]}
+	sample := benchmath.NewSample(xs, &benchmath.DefaultThresholds)
+	bs := benchmath.AssumeNothing.Summary(sample, Confidence)
+	s.Median = bs.Center
+	s.Mean = stat.Mean(xs, nil)
+	if math.IsInf(bs.Lo, 0) || math.IsInf(bs.Hi, 0) {
+		// Too few repeats for a distribution-free 95 % interval of the
+		// median: the range [min, max] is the widest order-statistic
+		// interval, with confidence 1 - 2·0.5^n.
+		s.CI95Low, s.CI95High = s.Min, s.Max
+		s.Confidence = 1 - 2*math.Pow(0.5, float64(s.N))
+		if s.N == 1 {
+			s.Confidence = 0
+		}
+	} else {
+		s.CI95Low, s.CI95High, s.Confidence = bs.Lo, bs.Hi, bs.Confidence
+	}
+	if s.N >= 2 && s.Mean != 0 {
+		s.CoV = stat.StdDev(xs, nil) / math.Abs(s.Mean)
+	}
+	if s.N < MinRepeats {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("only %d repeat(s): at least %d are needed for a trustworthy median", s.N, MinRepeats))
+	}
+	if s.N < 6 && s.N > 1 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("n=%d is too few for a 95%% interval; the interval is the range (%.1f%% confidence)", s.N, 100*s.Confidence))
+	}
+	if s.CoV > MaxCoV {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("noisy: coefficient of variation %.1f%% is above %.0f%%", 100*s.CoV, 100*MaxCoV))
+	}
+	if out := Outliers(xs); len(out) > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d repeat(s) far outside the rest (more than %.0f×MAD from the median): %v", len(out), OutlierFactor, out))
+	}
+	return s
+}
+
+// Outliers returns the values further than OutlierFactor median absolute
+// deviations from the median (scaled MAD, consistent with σ for normal data).
+func Outliers(values []float64) []float64 {
+	if len(values) < 4 {
+		return nil
+	}
+	xs := append([]float64(nil), values...)
+	sort.Float64s(xs)
+	med := stat.Quantile(0.5, stat.Empirical, xs, nil)
+	dev := make([]float64, len(xs))
+	for i, v := range xs {
+		dev[i] = math.Abs(v - med)
+	}
+	sort.Float64s(dev)
+	mad := 1.4826 * stat.Quantile(0.5, stat.Empirical, dev, nil)
+	if mad == 0 {
+		return nil
+	}
+	var out []float64
+	for _, v := range xs {
+		if math.Abs(v-med) > OutlierFactor*mad {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Comparison is the result of comparing two samples of one metric.
+type Comparison struct {
+	Old, New Summary
+	// P is the Mann–Whitney U test p-value that both come from one distribution.
+	P     float64
+	Alpha float64
+	// DeltaPct is (new/old - 1)·100 of the medians; NaN when old is 0.
+	DeltaPct    float64
+	Significant bool
+	Warnings    []string
+}
+
+// Compare runs a two-sided Mann–Whitney U test of old against new.
+func Compare(old, new []float64) Comparison {
+	so, sn := Summarize(old), Summarize(new)
+	c := Comparison{Old: so, New: sn, Alpha: benchmath.DefaultThresholds.CompareAlpha, DeltaPct: math.NaN()}
+	if so.N == 0 || sn.N == 0 {
+		c.P = 1
+		c.Warnings = append(c.Warnings, "one side has no measurements")
+		return c
+	}
+	a := benchmath.NewSample(append([]float64(nil), old...), &benchmath.DefaultThresholds)
+	b := benchmath.NewSample(append([]float64(nil), new...), &benchmath.DefaultThresholds)
+	bc := benchmath.AssumeNothing.Compare(a, b)
+	c.P = bc.P
+	for _, w := range bc.Warnings {
+		c.Warnings = append(c.Warnings, w.Error())
+	}
+	if so.Median != 0 {
+		c.DeltaPct = (sn.Median/so.Median - 1) * 100
+	}
+	c.Significant = c.P <= c.Alpha
+	return c
+}

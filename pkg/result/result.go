@@ -1,0 +1,243 @@
+// Package result defines cnibench's versioned JSON formats: a single
+// measurement (schema cnibench/result/v1, written by `cnibench run`) and a
+// set of labelled runs (schema cnibench/results/v1, written by the suite and
+// read by `cnibench report` and `cnibench compare`). See docs/results.md.
+package result
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/stats"
+)
+
+// Schema identifiers. A reader rejects documents whose schema it does not know.
+const (
+	SchemaResult  = "cnibench/result/v1"
+	SchemaResults = "cnibench/results/v1"
+)
+
+// ErrSchema is returned when a document has an unknown or missing schema id.
+var ErrSchema = errors.New("unknown schema")
+
+// Tool identifies the cnibench build that produced a document.
+type Tool struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Commit  string `json:"commit,omitempty"`
+	Go      string `json:"go,omitempty"`
+}
+
+// Host describes the machine a measurement ran on.
+type Host struct {
+	Hostname string `json:"hostname"`
+	Kernel   string `json:"kernel"`
+	OS       string `json:"os,omitempty"`
+	CPUModel string `json:"cpu_model"`
+	Cores    int    `json:"cores"`
+	MemBytes uint64 `json:"mem_bytes,omitempty"`
+}
+
+// Repeat is one measured window: raw metrics keyed by metric name (units
+// are part of the name, see Metrics).
+type Repeat struct {
+	Index       int                `json:"index"`
+	Start       time.Time          `json:"start"`
+	DurationSec float64            `json:"duration_sec"`
+	Metrics     map[string]float64 `json:"metrics"`
+	Error       string             `json:"error,omitempty"`
+}
+
+// Result is one `cnibench run`: a test against one target, repeated.
+type Result struct {
+	Schema string    `json:"schema"`
+	Tool   Tool      `json:"tool"`
+	Start  time.Time `json:"start"`
+	Host   Host      `json:"host"`
+	// Config holds the full configuration as key/value pairs (test, flows,
+	// sizes, duration, target, path_mtu, …).
+	Config  map[string]string        `json:"config"`
+	Repeats []Repeat                 `json:"repeats"`
+	Summary map[string]stats.Summary `json:"summary"`
+	// Warnings are about the measurement as a whole (a repeat failed,
+	// the server was busy with other clients, busy polling was on, …).
+	Warnings []string `json:"warnings,omitempty"`
+	// Interrupted is true when the run was stopped (Ctrl-C) before all
+	// repeats finished; Repeats holds what was measured.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Summarize recomputes r.Summary from the raw repeats (failed repeats are
+// left out).
+func (r *Result) Summarize() {
+	r.Summary = SummarizeRepeats(r.Repeats)
+}
+
+// SummarizeRepeats summarises every metric found in the successful repeats.
+func SummarizeRepeats(reps []Repeat) map[string]stats.Summary {
+	vals := map[string][]float64{}
+	for _, rep := range reps {
+		if rep.Error != "" {
+			continue
+		}
+		for k, v := range rep.Metrics {
+			vals[k] = append(vals[k], v)
+		}
+	}
+	out := make(map[string]stats.Summary, len(vals))
+	for k, v := range vals {
+		out[k] = stats.Summarize(v)
+	}
+	return out
+}
+
+// Run is one labelled measurement inside a Set.
+type Run struct {
+	// Labels identify the cell of the matrix: datapath, path
+	// (cross-node/same-node), test, flows, scenario, mtu, …
+	Labels      map[string]string        `json:"labels"`
+	Config      map[string]string        `json:"config,omitempty"`
+	Repeats     []Repeat                 `json:"repeats"`
+	Summary     map[string]stats.Summary `json:"summary"`
+	Warnings    []string                 `json:"warnings,omitempty"`
+	Interrupted bool                     `json:"interrupted,omitempty"`
+}
+
+// Skip records a cell (or a whole datapath) that was not measured, and why.
+type Skip struct {
+	Labels map[string]string `json:"labels"`
+	Reason string            `json:"reason"`
+}
+
+// Datapath describes a datapath that took part in a Set.
+type Datapath struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	PacketPath  string `json:"packet_path,omitempty"`
+	Skipped     string `json:"skipped,omitempty"`
+}
+
+// Set is a collection of labelled runs: the suite's results.json.
+type Set struct {
+	Schema      string            `json:"schema"`
+	Tool        Tool              `json:"tool"`
+	Start       time.Time         `json:"start"`
+	End         time.Time         `json:"end,omitempty"`
+	Host        Host              `json:"host"`
+	Config      map[string]string `json:"config,omitempty"`
+	Datapaths   []Datapath        `json:"datapaths,omitempty"`
+	Runs        []Run             `json:"runs"`
+	Skipped     []Skip            `json:"skipped,omitempty"`
+	Warnings    []string          `json:"warnings,omitempty"`
+	Interrupted bool              `json:"interrupted,omitempty"`
+}
+
+// AddResult appends a single-run Result to the set under labels.
+func (s *Set) AddResult(labels map[string]string, r *Result) {
+	s.Runs = append(s.Runs, Run{
+		Labels: labels, Config: r.Config, Repeats: r.Repeats, Summary: r.Summary,
+		Warnings: r.Warnings, Interrupted: r.Interrupted,
+	})
+}
+
+// Find returns the runs whose labels include all of match.
+func (s *Set) Find(match map[string]string) []Run {
+	var out []Run
+	for _, r := range s.Runs {
+		if hasLabels(r.Labels, match) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func hasLabels(l, match map[string]string) bool {
+	for k, v := range match {
+		if l[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// LabelKey renders labels as a stable "k=v,k=v" string (sorted keys).
+func LabelKey(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	s := ""
+	for i, k := range keys {
+		if i > 0 {
+			s += ","
+		}
+		s += k + "=" + l[k]
+	}
+	return s
+}
+
+// Write encodes v (a *Result or *Set) as indented JSON.
+func Write(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+type schemaProbe struct {
+	Schema string `json:"schema"`
+}
+
+// Decode reads a cnibench/result/v1 or cnibench/results/v1 document. A
+// single Result is returned as a Set with one run (labels from its config),
+// so readers handle one shape.
+func Decode(data []byte) (*Set, error) {
+	var p schemaProbe
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("not a cnibench JSON document: %w", err)
+	}
+	switch p.Schema {
+	case SchemaResults:
+		var s Set
+		if err := json.Unmarshal(data, &s); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", p.Schema, err)
+		}
+		return &s, nil
+	case SchemaResult:
+		var r Result
+		if err := json.Unmarshal(data, &r); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", p.Schema, err)
+		}
+		s := &Set{Schema: SchemaResults, Tool: r.Tool, Start: r.Start, Host: r.Host, Interrupted: r.Interrupted}
+		labels := map[string]string{}
+		for _, k := range []string{"test", "flows", "target"} {
+			if v, ok := r.Config[k]; ok {
+				labels[k] = v
+			}
+		}
+		s.AddResult(labels, &r)
+		return s, nil
+	case "":
+		return nil, fmt.Errorf("%w: the document has no \"schema\" field (want %s or %s)", ErrSchema, SchemaResult, SchemaResults)
+	default:
+		return nil, fmt.Errorf("%w %q (this cnibench reads %s and %s)", ErrSchema, p.Schema, SchemaResult, SchemaResults)
+	}
+}
+
+// ReadFile decodes the document at path.
+func ReadFile(path string) (*Set, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
