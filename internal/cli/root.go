@@ -9,6 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cnibench/cnibench/internal/cli/clierr"
+	"github.com/cnibench/cnibench/internal/cli/lab"
+	"github.com/cnibench/cnibench/internal/cli/run"
+	"github.com/cnibench/cnibench/internal/cli/serve"
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/cli/version"
 )
@@ -44,4 +47,7 @@ func NewCommand(logger *slog.Logger, s IOStreams) *cobra.Command {
 // subcommands lists the constructors of the top-level subcommands.
 var subcommands = []func(*slog.Logger, IOStreams) *cobra.Command{
 	version.NewCommand,
+	lab.NewCommand,
+	serve.NewCommand,
+	run.NewCommand,
 }

@@ -50,7 +50,11 @@ type Repeat struct {
 	Start       time.Time          `json:"start"`
 	DurationSec float64            `json:"duration_sec"`
 	Metrics     map[string]float64 `json:"metrics"`
-	Error       string             `json:"error,omitempty"`
+	// LatencyHist is the repeat's full latency histogram (nanoseconds) in
+	// HdrHistogram's V2 compressed base64 encoding, for tests with
+	// transactions.
+	LatencyHist string `json:"latency_hist,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // Result is one `cnibench run`: a test against one target, repeated.

@@ -1,0 +1,268 @@
+// Package run implements `cnibench run`: one test against a cnibench server.
+package run
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cnibench/cnibench/internal/cli/clierr"
+	"github.com/cnibench/cnibench/internal/cli/streams"
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+type flagpole struct {
+	Target, Test           string
+	Duration, Warmup       time.Duration
+	Timeout                time.Duration
+	Repeat, Flows          int
+	ReqSize, RespSize, Msg string
+	HTTPBody, HTTPPath     string
+	URL                    string
+	KeepAlive, BusyPoll    bool
+	Rate                   string
+	Format, Output         string
+	Quiet                  bool
+}
+
+// NewCommand returns the run command.
+func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
+	f := &flagpole{}
+	cmd := &cobra.Command{
+		Use:   "run --target HOST[:PORT] --test TEST",
+		Short: "Run one test against a cnibench server",
+		Long: "Run measures one test against `cnibench serve` and prints the result.\n\n" +
+			"Tests: " + strings.Join(engine.Tests, ", ") + ".\n" +
+			"  tcp_stream  bulk TCP throughput (sender and receiver side, retransmits)\n" +
+			"  tcp_rr      request/response on one persistent connection per flow\n" +
+			"  tcp_crr     a new connection per transaction (also connect-time percentiles)\n" +
+			"  udp_stream  fixed-size datagrams (default 1470 B); loss %\n" +
+			"  udp_rr      request/response over UDP\n" +
+			"  http        HTTP/1.1 GET; --flows concurrent clients, keep-alive off by default",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runE(cmd, logger, s, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.Target, "target", "", "address of the cnibench server, HOST[:PORT] (default port 12870)")
+	fl.StringVar(&f.Test, "test", engine.TCPRR, "test to run: "+strings.Join(engine.Tests, ", "))
+	fl.DurationVar(&f.Duration, "duration", 10*time.Second, "length of each measured window")
+	fl.DurationVar(&f.Warmup, "warmup", time.Second, "traffic before each window opens (not measured)")
+	fl.IntVar(&f.Repeat, "repeat", 3, "number of measured windows")
+	fl.IntVar(&f.Flows, "flows", 0, "parallel connections, 1..256 (http: concurrent clients, default 32)")
+	fl.StringVar(&f.ReqSize, "request-size", "1", "request bytes (rr tests)")
+	fl.StringVar(&f.RespSize, "response-size", "1", "response bytes (rr tests)")
+	fl.StringVar(&f.Msg, "message-size", "", "write size for tcp_stream (default 128K) or datagram size for udp_stream (default 1470)")
+	fl.StringVar(&f.HTTPBody, "http-body", "1024", "HTTP response body bytes")
+	fl.StringVar(&f.HTTPPath, "http-path", "", "HTTP request path (default /, or the path of --url)")
+	fl.StringVar(&f.URL, "url", "", "http test against an external HTTP server, e.g. http://198.18.0.10:8080/ (instead of --target; server CPU is then not measured)")
+	fl.BoolVar(&f.KeepAlive, "http-keepalive", false, "reuse HTTP connections (default: a new connection per request, as `hey -disable-keepalive`)")
+	fl.StringVar(&f.Rate, "rate", "0", "fixed offered load: bit/s for stream tests (e.g. 1G), trans/s otherwise (e.g. 20k); 0 = as fast as possible")
+	fl.BoolVar(&f.BusyPoll, "busy-poll", false, "spin on non-blocking sockets instead of blocking in the kernel (recorded in the result)")
+	fl.DurationVar(&f.Timeout, "timeout", 5*time.Second, "bound on one blocking socket operation")
+	fl.StringVar(&f.Format, "format", "text", "output format: text or json (a cnibench/result/v1 document)")
+	fl.StringVarP(&f.Output, "output", "o", "", "also write the JSON result to this file")
+	fl.BoolVarP(&f.Quiet, "quiet", "q", false, "no progress on stderr")
+	return cmd
+}
+
+func (f *flagpole) config(cmd *cobra.Command) (engine.Config, error) {
+	cfg := engine.Config{
+		Target: f.Target, Test: f.Test, Duration: f.Duration, Warmup: f.Warmup,
+		Repeat: f.Repeat, Flows: f.Flows, HTTPKeepAlive: f.KeepAlive, HTTPPath: f.HTTPPath,
+		BusyPoll: f.BusyPoll, Timeout: f.Timeout, URL: f.URL,
+	}
+	if cmd.Flags().Changed("warmup") && f.Warmup == 0 {
+		cfg.Warmup = -1 // explicit zero: no warm-up
+	}
+	sizes := []struct {
+		name string
+		val  string
+		dst  *int
+	}{
+		{"request-size", f.ReqSize, &cfg.ReqSize},
+		{"response-size", f.RespSize, &cfg.RespSize},
+		{"message-size", f.Msg, &cfg.MsgSize},
+		{"http-body", f.HTTPBody, &cfg.HTTPBody},
+	}
+	for _, sz := range sizes {
+		if sz.val == "" {
+			continue
+		}
+		v, err := engine.ParseSize(sz.val)
+		if err != nil {
+			return cfg, clierr.Usagef("--%s: %v", sz.name, err)
+		}
+		*sz.dst = v
+	}
+	if f.HTTPBody == "0" {
+		cfg.HTTPBody = 0
+	}
+	rate, err := engine.ParseRate(f.Rate)
+	if err != nil {
+		return cfg, clierr.Usagef("--rate: %v", err)
+	}
+	cfg.Rate = rate
+	if f.Format != "text" && f.Format != "json" {
+		return cfg, clierr.Usagef("--format %s: must be text or json", f.Format)
+	}
+	if cmd.Flags().Changed("flows") && f.Flows == 0 {
+		return cfg, clierr.Usagef("--flows 0: must be at least 1")
+	}
+	if cmd.Flags().Changed("repeat") && f.Repeat == 0 {
+		return cfg, clierr.Usagef("--repeat 0: must be at least 1")
+	}
+	cfg = engine.Defaults(cfg)
+	if f.Test == engine.HTTP && f.HTTPBody == "0" {
+		cfg.HTTPBody = 0
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, clierr.Usagef("%v", err)
+	}
+	return cfg, nil
+}
+
+func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagpole) error {
+	cfg, err := f.config(cmd)
+	if err != nil {
+		return err
+	}
+	cl := &engine.Client{Logger: logger}
+	if !f.Quiet {
+		cl.Progress = func(e engine.Event) { printProgress(s.ErrOut, cfg, e) }
+	}
+	res, runErr := cl.Run(cmd.Context(), cfg)
+	if res == nil {
+		return runErr
+	}
+	if f.Output != "" {
+		if err := writeFile(f.Output, res); err != nil {
+			return fmt.Errorf("write --output %s: %w", f.Output, err)
+		}
+	}
+	switch f.Format {
+	case "json":
+		if err := result.Write(s.Out, res); err != nil {
+			return err
+		}
+	default:
+		if err := PrintText(s.Out, res); err != nil {
+			return err
+		}
+	}
+	if runErr != nil && cmd.Context().Err() != nil {
+		return fmt.Errorf("%w: kept the %d repeat(s) measured so far", clierr.ErrInterrupted, len(res.Repeats))
+	}
+	return runErr
+}
+
+func writeFile(path string, res *result.Result) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := result.Write(fh, res); err != nil {
+		fh.Close()
+		return err
+	}
+	return fh.Close()
+}
+
+func printProgress(w io.Writer, cfg engine.Config, e engine.Event) {
+	switch e.Phase {
+	case "warmup":
+		fmt.Fprintf(w, "repeat %d/%d: %s, %d flow(s), warm-up %s then %s measured\n", e.Repeat, e.Repeats, cfg.Test, cfg.Flows, cfg.Warmup, cfg.Duration)
+	case "done":
+		key := PrimaryMetric(cfg.Test)
+		fmt.Fprintf(w, "repeat %d/%d: %s\n", e.Repeat, e.Repeats, result.Format(key, e.Metrics[key]))
+	}
+}
+
+// PrimaryMetric is the headline metric of a test.
+func PrimaryMetric(test string) string {
+	if engine.IsStream(test) {
+		return result.ThroughputBitsPerSec
+	}
+	return result.TransPerSec
+}
+
+// metricOrder lists metrics in the order the text table shows them.
+var metricOrder = []string{
+	result.ThroughputBitsPerSec, result.ThroughputRxBitsPerSec, result.TransPerSec,
+	result.LatencyUsMean, result.LatencyUsP50, result.LatencyUsP90, result.LatencyUsP99, result.LatencyUsP999, result.LatencyUsMax,
+	result.ConnectUsP50, result.ConnectUsP90, result.ConnectUsP99, result.ConnectUsMax,
+	result.LossPct, result.DatagramsSent, result.DatagramsReceived, result.TCPRetransmits, result.Errors,
+	result.CPUPctPer100Gbit, result.CPUUsPerTrans, result.HostCPUPct, result.HostCPUUserPct, result.HostCPUSysPct,
+	result.HostCPUSoftirqPct, result.HostCPUIrqPct, result.ClientCPUPct, result.ServerCPUPct, result.ClientRSSBytes,
+}
+
+// PrintText writes a readable table of res.
+func PrintText(w io.Writer, res *result.Result) error {
+	c := res.Config
+	to := c["target"]
+	if to == "" {
+		to = c["url"]
+	}
+	fmt.Fprintf(w, "%s to %s, %s flow(s), %d × %s (warm-up %s), path MTU %s\n",
+		c["test"], to, c["flows"], len(res.Repeats), c["duration"], c["warmup"], orDash(c["path_mtu"]))
+	fmt.Fprintf(w, "host %s: %s, %d cores, kernel %s\n\n", res.Host.Hostname, res.Host.CPUModel, res.Host.Cores, res.Host.Kernel)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "metric\tmedian\tmin\tmax\t95% CI\tCoV\tn\t")
+	seen := map[string]bool{}
+	names := append([]string(nil), metricOrder...)
+	var extra []string
+	for k := range res.Summary {
+		extra = append(extra, k)
+	}
+	sort.Strings(extra)
+	names = append(names, extra...)
+	for _, k := range names {
+		sm, ok := res.Summary[k]
+		if !ok || seen[k] || sm.N == 0 {
+			continue
+		}
+		seen[k] = true
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s … %s\t%.1f%%\t%d\t\n", k,
+			result.Format(k, sm.Median), result.Format(k, sm.Min), result.Format(k, sm.Max),
+			result.Format(k, sm.CI95Low), result.Format(k, sm.CI95High), 100*sm.CoV, sm.N)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var warns []string
+	warns = append(warns, res.Warnings...)
+	if sm, ok := res.Summary[PrimaryMetric(c["test"])]; ok {
+		warns = append(warns, sm.Warnings...)
+	}
+	for _, r := range res.Repeats {
+		if r.Error != "" {
+			warns = append(warns, fmt.Sprintf("repeat %d failed: %s", r.Index+1, r.Error))
+		}
+	}
+	if len(warns) > 0 {
+		fmt.Fprintln(w)
+		for _, x := range warns {
+			fmt.Fprintf(w, "warning: %s\n", x)
+		}
+	}
+	if res.Interrupted {
+		fmt.Fprintln(w, "interrupted: the figures above cover the repeats measured before the interruption")
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

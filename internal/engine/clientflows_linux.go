@@ -1,0 +1,282 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// startFlows opens the flows of a TCP or UDP test and starts their traffic.
+// It returns once every flow has connected (or failed to), so the warm-up
+// runs with all flows established.
+func (w *workload) startFlows(ip netip.Addr, port int) error {
+	ready := make(chan error, w.cfg.Flows)
+	for i := 0; i < w.cfg.Flows; i++ {
+		w.wg.Add(1)
+		go w.runFlow(i, ip, port, ready)
+	}
+	var first error
+	for i := 0; i < w.cfg.Flows; i++ {
+		if err := <-ready; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		w.halt()
+		return first
+	}
+	return nil
+}
+
+func (w *workload) runFlow(i int, ip netip.Addr, port int, ready chan<- error) {
+	defer w.wg.Done()
+	// One OS thread per flow: blocking socket calls park the thread in the
+	// kernel, as netperf's do, and the flow never migrates between threads.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	switch w.cfg.Test {
+	case TCPStream:
+		w.tcpStream(i, ip, port, ready)
+	case TCPRR:
+		w.tcpRR(i, ip, port, ready)
+	case TCPCRR:
+		ready <- nil
+		w.tcpCRR(i, ip, port)
+	case UDPStream:
+		w.udpStream(i, ip, port, ready)
+	case UDPRR:
+		w.udpRR(i, ip, port, ready)
+	default:
+		ready <- fmt.Errorf("test %s has no socket flow", w.cfg.Test)
+	}
+}
+
+func (w *workload) tcpStream(i int, ip netip.Addr, port int, ready chan<- error) {
+	fd, _, err := dialTCP(ip, port, w.cfg.Timeout, false, false)
+	if err != nil {
+		ready <- err
+		return
+	}
+	w.track(i, fd)
+	defer w.untrack(i, fd)
+	ready <- nil
+	buf := make([]byte, w.cfg.MsgSize)
+	f := &w.flows[i]
+	p := newPacer(w.cfg.Rate / 8 / float64(w.cfg.Flows))
+	for !w.stop.Load() {
+		if err := writeFull(fd, buf, false); err != nil {
+			if !errTimeout(err) {
+				w.fail(i, fmt.Errorf("tcp_stream write: %w", err))
+				return
+			}
+			continue
+		}
+		f.txBytes.Add(uint64(len(buf)))
+		f.trans.Add(1)
+		p.wait(float64(len(buf)), &w.stop)
+	}
+}
+
+func (w *workload) tcpRR(i int, ip netip.Addr, port int, ready chan<- error) {
+	fd, _, err := dialTCP(ip, port, w.cfg.Timeout, true, w.cfg.BusyPoll)
+	if err != nil {
+		ready <- err
+		return
+	}
+	w.track(i, fd)
+	defer w.untrack(i, fd)
+	ready <- nil
+	req := make([]byte, w.cfg.ReqSize)
+	resp := make([]byte, w.cfg.RespSize)
+	f := &w.flows[i]
+	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
+	spin := w.cfg.BusyPoll
+	for !w.stop.Load() {
+		t0 := time.Now()
+		if err := writeFull(fd, req, spin); err != nil {
+			w.fail(i, fmt.Errorf("tcp_rr send request: %w", err))
+			return
+		}
+		if err := readFull(fd, resp, spin); err != nil {
+			w.fail(i, fmt.Errorf("tcp_rr read response: %w", err))
+			return
+		}
+		d := time.Since(t0)
+		f.trans.Add(1)
+		f.txBytes.Add(uint64(len(req)))
+		if w.measuring() {
+			w.lat.record(i, d)
+		}
+		p.wait(1, &w.stop)
+	}
+}
+
+func (w *workload) tcpCRR(i int, ip netip.Addr, port int) {
+	req := make([]byte, w.cfg.ReqSize)
+	resp := make([]byte, w.cfg.RespSize)
+	f := &w.flows[i]
+	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
+	spin := w.cfg.BusyPoll
+	for !w.stop.Load() {
+		t0 := time.Now()
+		fd, ct, err := dialTCP(ip, port, w.cfg.Timeout, true, spin)
+		if err != nil {
+			w.fail(i, fmt.Errorf("tcp_crr: %w", err))
+			// Do not spin on a refused or exhausted connect.
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		w.track(i, fd)
+		err = writeFull(fd, req, spin)
+		if err == nil {
+			err = readFull(fd, resp, spin)
+		}
+		w.untrack(i, fd) // close: the client closes first, as netperf's TCP_CRR does
+		d := time.Since(t0)
+		if err != nil {
+			w.fail(i, fmt.Errorf("tcp_crr transaction: %w", err))
+			continue
+		}
+		f.trans.Add(1)
+		f.txBytes.Add(uint64(len(req)))
+		if w.measuring() {
+			w.lat.record(i, d)
+			w.conn.record(i, ct)
+		}
+		p.wait(1, &w.stop)
+	}
+}
+
+func (w *workload) udpStream(i int, ip netip.Addr, port int, ready chan<- error) {
+	fd, err := dialUDP(ip, port, w.cfg.Timeout)
+	if err != nil {
+		ready <- err
+		return
+	}
+	w.track(i, fd)
+	defer w.untrack(i, fd)
+	ready <- nil
+	buf := make([]byte, w.cfg.MsgSize)
+	f := &w.flows[i]
+	p := newPacer(w.cfg.Rate / 8 / float64(w.cfg.Flows))
+	var seq uint64
+	for !w.stop.Load() {
+		ph := byte(w.phase.Load())
+		if ph == phaseAfter {
+			// The window closed: stop sending so the receiver can drain.
+			return
+		}
+		seq++
+		binary.LittleEndian.PutUint64(buf, seq)
+		buf[8] = ph
+		_, err := unix.Write(fd, buf)
+		if err != nil {
+			switch {
+			case err == unix.EINTR || errTimeout(err):
+				continue
+			case err == unix.ECONNREFUSED || err == unix.ENOBUFS:
+				// An ICMP error from an earlier datagram or a full
+				// qdisc: the datagram is lost, as with iperf3.
+				f.errors.Add(1)
+				continue
+			}
+			w.fail(i, fmt.Errorf("udp_stream send: %w", err))
+			return
+		}
+		f.txBytes.Add(uint64(len(buf)))
+		f.trans.Add(1)
+		if ph == phaseMeasured {
+			f.measured.Add(1)
+		}
+		p.wait(float64(len(buf)), &w.stop)
+	}
+}
+
+func (w *workload) udpRR(i int, ip netip.Addr, port int, ready chan<- error) {
+	// A lost datagram must not stall the flow: wait at most this long.
+	timeout := 200 * time.Millisecond
+	if w.cfg.Timeout < timeout {
+		timeout = w.cfg.Timeout
+	}
+	fd, err := dialUDP(ip, port, timeout)
+	if err != nil {
+		ready <- err
+		return
+	}
+	w.track(i, fd)
+	defer w.untrack(i, fd)
+	ready <- nil
+	req := make([]byte, w.cfg.ReqSize)
+	resp := make([]byte, w.cfg.RespSize+1)
+	f := &w.flows[i]
+	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
+	var seq uint64
+	for !w.stop.Load() {
+		seq++
+		putSeq(req, seq)
+		t0 := time.Now()
+		if _, err := unix.Write(fd, req); err != nil {
+			if err == unix.ECONNREFUSED || err == unix.ENOBUFS || err == unix.EINTR {
+				f.errors.Add(1)
+				continue
+			}
+			w.fail(i, fmt.Errorf("udp_rr send: %w", err))
+			return
+		}
+		ok := false
+		for !w.stop.Load() {
+			n, err := unix.Read(fd, resp)
+			if err != nil {
+				if err == unix.EINTR {
+					continue
+				}
+				break // timeout or ICMP error: count as a lost transaction
+			}
+			if n >= 1 && getSeq(resp[:min(n, w.cfg.RespSize)], w.cfg.ReqSize) == seqMask(seq, w.cfg.ReqSize, w.cfg.RespSize) {
+				ok = true
+				break
+			}
+			// A late answer to an earlier request: keep waiting.
+		}
+		if !ok {
+			if !w.stop.Load() {
+				f.errors.Add(1)
+			}
+			continue
+		}
+		f.trans.Add(1)
+		f.txBytes.Add(uint64(len(req)))
+		if w.measuring() {
+			w.lat.record(i, time.Since(t0))
+		}
+		p.wait(1, &w.stop)
+	}
+}
+
+// putSeq writes the low bytes of seq into the start of b (up to 8 bytes),
+// so even 1-byte udp_rr requests carry a (wrapping) sequence number.
+func putSeq(b []byte, seq uint64) {
+	var tmp [8]byte
+	binary.LittleEndian.PutUint64(tmp[:], seq)
+	copy(b, tmp[:])
+}
+
+// getSeq reads the sequence number echoed at the start of b.
+func getSeq(b []byte, reqSize int) uint64 {
+	var tmp [8]byte
+	copy(tmp[:], b[:min(len(b), reqSize, 8)])
+	return binary.LittleEndian.Uint64(tmp[:])
+}
+
+// seqMask is seq as far as both the request and the response can carry it.
+func seqMask(seq uint64, reqSize, respSize int) uint64 {
+	n := min(reqSize, respSize, 8)
+	if n >= 8 {
+		return seq
+	}
+	return seq & (1<<(8*uint(n)) - 1)
+}

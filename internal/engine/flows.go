@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// flowCounters are one flow's running totals, written only by that flow's
+// goroutine and read by the snapshotter. Padded to its own cache lines.
+type flowCounters struct {
+	txBytes  atomic.Uint64
+	trans    atomic.Uint64 // transactions, or messages/datagrams for streams
+	measured atomic.Uint64 // udp_stream: datagrams sent in the measured phase
+	errors   atomic.Uint64
+	fd       atomic.Int64 // current socket, for TCP_INFO (-1 when none)
+	_        [88]byte
+}
+
+// workload is the shared state of one repeat's client side.
+type workload struct {
+	cfg   Config
+	phase atomic.Int32
+	stop  atomic.Bool
+	wg    sync.WaitGroup
+	flows []flowCounters
+	lat   *recorder
+	conn  *recorder // connect times (crr, http without keep-alive)
+
+	mu       sync.Mutex
+	firstErr error
+	portsOut atomic.Bool // EADDRNOTAVAIL seen: ephemeral ports exhausted
+
+	fdMu sync.Mutex
+	fds  map[int]struct{}
+	// conns are the http test's open connections (net.Conn → struct{}).
+	conns sync.Map
+}
+
+func newWorkload(cfg Config) *workload {
+	w := &workload{cfg: cfg, flows: make([]flowCounters, cfg.Flows), fds: map[int]struct{}{}}
+	for i := range w.flows {
+		w.flows[i].fd.Store(-1)
+	}
+	w.lat = newRecorder(cfg.Flows)
+	if cfg.Test == TCPCRR || (cfg.Test == HTTP && !cfg.HTTPKeepAlive) {
+		w.conn = newRecorder(cfg.Flows)
+	}
+	return w
+}
+
+func (w *workload) measuring() bool { return w.phase.Load() == phaseMeasured }
+
+// fail records a flow's error; the first one is kept for the report.
+func (w *workload) fail(flow int, err error) {
+	if w.stop.Load() {
+		return
+	}
+	w.flows[flow].errors.Add(1)
+	if errors.Is(err, unix.EADDRNOTAVAIL) {
+		w.portsOut.Store(true)
+	}
+	w.mu.Lock()
+	if w.firstErr == nil {
+		w.firstErr = err
+	}
+	w.mu.Unlock()
+}
+
+func (w *workload) err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.firstErr
+}
+
+// track registers a socket so that halt can unblock it.
+func (w *workload) track(flow, fd int) {
+	w.fdMu.Lock()
+	w.fds[fd] = struct{}{}
+	w.fdMu.Unlock()
+	w.flows[flow].fd.Store(int64(fd))
+}
+
+func (w *workload) untrack(flow, fd int) {
+	w.flows[flow].fd.Store(-1)
+	w.fdMu.Lock()
+	delete(w.fds, fd)
+	w.fdMu.Unlock()
+	closeFD(fd)
+}
+
+// halt stops all flows and waits for them: blocked reads and writes are
+// woken by shutting their sockets down.
+func (w *workload) halt() {
+	w.stop.Store(true)
+	w.fdMu.Lock()
+	for fd := range w.fds {
+		shutdownFD(fd)
+	}
+	w.fdMu.Unlock()
+	w.conns.Range(func(k, _ any) bool {
+		_ = k.(net.Conn).SetDeadline(time.Now())
+		return true
+	})
+	w.wg.Wait()
+}
+
+// clientCounters is a snapshot of all flows.
+type clientCounters struct {
+	TxBytes, Trans, Measured, Errors uint64
+	Retrans                          uint64
+}
+
+func (w *workload) snapshot() clientCounters {
+	var c clientCounters
+	for i := range w.flows {
+		f := &w.flows[i]
+		c.TxBytes += f.txBytes.Load()
+		c.Trans += f.trans.Load()
+		c.Measured += f.measured.Load()
+		c.Errors += f.errors.Load()
+		if w.cfg.Test == TCPStream {
+			if fd := f.fd.Load(); fd >= 0 {
+				if r, err := tcpRetrans(int(fd)); err == nil {
+					c.Retrans += uint64(r)
+				}
+			}
+		}
+	}
+	return c
+}
+
+// pacer spreads a flow's units (bytes or transactions) evenly at perSec.
+// It sleeps only when ahead of schedule, so the average rate is exact even
+// though the OS timer is coarse.
+type pacer struct {
+	start  time.Time
+	perSec float64
+	done   float64
+}
+
+func newPacer(perSec float64) *pacer {
+	if perSec <= 0 {
+		return nil
+	}
+	return &pacer{start: time.Now(), perSec: perSec}
+}
+
+func (p *pacer) wait(units float64, stop *atomic.Bool) {
+	if p == nil {
+		return
+	}
+	p.done += units
+	due := p.start.Add(time.Duration(p.done / p.perSec * float64(time.Second)))
+	for {
+		d := time.Until(due)
+		if d <= 0 || stop.Load() {
+			return
+		}
+		if d > 100*time.Millisecond {
+			d = 100 * time.Millisecond
+		}
+		time.Sleep(d)
+	}
+}

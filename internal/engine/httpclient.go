@@ -1,0 +1,280 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+)
+
+// The http test's client: a minimal HTTP/1.1 client on Go's netpoller, one
+// goroutine per concurrent client (thousands are cheap), so that the load
+// generator costs less CPU than the server it measures.
+
+// buildRequest returns the bytes of one GET request.
+func buildRequest(host, path string, keepAlive bool) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: cnibench\r\nAccept: */*\r\n", path, host)
+	if !keepAlive {
+		b.WriteString("Connection: close\r\n")
+	}
+	b.WriteString("\r\n")
+	return b.Bytes()
+}
+
+// Response limits.
+const (
+	maxHeaderLine  = 8 << 10
+	maxHeaderLines = 100
+)
+
+// httpResponse is what the client needs from a response head.
+type httpResponse struct {
+	Status        int
+	ContentLength int64 // -1 when absent
+	Chunked       bool
+	Close         bool // the server will close the connection
+}
+
+var errBadResponse = errors.New("malformed HTTP response")
+
+// readResponseHead parses a status line and headers from br.
+func readResponseHead(br *bufio.Reader) (httpResponse, error) {
+	resp := httpResponse{ContentLength: -1}
+	line, err := readLine(br)
+	if err != nil {
+		return resp, err
+	}
+	// "HTTP/1.1 200 OK"
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+		return resp, fmt.Errorf("%w: status line %q", errBadResponse, truncate(line))
+	}
+	code, err := strconv.Atoi(string(line[9:12]))
+	if err != nil || code < 100 || code > 999 {
+		return resp, fmt.Errorf("%w: status code in %q", errBadResponse, truncate(line))
+	}
+	resp.Status = code
+	if line[7] == '0' {
+		resp.Close = true // HTTP/1.0 closes unless told otherwise
+	}
+	for n := 0; ; n++ {
+		if n > maxHeaderLines {
+			return resp, fmt.Errorf("%w: more than %d header lines", errBadResponse, maxHeaderLines)
+		}
+		line, err := readLine(br)
+		if err != nil {
+			return resp, err
+		}
+		if len(line) == 0 {
+			break
+		}
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return resp, fmt.Errorf("%w: header line %q", errBadResponse, truncate(line))
+		}
+		v = bytes.TrimSpace(v)
+		switch {
+		case asciiEqualFold(k, "content-length"):
+			cl, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil || cl < 0 {
+				return resp, fmt.Errorf("%w: Content-Length %q", errBadResponse, truncate(v))
+			}
+			resp.ContentLength = cl
+		case asciiEqualFold(k, "transfer-encoding"):
+			resp.Chunked = bytes.Contains(bytes.ToLower(v), []byte("chunked"))
+		case asciiEqualFold(k, "connection"):
+			lv := bytes.ToLower(v)
+			if bytes.Contains(lv, []byte("close")) {
+				resp.Close = true
+			} else if bytes.Contains(lv, []byte("keep-alive")) {
+				resp.Close = false
+			}
+		}
+	}
+	return resp, nil
+}
+
+// readBody discards the response body.
+func readBody(br *bufio.Reader, resp httpResponse) error {
+	switch {
+	case resp.Status == 204 || resp.Status == 304 || resp.Status < 200:
+		return nil
+	case resp.Chunked:
+		return discardChunked(br)
+	case resp.ContentLength >= 0:
+		_, err := br.Discard(int(resp.ContentLength))
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	default:
+		// Body until the server closes the connection.
+		_, err := io.Copy(io.Discard, br)
+		return err
+	}
+}
+
+func discardChunked(br *bufio.Reader) error {
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			return err
+		}
+		if i := bytes.IndexByte(line, ';'); i >= 0 {
+			line = line[:i]
+		}
+		size, err := strconv.ParseInt(string(bytes.TrimSpace(line)), 16, 64)
+		if err != nil || size < 0 {
+			return fmt.Errorf("%w: chunk size %q", errBadResponse, truncate(line))
+		}
+		if size == 0 {
+			// Trailers, then an empty line.
+			for {
+				l, err := readLine(br)
+				if err != nil {
+					return err
+				}
+				if len(l) == 0 {
+					return nil
+				}
+			}
+		}
+		if _, err := br.Discard(int(size)); err != nil {
+			return err
+		}
+		if l, err := readLine(br); err != nil || len(l) != 0 {
+			return fmt.Errorf("%w: missing CRLF after chunk", errBadResponse)
+		}
+	}
+}
+
+// readLine returns one line without its CRLF (or LF).
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) || len(line) > maxHeaderLine {
+		return nil, fmt.Errorf("%w: line longer than %d bytes", errBadResponse, br.Size())
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(line) > 0 {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func truncate(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "…"
+	}
+	return string(b)
+}
+
+// startHTTP starts the http test's clients.
+func (w *workload) startHTTP(addr string, hostHeader string) {
+	req := buildRequest(hostHeader, w.cfg.HTTPPath, w.cfg.HTTPKeepAlive)
+	for i := 0; i < w.cfg.Flows; i++ {
+		w.wg.Add(1)
+		go w.httpClient(i, addr, req)
+	}
+}
+
+func (w *workload) httpClient(i int, addr string, req []byte) {
+	defer w.wg.Done()
+	f := &w.flows[i]
+	d := net.Dialer{Timeout: w.cfg.Timeout}
+	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
+	var c net.Conn
+	br := bufio.NewReaderSize(nil, 4096)
+	closeConn := func() {
+		if c != nil {
+			w.conns.Delete(c)
+			c.Close()
+			c = nil
+		}
+	}
+	defer closeConn()
+	for !w.stop.Load() {
+		t0 := time.Now()
+		var ct time.Duration
+		if c == nil {
+			var err error
+			c, err = d.Dial("tcp", addr)
+			if err != nil {
+				w.fail(i, fmt.Errorf("http connect: %w", err))
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			ct = time.Since(t0)
+			br.Reset(c)
+			w.conns.Store(c, struct{}{})
+			if w.stop.Load() {
+				break
+			}
+		}
+		_ = c.SetDeadline(time.Now().Add(w.cfg.Timeout))
+		resp, err := w.httpExchange(c, br, req)
+		if err != nil {
+			closeConn()
+			w.fail(i, err)
+			continue
+		}
+		if !w.cfg.HTTPKeepAlive || resp.Close {
+			closeConn()
+		}
+		if resp.Status != 200 {
+			w.fail(i, fmt.Errorf("http status %d", resp.Status))
+			continue
+		}
+		el := time.Since(t0)
+		f.trans.Add(1)
+		if resp.ContentLength > 0 {
+			f.txBytes.Add(uint64(resp.ContentLength))
+		}
+		if w.measuring() {
+			w.lat.record(i, el)
+			if w.conn != nil && ct > 0 {
+				w.conn.record(i, ct)
+			}
+		}
+		p.wait(1, &w.stop)
+	}
+}
+
+func (w *workload) httpExchange(c net.Conn, br *bufio.Reader, req []byte) (httpResponse, error) {
+	if _, err := c.Write(req); err != nil {
+		return httpResponse{}, fmt.Errorf("http send request: %w", err)
+	}
+	resp, err := readResponseHead(br)
+	if err != nil {
+		return resp, fmt.Errorf("http read response: %w", err)
+	}
+	if err := readBody(br, resp); err != nil {
+		return resp, fmt.Errorf("http read body: %w", err)
+	}
+	return resp, nil
+}

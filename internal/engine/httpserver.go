@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// httpServer serves GET requests with a fixed-size body over Go's
+// net/http, the same server for cnibench's client and for peers (hey, wrk)
+// in `make bench`.
+type httpServer struct {
+	srv   *http.Server
+	ln    net.Listener
+	trans atomic.Uint64
+	done  chan struct{}
+}
+
+func newHTTPServer(ctx context.Context, ip netip.Addr, s *Setup, log *slog.Logger) (*httpServer, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		return nil, err
+	}
+	hs := &httpServer{ln: ln, done: make(chan struct{})}
+	hs.srv = &http.Server{
+		Handler:           BodyHandler(s.HTTPBody, &hs.trans),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	go func() {
+		defer close(hs.done)
+		if err := hs.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Debug("http data plane stopped", "err", err)
+		}
+	}()
+	return hs, nil
+}
+
+// BodyHandler answers every request with size bytes and counts it.
+func BodyHandler(size int, count *atomic.Uint64) http.Handler {
+	body := make([]byte, size)
+	for i := range body {
+		body[i] = 'x'
+	}
+	clen := strconv.Itoa(size)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["Content-Type"] = []string{"application/octet-stream"}
+		h["Content-Length"] = []string{clen}
+		_, _ = w.Write(body)
+		if count != nil {
+			count.Add(1)
+		}
+	})
+}
+
+func (hs *httpServer) Port() int { return hs.ln.Addr().(*net.TCPAddr).Port }
+
+func (hs *httpServer) Counters() srvCounters { return srvCounters{Trans: hs.trans.Load()} }
+
+func (hs *httpServer) Close() {
+	_ = hs.srv.Close()
+	<-hs.done
+}

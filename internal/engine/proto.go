@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// The control protocol: every message is a 4-byte big-endian length
+// followed by that many bytes of JSON (a Msg). The first message on a
+// connection is a "hello" from the client carrying ProtoVersion; the server
+// answers "hello" or "error". Then the client drives one test at a time:
+//
+//	setup → ready{port}   start → started   stop → stats   teardown → done
+//
+// and may repeat the cycle. Either side closing the connection ends every
+// test of that session on the server.
+const (
+	ProtoMagic   = "cnibench"
+	ProtoVersion = 1
+	// MaxFrame bounds a control message; larger frames are rejected
+	// before any allocation.
+	MaxFrame = 64 << 10
+)
+
+// Message types.
+const (
+	MsgHello    = "hello"
+	MsgSetup    = "setup"
+	MsgReady    = "ready"
+	MsgStart    = "start"
+	MsgStarted  = "started"
+	MsgStop     = "stop"
+	MsgStats    = "stats"
+	MsgTeardown = "teardown"
+	MsgDone     = "done"
+	MsgError    = "error"
+)
+
+// Protocol errors.
+var (
+	ErrFrameTooLarge = errors.New("control message too large")
+	ErrTruncated     = errors.New("control message truncated")
+	ErrVersion       = errors.New("protocol version mismatch")
+)
+
+// Msg is one control message. Only the field matching Type is set.
+type Msg struct {
+	Type  string    `json:"type"`
+	Hello *Hello    `json:"hello,omitempty"`
+	Setup *Setup    `json:"setup,omitempty"`
+	Ready *Ready    `json:"ready,omitempty"`
+	Stats *SrvStats `json:"stats,omitempty"`
+	Error string    `json:"error,omitempty"`
+}
+
+// Hello opens a session.
+type Hello struct {
+	Proto   string `json:"proto"`
+	Version int    `json:"version"`
+	Tool    string `json:"tool,omitempty"`
+}
+
+// Setup asks the server to prepare the data plane of one test.
+type Setup struct {
+	Test          string `json:"test"`
+	Flows         int    `json:"flows"`
+	ReqSize       int    `json:"req_size"`
+	RespSize      int    `json:"resp_size"`
+	MsgSize       int    `json:"msg_size"`
+	HTTPBody      int    `json:"http_body"`
+	TimeoutMillis int64  `json:"timeout_ms"`
+}
+
+// Ready tells the client where the data plane listens.
+type Ready struct {
+	Port int `json:"port"`
+}
+
+// SrvStats is the server's view of one measured window.
+type SrvStats struct {
+	WallMicros   int64  `json:"wall_us"`
+	CPUUserMicro int64  `json:"cpu_user_us"`
+	CPUSysMicro  int64  `json:"cpu_sys_us"`
+	RxBytes      uint64 `json:"rx_bytes"`
+	RxDatagrams  uint64 `json:"rx_datagrams"`
+	Trans        uint64 `json:"trans"`
+	// Sessions is the largest number of sessions the server had running
+	// at once during the window: above 1, its CPU includes other tests.
+	Sessions int `json:"sessions"`
+}
+
+// WriteMsg frames and writes m.
+func WriteMsg(w io.Writer, m *Msg) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s message: %w", m.Type, err)
+	}
+	if len(b) > MaxFrame {
+		return fmt.Errorf("%w: %d bytes (max %d)", ErrFrameTooLarge, len(b), MaxFrame)
+	}
+	buf := make([]byte, 4+len(b))
+	binary.BigEndian.PutUint32(buf, uint32(len(b)))
+	copy(buf[4:], b)
+	_, err = w.Write(buf)
+	return err
+}
+
+// ReadMsg reads one framed message. It returns io.EOF only when the peer
+// closed the connection cleanly between messages.
+func ReadMsg(r io.Reader) (*Msg, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("%w: %d of 4 header bytes", ErrTruncated, 0)
+		}
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > MaxFrame {
+		return nil, fmt.Errorf("%w: %d bytes (max %d)", ErrFrameTooLarge, n, MaxFrame)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("empty control message")
+	}
+	body := make([]byte, n)
+	if got, err := io.ReadFull(r, body); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: got %d of %d bytes", ErrTruncated, got, n)
+		}
+		return nil, err
+	}
+	return DecodeMsg(body)
+}
+
+// DecodeMsg parses and checks one message body.
+func DecodeMsg(body []byte) (*Msg, error) {
+	var m Msg
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("malformed control message: %w", err)
+	}
+	switch m.Type {
+	case MsgHello:
+		if m.Hello == nil {
+			return nil, fmt.Errorf("malformed control message: hello without body")
+		}
+	case MsgSetup:
+		if m.Setup == nil {
+			return nil, fmt.Errorf("malformed control message: setup without body")
+		}
+	case MsgReady:
+		if m.Ready == nil {
+			return nil, fmt.Errorf("malformed control message: ready without body")
+		}
+	case MsgStats:
+		if m.Stats == nil {
+			return nil, fmt.Errorf("malformed control message: stats without body")
+		}
+	case MsgStart, MsgStarted, MsgStop, MsgTeardown, MsgDone, MsgError:
+	case "":
+		return nil, fmt.Errorf("malformed control message: no type")
+	default:
+		return nil, fmt.Errorf("unknown control message type %q", m.Type)
+	}
+	return &m, nil
+}
+
+// CheckHello validates a peer's hello.
+func CheckHello(h *Hello) error {
+	if h.Proto != ProtoMagic {
+		return fmt.Errorf("peer is not a cnibench endpoint (proto %q)", h.Proto)
+	}
+	if h.Version != ProtoVersion {
+		return fmt.Errorf("%w: peer speaks version %d, this cnibench speaks %d; run the same cnibench version on both ends", ErrVersion, h.Version, ProtoVersion)
+	}
+	return nil
+}
+
+// ValidateSetup checks a setup request from a (possibly hostile) client.
+func ValidateSetup(s *Setup) error {
+	if !ValidTest(s.Test) {
+		return fmt.Errorf("unknown test %q", s.Test)
+	}
+	maxFlows := MaxFlows
+	if s.Test == HTTP {
+		maxFlows = MaxHTTPFlows
+	}
+	switch {
+	case s.Flows < 1 || s.Flows > maxFlows:
+		return fmt.Errorf("flows %d out of range 1..%d", s.Flows, maxFlows)
+	case s.ReqSize < 1 || s.ReqSize > MaxMsgSize:
+		return fmt.Errorf("request size %d out of range", s.ReqSize)
+	case s.RespSize < 1 || s.RespSize > MaxMsgSize:
+		return fmt.Errorf("response size %d out of range", s.RespSize)
+	case s.MsgSize < 1 || s.MsgSize > MaxMsgSize:
+		return fmt.Errorf("message size %d out of range", s.MsgSize)
+	case s.HTTPBody < 0 || s.HTTPBody > MaxHTTPBody:
+		return fmt.Errorf("http body %d out of range", s.HTTPBody)
+	case s.TimeoutMillis < 0:
+		return fmt.Errorf("negative timeout")
+	}
+	return nil
+}

@@ -1,0 +1,259 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The engine's data plane uses raw, blocking sockets, one per flow, each
+// driven by a goroutine locked to its own OS thread: a read blocks in the
+// kernel until data arrives, exactly like netperf's recv(), so measured
+// latency includes the wake-ups real services pay. Busy polling (spinning
+// on a non-blocking socket) is only used when Config.BusyPoll asks for it.
+
+// sockaddr converts an address and port into a unix.Sockaddr.
+func sockaddr(ip netip.Addr, port int) (unix.Sockaddr, int) {
+	if ip.Is4() || ip.Is4In6() {
+		return &unix.SockaddrInet4{Port: port, Addr: ip.Unmap().As4()}, unix.AF_INET
+	}
+	sa := &unix.SockaddrInet6{Port: port, Addr: ip.As16()}
+	if z := ip.Zone(); z != "" {
+		if ifi, err := net.InterfaceByName(z); err == nil {
+			sa.ZoneId = uint32(ifi.Index)
+		}
+	}
+	return sa, unix.AF_INET6
+}
+
+func setTimeouts(fd int, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	tv := unix.NsecToTimeval(d.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("set SO_RCVTIMEO: %w", err)
+	}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+		return fmt.Errorf("set SO_SNDTIMEO: %w", err)
+	}
+	return nil
+}
+
+// setRcvTimeout bounds blocking reads only; writes block until the peer
+// reads or the socket is shut down.
+func setRcvTimeout(fd int, d time.Duration) error {
+	tv := unix.NsecToTimeval(d.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("set SO_RCVTIMEO: %w", err)
+	}
+	return nil
+}
+
+// dialTCP opens a blocking TCP connection. It returns the fd and the time
+// connect() took.
+func dialTCP(ip netip.Addr, port int, timeout time.Duration, nodelay, nonblock bool) (int, time.Duration, error) {
+	sa, family := sockaddr(ip, port)
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	if err != nil {
+		return -1, 0, fmt.Errorf("socket: %w", err)
+	}
+	if err := setTimeouts(fd, timeout); err != nil {
+		unix.Close(fd)
+		return -1, 0, err
+	}
+	if nodelay {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+			unix.Close(fd)
+			return -1, 0, fmt.Errorf("set TCP_NODELAY: %w", err)
+		}
+	}
+	t0 := time.Now()
+	for {
+		err = unix.Connect(fd, sa)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	ct := time.Since(t0)
+	if err != nil {
+		unix.Close(fd)
+		return -1, 0, fmt.Errorf("connect to %s: %w", net.JoinHostPort(ip.String(), fmt.Sprint(port)), err)
+	}
+	if nonblock {
+		if err := unix.SetNonblock(fd, true); err != nil {
+			unix.Close(fd)
+			return -1, 0, err
+		}
+	}
+	return fd, ct, nil
+}
+
+// listenTCP opens a blocking TCP listener on ip:0 and returns fd and port.
+func listenTCP(ip netip.Addr, backlog int) (int, int, error) {
+	sa, family := sockaddr(ip, 0)
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	if err != nil {
+		return -1, 0, fmt.Errorf("socket: %w", err)
+	}
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return -1, 0, fmt.Errorf("bind %s: %w", ip, err)
+	}
+	if err := unix.Listen(fd, backlog); err != nil {
+		unix.Close(fd)
+		return -1, 0, fmt.Errorf("listen: %w", err)
+	}
+	port, err := localPort(fd)
+	if err != nil {
+		unix.Close(fd)
+		return -1, 0, err
+	}
+	return fd, port, nil
+}
+
+// listenUDP opens n UDP sockets sharing one port with SO_REUSEPORT, so the
+// kernel spreads flows over them.
+func listenUDP(ip netip.Addr, n int, timeout time.Duration) ([]int, int, error) {
+	var fds []int
+	port := 0
+	closeAll := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	for i := 0; i < n; i++ {
+		sa, family := sockaddr(ip, port)
+		fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+		if err != nil {
+			closeAll()
+			return nil, 0, fmt.Errorf("socket: %w", err)
+		}
+		fds = append(fds, fd)
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+			closeAll()
+			return nil, 0, fmt.Errorf("set SO_REUSEPORT: %w", err)
+		}
+		// Large receive buffers, as iperf3 and netperf users set them.
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+		if err := setTimeouts(fd, timeout); err != nil {
+			closeAll()
+			return nil, 0, err
+		}
+		if err := unix.Bind(fd, sa); err != nil {
+			closeAll()
+			return nil, 0, fmt.Errorf("bind udp %s:%d: %w", ip, port, err)
+		}
+		if port == 0 {
+			p, err := localPort(fd)
+			if err != nil {
+				closeAll()
+				return nil, 0, err
+			}
+			port = p
+		}
+	}
+	return fds, port, nil
+}
+
+// dialUDP opens a connected UDP socket.
+func dialUDP(ip netip.Addr, port int, timeout time.Duration) (int, error) {
+	sa, family := sockaddr(ip, port)
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return -1, fmt.Errorf("socket: %w", err)
+	}
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+	if err := setTimeouts(fd, timeout); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if err := unix.Connect(fd, sa); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("connect udp %s:%d: %w", ip, port, err)
+	}
+	return fd, nil
+}
+
+func localPort(fd int) (int, error) {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return 0, fmt.Errorf("getsockname: %w", err)
+	}
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return a.Port, nil
+	case *unix.SockaddrInet6:
+		return a.Port, nil
+	}
+	return 0, fmt.Errorf("getsockname: unexpected address family")
+}
+
+// errTimeout reports whether err is a socket timeout (SO_RCVTIMEO/SNDTIMEO).
+func errTimeout(err error) bool {
+	return errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EWOULDBLOCK)
+}
+
+// readFull reads exactly len(buf) bytes. spin makes it poll a
+// non-blocking socket instead of blocking.
+func readFull(fd int, buf []byte, spin bool) error {
+	for off := 0; off < len(buf); {
+		n, err := unix.Read(fd, buf[off:])
+		if err != nil {
+			if err == unix.EINTR || (spin && errTimeout(err)) {
+				continue
+			}
+			return err
+		}
+		if n == 0 {
+			return errEOF
+		}
+		off += n
+	}
+	return nil
+}
+
+// writeFull writes all of buf.
+func writeFull(fd int, buf []byte, spin bool) error {
+	for off := 0; off < len(buf); {
+		n, err := unix.Write(fd, buf[off:])
+		if err != nil {
+			if err == unix.EINTR || (spin && errTimeout(err)) {
+				continue
+			}
+			return err
+		}
+		off += n
+	}
+	return nil
+}
+
+var errEOF = errors.New("connection closed by peer")
+
+// tcpRetrans returns the connection's total retransmitted segments.
+func tcpRetrans(fd int) (uint32, error) {
+	ti, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		return 0, err
+	}
+	return ti.Total_retrans, nil
+}
+
+// pathMTU returns the path MTU the kernel uses for a connected socket.
+func pathMTU(fd int, v6 bool) (int, error) {
+	if v6 {
+		return unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MTU)
+	}
+	return unix.GetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU)
+}
+
+// shutdownFD wakes any thread blocked on fd (accept, read, recvfrom).
+func shutdownFD(fd int) { _ = unix.Shutdown(fd, unix.SHUT_RDWR) }
+
+func closeFD(fd int) { _ = unix.Close(fd) }
