@@ -9,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cnibench/cnibench/internal/cli/clierr"
+	comparecmd "github.com/cnibench/cnibench/internal/cli/compare"
 	"github.com/cnibench/cnibench/internal/cli/lab"
+	reportcmd "github.com/cnibench/cnibench/internal/cli/report"
 	"github.com/cnibench/cnibench/internal/cli/run"
 	"github.com/cnibench/cnibench/internal/cli/serve"
 	"github.com/cnibench/cnibench/internal/cli/streams"
@@ -50,4 +52,6 @@ var subcommands = []func(*slog.Logger, IOStreams) *cobra.Command{
 	lab.NewCommand,
 	serve.NewCommand,
 	run.NewCommand,
+	reportcmd.NewCommand,
+	comparecmd.NewCommand,
 }

@@ -1,0 +1,54 @@
+// Package hostrouting is cnibench's model of Cilium's "BPF host routing":
+// a tc program on the node's pod-facing veths and on its uplink that looks
+// the destination up in the node's FIB (bpf_fib_lookup) and then hands the
+// packet straight to the destination pod (bpf_redirect_peer) or out of the
+// uplink (bpf_redirect_neigh), bypassing the node's IP forwarding path and
+// netfilter. Everything the program cannot handle is passed to the stack
+// unchanged.
+//
+// One Program is loaded per node network namespace. The BPF source is
+// hostrouting.c; the generated hostrouting_bpfel.{go,o} are committed so that
+// building cnibench needs no clang (see README.md to regenerate).
+package hostrouting
+
+import (
+	"errors"
+)
+
+// ErrNotSupported is wrapped by every error that means "this machine cannot
+// run BPF host routing" (wrong OS, no TCX/clsact, a helper missing, BPF
+// loading refused, not privileged). Check it with errors.Is.
+var ErrNotSupported = errors.New("not supported")
+
+// Counters are the program's per-action packet counts, summed over CPUs.
+type Counters struct {
+	// RedirectPeer counts packets handed to a local pod with
+	// bpf_redirect_peer (node stack and netfilter bypassed).
+	RedirectPeer uint64
+	// RedirectNeigh counts packets transmitted with bpf_redirect_neigh:
+	// to the uplink, or to a local pod whose neighbour entry is not
+	// resolved yet.
+	RedirectNeigh uint64
+	// Pass is the total of packets passed to the node's stack (TC_ACT_OK):
+	// the sum of the Pass* fields below.
+	Pass uint64
+	// PassNotIPv4 counts non-IPv4 (ARP, IPv6) or malformed packets.
+	PassNotIPv4 uint64
+	// PassFIB counts packets the FIB does not forward: local destinations,
+	// no route, blackhole/unreachable/prohibit, forwarding disabled,
+	// fragmentation needed.
+	PassFIB uint64
+	// PassTTL counts packets whose TTL would expire at this hop (the stack
+	// sends the ICMP time-exceeded error).
+	PassTTL uint64
+	// PassEgress counts packets whose egress device is neither a registered
+	// pod veth nor a registered uplink, or is the ingress device itself.
+	PassEgress uint64
+	// Drop counts packets a redirect helper refused (TC_ACT_SHOT).
+	Drop uint64
+}
+
+// Total is the number of packets the program has seen.
+func (c Counters) Total() uint64 {
+	return c.RedirectPeer + c.RedirectNeigh + c.Pass + c.Drop
+}

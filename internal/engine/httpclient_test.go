@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+)
+
+func TestReadResponse(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		status  int
+		clen    int64
+		close   bool
+		wantErr string
+	}{
+		{"keep-alive", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 200, 5, false, ""},
+		{"close", "HTTP/1.1 200 OK\r\nConnection: close\r\ncontent-length: 3\r\n\r\nabc", 200, 3, true, ""},
+		{"http/1.0", "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", 200, 0, true, ""},
+		{"http/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n", 200, 0, false, ""},
+		{"bare LF", "HTTP/1.1 404 Not Found\nContent-Length: 2\n\nno", 404, 2, false, ""},
+		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nTrailer: 1\r\n\r\n", 200, -1, false, ""},
+		{"no length", "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil eof", 200, -1, true, ""},
+		{"no content", "HTTP/1.1 204 No Content\r\n\r\n", 204, -1, false, ""},
+		{"bad status line", "HTTX/1.1 200 OK\r\n\r\n", 0, 0, false, "status line"},
+		{"bad code", "HTTP/1.1 2x0 OK\r\n\r\n", 0, 0, false, "status code"},
+		{"bad length", "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", 0, 0, false, "Content-Length"},
+		{"bad header", "HTTP/1.1 200 OK\r\nnocolon\r\n\r\n", 0, 0, false, "header line"},
+		{"truncated head", "HTTP/1.1 200 OK\r\nContent-Len", 0, 0, false, "unexpected EOF"},
+		{"truncated body", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", 0, 0, false, "unexpected EOF"},
+		{"bad chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 0, 0, false, "chunk size"},
+		{"huge line", "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 10000) + "\r\n\r\n", 0, 0, false, "longer than"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			br := bufio.NewReaderSize(strings.NewReader(tt.in), 4096)
+			resp, err := readResponseHead(br)
+			if err == nil {
+				err = readBody(br, resp)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Status != tt.status || resp.ContentLength != tt.clen || resp.Close != tt.close {
+				t.Fatalf("got %+v, want status %d length %d close %v", resp, tt.status, tt.clen, tt.close)
+			}
+			if n := br.Buffered(); n != 0 {
+				t.Fatalf("%d bytes left unread", n)
+			}
+		})
+	}
+}
+
+func TestBuildRequest(t *testing.T) {
+	ka := string(buildRequest("h:1", "/x?y=1", true))
+	if !strings.HasPrefix(ka, "GET /x?y=1 HTTP/1.1\r\nHost: h:1\r\n") || strings.Contains(ka, "Connection: close") || !strings.HasSuffix(ka, "\r\n\r\n") {
+		t.Fatalf("keep-alive request: %q", ka)
+	}
+	if c := string(buildRequest("h", "/", false)); !strings.Contains(c, "Connection: close\r\n") {
+		t.Fatalf("close request: %q", c)
+	}
+}
+
+// FuzzReadResponse: arbitrary server bytes never panic the client parser.
+func FuzzReadResponse(f *testing.F) {
+	f.Add("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+	f.Add("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+	f.Add("HTTP/1.0 500 x\n\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		br := bufio.NewReaderSize(strings.NewReader(in), 4096)
+		resp, err := readResponseHead(br)
+		if err != nil {
+			return
+		}
+		if resp.Status < 100 || resp.Status > 999 || resp.ContentLength < -1 {
+			t.Fatalf("accepted an impossible response: %+v", resp)
+		}
+		_ = readBody(br, resp)
+	})
+}

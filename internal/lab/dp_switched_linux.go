@@ -1,0 +1,162 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+)
+
+func init() {
+	Register(func() Datapath { return &bridged{overlay: false} })
+	Register(func() Datapath { return &bridged{overlay: true} })
+}
+
+// bridged is the flannel family: pods on a Linux bridge per node with a /24
+// pod subnet per node. Without overlay (flannel host-gw, "bridge") the nodes
+// route each other's pod subnet via the wire; with overlay (flannel vxlan,
+// "vxlan") they route it through a VXLAN device over the wire and the pod
+// MTU is lowered by the encapsulation overhead.
+type bridged struct{ overlay bool }
+
+func (b *bridged) Name() string {
+	if b.overlay {
+		return "vxlan"
+	}
+	return "bridge"
+}
+
+func (b *bridged) Description() string {
+	if b.overlay {
+		return "flannel vxlan style: pods on a bridge, node-to-node pod traffic encapsulated in VXLAN over the wire"
+	}
+	return "flannel host-gw style: pods on a Linux bridge, pod subnets routed between nodes via the wire"
+}
+
+func (b *bridged) PacketPath() string {
+	if b.overlay {
+		return "client pod eth0 -> veth -> node1 cnb0 bridge -> node1 IP stack -> vxlan0 (encap, UDP 4789) -> wire0 -> " +
+			"node2 wire0 -> UDP -> vxlan0 (decap) -> node2 IP stack -> cnb0 bridge -> veth -> server pod eth0 " +
+			"(same node: client pod -> veth -> cnb0 bridge -> veth -> server pod, no routing)"
+	}
+	return "client pod eth0 -> veth -> node1 cnb0 bridge -> node1 IP stack -> wire0 -> node2 IP stack -> " +
+		"cnb0 bridge -> veth -> server pod eth0 (same node: client pod -> veth -> cnb0 bridge -> veth -> server pod, no routing)"
+}
+
+func (b *bridged) Probe() error {
+	if err := probeLink("Linux bridge", &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}}); err != nil {
+		return err
+	}
+	if b.overlay {
+		return probeLink("VXLAN device", &netlink.Vxlan{
+			LinkAttrs: netlink.LinkAttrs{Name: "probe1"},
+			VxlanId:   42, Port: 4789, Group: net.IP(WireIPs[1].AsSlice()),
+		})
+	}
+	return nil
+}
+
+// podMTU is the MTU of the pods and bridges: the wire MTU, minus the VXLAN
+// overhead with the overlay.
+func (b *bridged) podMTU(wire int) int {
+	if b.overlay {
+		return wire - VXLANOverhead
+	}
+	return wire
+}
+
+func (b *bridged) Setup(ctx context.Context, env *Env) (*Topology, error) {
+	mtu := b.podMTU(env.WireMTU)
+	if mtu < 576 {
+		return nil, fmt.Errorf("%s: wire MTU %d leaves pod MTU %d, below 576", b.Name(), env.WireMTU, mtu)
+	}
+	nodes, err := buildNodes(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	for i, node := range nodes {
+		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeIf, MTU: mtu}}
+		if err := node.handle.LinkAdd(br); err != nil {
+			return nil, fmt.Errorf("create bridge %s in %s: %w", BridgeIf, node.Name, err)
+		}
+		if err := addrAdd(node, BridgeIf, netip.PrefixFrom(gatewayIP(i), PodCIDRs[i].Bits())); err != nil {
+			return nil, err
+		}
+		if err := linkUp(node, BridgeIf); err != nil {
+			return nil, err
+		}
+	}
+	podNS := map[string]*NS{}
+	for _, p := range pods {
+		node := nodes[p.node]
+		ns, err := env.NewNS(ctx, p.role)
+		if err != nil {
+			return nil, err
+		}
+		podNS[p.role] = ns
+		if p.role != RoleServer {
+			if err := ns.WriteSysctls(clientSysctls...); err != nil {
+				return nil, err
+			}
+		}
+		host, err := addVethToPod(node, ns, p.hostIf(), mtu)
+		if err != nil {
+			return nil, err
+		}
+		br, err := node.handle.LinkByName(BridgeIf)
+		if err != nil {
+			return nil, fmt.Errorf("find %s in %s: %w", BridgeIf, node.Name, err)
+		}
+		if err := node.handle.LinkSetMaster(host, br); err != nil {
+			return nil, fmt.Errorf("attach %s to bridge %s in %s: %w", p.hostIf(), BridgeIf, node.Name, err)
+		}
+		if err := linkUp(node, p.hostIf()); err != nil {
+			return nil, err
+		}
+		if err := addrAdd(ns, PodIf, netip.PrefixFrom(p.ip, PodCIDRs[p.node].Bits())); err != nil {
+			return nil, err
+		}
+		if err := routeAdd(ns, netip.MustParsePrefix("0.0.0.0/0"), gatewayIP(p.node), PodIf, false); err != nil {
+			return nil, err
+		}
+	}
+	for i, node := range nodes {
+		other := 1 - i
+		if !b.overlay {
+			if err := routeAdd(node, PodCIDRs[other], WireIPs[other], WireIf, false); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		wire, err := node.handle.LinkByName(WireIf)
+		if err != nil {
+			return nil, fmt.Errorf("find %s in %s: %w", WireIf, node.Name, err)
+		}
+		vx := &netlink.Vxlan{
+			LinkAttrs:    netlink.LinkAttrs{Name: VXLANIf, MTU: mtu},
+			VxlanId:      42,
+			VtepDevIndex: wire.Attrs().Index,
+			SrcAddr:      net.IP(WireIPs[i].AsSlice()),
+			Group:        net.IP(WireIPs[other].AsSlice()), // unicast: the remote VTEP
+			Port:         4789,
+			Learning:     true,
+		}
+		if err := node.handle.LinkAdd(vx); err != nil {
+			return nil, fmt.Errorf("create vxlan %s in %s: %w", VXLANIf, node.Name, err)
+		}
+		if err := addrAdd(node, VXLANIf, netip.PrefixFrom(OverlayIPs[i], OverlayNet.Bits())); err != nil {
+			return nil, err
+		}
+		if err := linkUp(node, VXLANIf); err != nil {
+			return nil, err
+		}
+		if err := routeAdd(node, PodCIDRs[other], OverlayIPs[other], VXLANIf, false); err != nil {
+			return nil, err
+		}
+	}
+	return &Topology{Paths: podEndpoints(podNS), PodMTU: mtu, PathMTU: mtu, Nodes: nodes}, nil
+}
+
+func (*bridged) Teardown(context.Context) error { return nil }

@@ -1,0 +1,259 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Interface names inside the lab's namespaces (IFNAMSIZ: at most 15 bytes).
+const (
+	WireIf   = "wire0"  // node uplink: one end of the node1<->node2 veth
+	PodIf    = "eth0"   // a pod's interface
+	BridgeIf = "cnb0"   // per-node bridge (bridge, vxlan)
+	VXLANIf  = "vxlan0" // per-node VXLAN device
+)
+
+// Addressing (198.18.0.0/15 is reserved for benchmarking, RFC 2544). Every
+// datapath has its own namespaces, so they all reuse the same plan.
+var (
+	WireIPs     = [2]netip.Addr{netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2")}
+	WirePrefix  = netip.MustParsePrefix("198.18.0.0/24")
+	OverlayIPs  = [2]netip.Addr{netip.MustParseAddr("198.18.1.1"), netip.MustParseAddr("198.18.1.2")}
+	OverlayNet  = netip.MustParsePrefix("198.18.1.0/24")
+	PodCIDRs    = [2]netip.Prefix{netip.MustParsePrefix("198.19.1.0/24"), netip.MustParsePrefix("198.19.2.0/24")}
+	PodSupernet = netip.MustParsePrefix("198.19.0.0/16")
+	// CalicoGateway is the fake next hop of L3 (veth-routing) pods, answered
+	// by proxy ARP on the node's side of the pod veth.
+	CalicoGateway = netip.MustParseAddr("169.254.1.1")
+)
+
+// VXLANOverhead is the IPv4 VXLAN encapsulation overhead: outer IPv4 (20) +
+// UDP (8) + VXLAN (8) + inner Ethernet (14).
+const VXLANOverhead = 50
+
+// pod is one pod of the standard topology.
+type pod struct {
+	role string
+	node int // 0 = node1, 1 = node2
+	ip   netip.Addr
+}
+
+// hostIf is the name of the pod's veth end in the node.
+func (p pod) hostIf() string { return "veth-" + p.role }
+
+// pods of every pod datapath: a client on each node and the server on node2.
+var pods = []pod{
+	{role: RoleClient1, node: 0, ip: netip.MustParseAddr("198.19.1.10")},
+	{role: RoleClient2, node: 1, ip: netip.MustParseAddr("198.19.2.10")},
+	{role: RoleServer, node: 1, ip: netip.MustParseAddr("198.19.2.20")},
+}
+
+// gatewayIP is the bridge address of a node's pod subnet (bridge, vxlan).
+func gatewayIP(node int) netip.Addr { return PodCIDRs[node].Addr().Next() }
+
+// podEndpoints returns the cross-node and same-node paths of the standard
+// pod topology.
+func podEndpoints(podNS map[string]*NS) []Endpoint {
+	server := pods[2]
+	return []Endpoint{
+		{Kind: CrossNode, Client: podNS[RoleClient1], Server: podNS[RoleServer], ServerIP: server.ip},
+		{Kind: SameNode, Client: podNS[RoleClient2], Server: podNS[RoleServer], ServerIP: server.ip},
+	}
+}
+
+// NewNS creates a namespace for role of env's datapath and tracks it so the
+// lab deletes it on Down or on a failed Up. It sets lo up and disables IPv6
+// so that no router solicitation or DAD packet crosses a measured path.
+func (e *Env) NewNS(ctx context.Context, role string) (*NS, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	name := NSName(e.RunID, e.Datapath, role)
+	ns, err := createNS(name)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.namespaces = append(e.namespaces, ns)
+	e.mu.Unlock()
+	e.Logger.Debug("created netns", "name", name)
+	if err := ns.WriteSysctls(
+		[2]string{"net/ipv6/conf/all/disable_ipv6", "1"},
+		[2]string{"net/ipv6/conf/default/disable_ipv6", "1"},
+	); err != nil {
+		return nil, err
+	}
+	return ns, nil
+}
+
+// nodeSysctls are set in every node: forwarding, and fast reuse of
+// TIME_WAIT ports (node1 is the baseline's client).
+var nodeSysctls = [][2]string{
+	{"net/ipv4/ip_forward", "1"},
+	{"net/ipv4/tcp_tw_reuse", "1"},
+}
+
+// clientSysctls are set in client pods: tcp_crr opens tens of thousands of
+// connections per second.
+var clientSysctls = [][2]string{
+	{"net/ipv4/tcp_tw_reuse", "1"},
+}
+
+// buildNodes creates node1 and node2 joined by the wire, with addresses
+// WireIPs, forwarding on, and wire MTU env.WireMTU.
+func buildNodes(ctx context.Context, env *Env) ([2]*NS, error) {
+	var nodes [2]*NS
+	for i, role := range []string{RoleNode1, RoleNode2} {
+		ns, err := env.NewNS(ctx, role)
+		if err != nil {
+			return nodes, err
+		}
+		if err := ns.WriteSysctls(nodeSysctls...); err != nil {
+			return nodes, err
+		}
+		nodes[i] = ns
+	}
+	if err := ctx.Err(); err != nil {
+		return nodes, err
+	}
+	wire := &netlink.Veth{
+		LinkAttrs:     netlink.LinkAttrs{Name: WireIf, MTU: env.WireMTU},
+		PeerName:      WireIf,
+		PeerMTU:       uint32(env.WireMTU),
+		PeerNamespace: netlink.NsFd(nodes[1].Fd()),
+	}
+	if err := nodes[0].handle.LinkAdd(wire); err != nil {
+		return nodes, fmt.Errorf("create wire veth %s in %s (peer in %s): %w", WireIf, nodes[0].Name, nodes[1].Name, err)
+	}
+	for i, n := range nodes {
+		if err := addrAdd(n, WireIf, netip.PrefixFrom(WireIPs[i], WirePrefix.Bits())); err != nil {
+			return nodes, err
+		}
+		if err := linkUp(n, WireIf); err != nil {
+			return nodes, err
+		}
+	}
+	return nodes, nil
+}
+
+// addVethToPod creates a veth pair with hostName in node and PodIf in the pod,
+// both with the given MTU, and sets both ends up.
+func addVethToPod(node, podNS *NS, hostName string, mtu int) (netlink.Link, error) {
+	v := &netlink.Veth{
+		LinkAttrs:     netlink.LinkAttrs{Name: hostName, MTU: mtu},
+		PeerName:      PodIf,
+		PeerMTU:       uint32(mtu),
+		PeerNamespace: netlink.NsFd(podNS.Fd()),
+	}
+	if err := node.handle.LinkAdd(v); err != nil {
+		return nil, fmt.Errorf("create veth %s in %s (peer %s in %s): %w", hostName, node.Name, PodIf, podNS.Name, err)
+	}
+	if err := linkUp(podNS, PodIf); err != nil {
+		return nil, err
+	}
+	l, err := node.handle.LinkByName(hostName)
+	if err != nil {
+		return nil, fmt.Errorf("find %s in %s: %w", hostName, node.Name, err)
+	}
+	return l, nil
+}
+
+func linkUp(ns *NS, name string) error {
+	l, err := ns.handle.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("find %s in %s: %w", name, ns.Name, err)
+	}
+	if err := ns.handle.LinkSetUp(l); err != nil {
+		return fmt.Errorf("set %s up in %s: %w", name, ns.Name, err)
+	}
+	return nil
+}
+
+func addrAdd(ns *NS, ifName string, p netip.Prefix) error {
+	l, err := ns.handle.LinkByName(ifName)
+	if err != nil {
+		return fmt.Errorf("find %s in %s: %w", ifName, ns.Name, err)
+	}
+	a := &netlink.Addr{IPNet: ipNet(p)}
+	if err := ns.handle.AddrAdd(l, a); err != nil {
+		return fmt.Errorf("add address %s to %s in %s: %w", p, ifName, ns.Name, err)
+	}
+	return nil
+}
+
+// routeAdd adds dst via gw (invalid gw: directly connected) on dev ifName.
+func routeAdd(ns *NS, dst netip.Prefix, gw netip.Addr, ifName string, onlink bool) error {
+	l, err := ns.handle.LinkByName(ifName)
+	if err != nil {
+		return fmt.Errorf("find %s in %s: %w", ifName, ns.Name, err)
+	}
+	r := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(dst)}
+	if gw.IsValid() {
+		r.Gw = net.IP(gw.AsSlice())
+	} else {
+		r.Scope = netlink.SCOPE_LINK
+	}
+	if onlink {
+		r.Flags = int(netlink.FLAG_ONLINK)
+	}
+	if err := ns.handle.RouteAdd(r); err != nil {
+		via := ""
+		if gw.IsValid() {
+			via = " via " + gw.String()
+		}
+		return fmt.Errorf("add route %s%s dev %s in %s: %w", dst, via, ifName, ns.Name, err)
+	}
+	return nil
+}
+
+func ipNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+// host32 is the /32 prefix of a.
+func host32(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
+
+// inScratchNS runs f on a locked thread moved into a new, anonymous network
+// namespace, with a netlink handle there. The thread is never unlocked, so
+// the runtime terminates it afterwards and the namespace disappears with it:
+// nothing is left behind whatever f did.
+func inScratchNS(f func(h *netlink.Handle) error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// Deliberately no UnlockOSThread: the thread dies with the goroutine.
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("unshare scratch netns: %w", err)
+			return
+		}
+		h, err := netlink.NewHandle()
+		if err != nil {
+			errc <- fmt.Errorf("netlink handle in scratch netns: %w", err)
+			return
+		}
+		defer h.Close()
+		errc <- f(h)
+	}()
+	return <-errc
+}
+
+// probeLink checks that the kernel can create a link of l's type, in a
+// scratch namespace.
+func probeLink(feature string, l netlink.Link) error {
+	return inScratchNS(func(h *netlink.Handle) error {
+		if err := h.LinkAdd(l); err != nil {
+			if errors.Is(err, unix.EPERM) {
+				return fmt.Errorf("create %s link: %w (needs CAP_NET_ADMIN)", l.Type(), err)
+			}
+			return &UnsupportedError{Feature: feature, Reason: fmt.Sprintf("create %s link: %v", l.Type(), err)}
+		}
+		return nil
+	})
+}
