@@ -15,6 +15,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cli/run"
 	"github.com/cnibench/cnibench/internal/cli/serve"
 	"github.com/cnibench/cnibench/internal/cli/streams"
+	"github.com/cnibench/cnibench/internal/cli/suite"
 	"github.com/cnibench/cnibench/internal/cli/version"
 )
 
@@ -52,6 +53,7 @@ var subcommands = []func(*slog.Logger, IOStreams) *cobra.Command{
 	lab.NewCommand,
 	serve.NewCommand,
 	run.NewCommand,
+	suite.NewCommand,
 	reportcmd.NewCommand,
 	comparecmd.NewCommand,
 }

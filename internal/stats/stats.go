@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 
 	"golang.org/x/perf/benchmath"
 	"gonum.org/v1/gonum/stat"
@@ -25,8 +27,13 @@ const (
 	// summary warns that the sample is noisy.
 	MaxCoV = 0.10
 	// OutlierFactor: a repeat further than OutlierFactor × MAD from the
-	// median is reported as an outlier.
+	// median, and further than OutlierMinDeviation of the median, is
+	// reported as an outlier.
 	OutlierFactor = 5.0
+	// OutlierMinDeviation keeps the MAD rule from flagging repeats of a
+	// very quiet sample that are only slightly off (with 5 repeats the MAD
+	// can be tiny): an outlier is also at least 5 % away from the median.
+	OutlierMinDeviation = 0.05
 )
 
 // Summary describes one metric over n repeats. Field names follow the
@@ -51,12 +58,7 @@ type Summary struct {
 // Summarize computes a Summary of values. NaN values are ignored; an empty
 // sample gives N == 0 and a warning.
 func Summarize(values []float64) Summary {
-	xs := make([]float64, 0, len(values))
-	for _, v := range values {
-		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			xs = append(xs, v)
-		}
-	}
+	xs := Clean(values)
 	if len(xs) == 0 {
 		return Summary{Warnings: []string{"no measurements"}}
 	}
@@ -85,19 +87,75 @@ func Summarize(values []float64) Summary {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("only %d repeat(s): at least %d are needed for a trustworthy median", s.N, MinRepeats))
 	}
 	if s.N < 6 && s.N > 1 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("n=%d is too few for a 95%% interval; the interval is the range (%.1f%% confidence)", s.N, 100*s.Confidence))
+		s.Warnings = append(s.Warnings, fmt.Sprintf("n=%d %s (%.1f%% confidence)", s.N, rangeNote, 100*s.Confidence))
 	}
 	if s.CoV > MaxCoV {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("noisy: coefficient of variation %.1f%% is above %.0f%%", 100*s.CoV, 100*MaxCoV))
 	}
 	if out := Outliers(xs); len(out) > 0 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("%d repeat(s) far outside the rest (more than %.0f×MAD from the median): %v", len(out), OutlierFactor, out))
+		vs := make([]string, len(out))
+		for i, v := range out {
+			if s.Median != 0 {
+				vs[i] = fmt.Sprintf("%+.1f%%", 100*(v/s.Median-1))
+			} else {
+				vs[i] = strconv.FormatFloat(v, 'g', 4, 64)
+			}
+		}
+		what := "off the median by"
+		if s.Median == 0 {
+			what = "with values"
+		}
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d repeat(s) far outside the rest (more than %.0f×MAD and %.0f%% from the median), %s %s",
+			len(out), OutlierFactor, 100*OutlierMinDeviation, what, strings.Join(vs, ", ")))
 	}
 	return s
 }
 
+const rangeNote = "is too few for a 95% interval; the interval is the range"
+
+// IsRangeNote reports whether a summary warning only says that the
+// interval is the sample's range because n is below 6. With the default
+// five repeats every summary carries it, so reports show it once instead
+// of flagging every value.
+func IsRangeNote(w string) bool { return strings.HasPrefix(w, "n=") && strings.Contains(w, rangeNote) }
+
+// Notable reports whether s has a warning other than the range note
+// (too few repeats, noisy, outliers, no measurements).
+func Notable(s Summary) bool {
+	for _, w := range s.Warnings {
+		if !IsRangeNote(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// Clean returns the finite values of xs (NaN and ±Inf are dropped), in
+// their original order.
+func Clean(xs []float64) []float64 {
+	out := make([]float64, 0, len(xs))
+	for _, v := range xs {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// CIHalfPct is the larger distance from the median to a bound of the
+// confidence interval, in percent of the median, as benchstat prints it
+// ("± 2%"). It is 0 when the median is 0 or n is 0.
+func (s Summary) CIHalfPct() float64 {
+	if s.N == 0 || s.Median == 0 {
+		return 0
+	}
+	d := math.Max(s.Median-s.CI95Low, s.CI95High-s.Median)
+	return 100 * math.Abs(d/s.Median)
+}
+
 // Outliers returns the values further than OutlierFactor median absolute
-// deviations from the median (scaled MAD, consistent with σ for normal data).
+// deviations from the median (scaled MAD, consistent with σ for normal
+// data) and further than OutlierMinDeviation × |median|.
 func Outliers(values []float64) []float64 {
 	if len(values) < 4 {
 		return nil
@@ -111,12 +169,13 @@ func Outliers(values []float64) []float64 {
 	}
 	sort.Float64s(dev)
 	mad := 1.4826 * stat.Quantile(0.5, stat.Empirical, dev, nil)
-	if mad == 0 {
+	limit := math.Max(OutlierFactor*mad, OutlierMinDeviation*math.Abs(med))
+	if limit == 0 {
 		return nil
 	}
 	var out []float64
 	for _, v := range xs {
-		if math.Abs(v-med) > OutlierFactor*mad {
+		if math.Abs(v-med) > limit {
 			out = append(out, v)
 		}
 	}
@@ -135,7 +194,8 @@ type Comparison struct {
 	Warnings    []string
 }
 
-// Compare runs a two-sided Mann–Whitney U test of old against new.
+// Compare runs a two-sided Mann–Whitney U test of old against new. NaN and
+// infinite values are ignored, like in Summarize.
 func Compare(old, new []float64) Comparison {
 	so, sn := Summarize(old), Summarize(new)
 	c := Comparison{Old: so, New: sn, Alpha: benchmath.DefaultThresholds.CompareAlpha, DeltaPct: math.NaN()}
@@ -144,8 +204,8 @@ func Compare(old, new []float64) Comparison {
 		c.Warnings = append(c.Warnings, "one side has no measurements")
 		return c
 	}
-	a := benchmath.NewSample(append([]float64(nil), old...), &benchmath.DefaultThresholds)
-	b := benchmath.NewSample(append([]float64(nil), new...), &benchmath.DefaultThresholds)
+	a := benchmath.NewSample(Clean(old), &benchmath.DefaultThresholds)
+	b := benchmath.NewSample(Clean(new), &benchmath.DefaultThresholds)
 	bc := benchmath.AssumeNothing.Compare(a, b)
 	c.P = bc.P
 	for _, w := range bc.Warnings {

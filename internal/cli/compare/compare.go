@@ -1,0 +1,131 @@
+// Package compare implements `cnibench compare`.
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cnibench/cnibench/internal/cli/clierr"
+	"github.com/cnibench/cnibench/internal/cli/streams"
+	cmp "github.com/cnibench/cnibench/internal/report/compare"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+type flags struct {
+	by       string
+	baseline string
+	metrics  []string
+	format   string
+}
+
+// NewCommand returns the compare command.
+func NewCommand(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
+	f := &flags{}
+	c := &cobra.Command{
+		Use:   "compare OLD.json NEW.json [MORE.json...] | compare --by datapath RESULTS.json",
+		Short: "Compare results like benchstat: medians, confidence intervals, deltas, significance",
+		Long: `Compare cnibench results in the manner of benchstat.
+
+With two or more files, every run of OLD.json is matched with the run of each
+NEW.json that has exactly the same labels (datapath, path, test, flows, mtu,
+scenario, ...). Two single-run results of 'cnibench run' are compared whatever
+their labels.
+
+With --by datapath and one results file, every datapath is compared with the
+--baseline datapath (default "baseline"). A run is matched with the baseline run
+whose labels are equal except datapath; when the baseline has no run with the
+same path (the node-to-node baseline has no cross-node or same-node runs), the
+path label is ignored as well.
+
+For each matched run and metric the output shows both medians with their 95 %
+confidence interval, the change in percent and the p-value of a two-sided
+Mann-Whitney U test; "~" marks differences that are not significant (p > 0.05).
+Warnings (too few repeats, noisy samples, outliers) are footnotes.
+
+The default metrics are the primary one for each test (throughput for stream
+tests, transactions per second for rr, crr and http), p99 latency, UDP loss and
+the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).`,
+		Example: `  cnibench compare old/results.json new/results.json
+  cnibench compare --by datapath --metrics trans_per_sec,latency_us_p99 results.json
+  cnibench compare --format md old.json new.json > comparison.md`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return clierr.Usagef("compare needs results files: OLD.json NEW.json, or --by datapath RESULTS.json")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(s, f, args)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.by, "by", "", `compare the datapaths inside one results file: "datapath"`)
+	fl.StringVar(&f.baseline, "baseline", "baseline", "reference datapath for --by datapath")
+	fl.StringSliceVar(&f.metrics, "metrics", nil, "metrics to compare, comma-separated (default: the primary metric of each test, latency_us_p99, loss_pct and the CPU cost)")
+	fl.StringVar(&f.format, "format", "text", "output format: text, md or json")
+	return c
+}
+
+func run(s streams.IOStreams, f *flags, args []string) error {
+	switch f.format {
+	case "text", "md", "json":
+	default:
+		return clierr.Usagef("--format %s: must be text, md or json", f.format)
+	}
+	var mode cmp.Mode
+	switch f.by {
+	case "", "file":
+		mode = cmp.ByFile
+		if f.baseline != "baseline" {
+			return clierr.Usagef("--baseline %s: only used with --by datapath", f.baseline)
+		}
+		if len(args) < 2 {
+			return clierr.Usagef("compare needs at least two files (OLD.json NEW.json), or --by datapath with one file")
+		}
+	case "datapath":
+		mode = cmp.ByDatapath
+		if len(args) != 1 {
+			return clierr.Usagef("--by datapath compares the datapaths inside one results file; got %d files", len(args))
+		}
+	default:
+		return clierr.Usagef("--by %s: must be datapath (or omitted to compare files)", f.by)
+	}
+	var metrics []string
+	for _, m := range f.metrics {
+		if m = strings.TrimSpace(m); m != "" {
+			metrics = append(metrics, m)
+		}
+	}
+	var inputs []cmp.Input
+	for _, path := range args {
+		set, err := result.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		inputs = append(inputs, cmp.Input{Name: path, Set: set})
+	}
+	res, err := cmp.Compare(inputs, cmp.Options{Mode: mode, Baseline: f.baseline, Metrics: metrics})
+	var ue *cmp.UsageError
+	if errors.As(err, &ue) {
+		return clierr.Usagef("%s", ue.Msg)
+	}
+	if err != nil {
+		return err
+	}
+	switch f.format {
+	case "md":
+		err = res.WriteMarkdown(s.Out)
+	case "json":
+		err = res.WriteJSON(s.Out)
+	default:
+		err = res.WriteText(s.Out)
+	}
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package compare
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cnibench/cnibench/internal/cli/clierr"
+	"github.com/cnibench/cnibench/internal/cli/streams"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// fixtures are the report package's synthetic sets.
+var fixtures = map[string]string{
+	"old.json": "../../report/testdata/results.json",
+	"new.json": "../../report/testdata/results-new.json",
+}
+
+// inTemp copies the fixtures into a temporary working directory so the
+// file names in the output are short and stable.
+func inTemp(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range fixtures {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"schema":"cnibench/results/v1","runs":[{"labels":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "other.json"), []byte(`{"schema":"someone/else/v3"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+}
+
+// execute runs `cnibench compare args...` the way the root command does.
+func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	c := NewCommand(slog.New(slog.NewTextHandler(io.Discard, nil)), streams.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	c.SilenceUsage, c.SilenceErrors = true, true
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return clierr.Usagef("%v", err) })
+	if args == nil {
+		args = []string{} // nil would make cobra read os.Args
+	}
+	c.SetArgs(args)
+	c.SetOut(&out)
+	c.SetErr(&errOut)
+	err := c.Execute()
+	if err != nil {
+		errOut.WriteString("cnibench: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), clierr.ExitCode(err)
+}
+
+func golden(t *testing.T, name string, got string) {
+	t.Helper()
+	path := filepath.Join(goldenDir, name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(want) != got {
+		_ = os.WriteFile(filepath.Join(goldenDir, name+".got"), []byte(got), 0o644)
+		t.Errorf("output differs from %s; wrote %s.got (diff them, or run go test -update if the change is intended)", path, name)
+	}
+}
+
+var goldenDir string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	wd, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	goldenDir = filepath.Join(wd, "testdata")
+	os.Exit(m.Run())
+}
+
+func TestGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"files.text", []string{"old.json", "new.json"}},
+		{"files.md", []string{"--format", "md", "old.json", "new.json"}},
+		{"three-files.text", []string{"--metrics", "throughput_bits_per_sec", "old.json", "new.json", "old.json"}},
+		{"datapath.text", []string{"--by", "datapath", "old.json"}},
+		{"datapath.md", []string{"--by", "datapath", "--format", "md", "old.json"}},
+		{"datapath-veth.text", []string{"--by", "datapath", "--baseline", "veth-routing", "--metrics", "trans_per_sec,cpu_us_per_trans", "old.json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inTemp(t)
+			out, errOut, code := execute(t, tt.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			for _, bad := range []string{"NaN", "Inf", "%!"} {
+				if strings.Contains(out, bad) {
+					t.Errorf("output contains %q", bad)
+				}
+			}
+			golden(t, tt.name, out)
+		})
+	}
+}
+
+func TestJSON(t *testing.T) {
+	inTemp(t)
+	out, errOut, code := execute(t, "--format", "json", "old.json", "new.json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Schema string
+		By     string
+		Base   string
+		Tables []struct {
+			Metric string
+			Unit   string
+			Better string
+			Rows   []struct {
+				Labels   map[string]string
+				Base     *struct{ Median float64 }
+				Compared []struct {
+					DeltaPct    *float64 `json:"delta_pct"`
+					P           *float64
+					Significant bool
+					Change      string
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("invalid JSON: %v", err)
+	}
+	if doc.Schema != "cnibench/compare/v1" || doc.By != "file" || doc.Base != "old.json" {
+		t.Errorf("header %q %q %q", doc.Schema, doc.By, doc.Base)
+	}
+	var better, worse, none int
+	for _, tb := range doc.Tables {
+		for _, r := range tb.Rows {
+			for _, c := range r.Compared {
+				switch c.Change {
+				case "better":
+					better++
+				case "worse":
+					worse++
+				case "none":
+					none++
+				}
+				if c.Significant && (c.P == nil || *c.P > 0.05) {
+					t.Errorf("%v: significant with p=%v", r.Labels, c.P)
+				}
+			}
+		}
+	}
+	// ebpf-host-routing got faster, vxlan slower in the new set.
+	if better == 0 || worse == 0 || none == 0 {
+		t.Errorf("better/worse/none = %d/%d/%d, want all > 0", better, worse, none)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no args", nil, 2, "compare needs results files"},
+		{"one file", []string{"old.json"}, 2, "at least two files"},
+		{"bad format", []string{"--format", "pdf", "old.json", "new.json"}, 2, "--format pdf: must be text, md or json"},
+		{"bad by", []string{"--by", "test", "old.json"}, 2, "--by test: must be datapath"},
+		{"by datapath, two files", []string{"--by", "datapath", "old.json", "new.json"}, 2, "one results file; got 2 files"},
+		{"baseline without by", []string{"--baseline", "bridge", "old.json", "new.json"}, 2, "--baseline bridge: only used with --by datapath"},
+		{"unknown baseline", []string{"--by", "datapath", "--baseline", "calico", "old.json"}, 2, "--baseline calico: old.json has no runs with datapath=calico (datapaths: baseline, bridge"},
+		{"unknown metric", []string{"--metrics", "goodput", "old.json", "new.json"}, 2, "--metrics goodput: no run has this metric (available: cpu_pct_per_100gbit"},
+		{"unknown flag", []string{"--colour", "old.json", "new.json"}, 2, "unknown flag: --colour"},
+		{"missing file", []string{"old.json", "nope.json"}, 1, "open nope.json: no such file or directory"},
+		{"truncated file", []string{"old.json", "bad.json"}, 1, "bad.json: not a cnibench JSON document: unexpected end of JSON input"},
+		{"foreign schema", []string{"old.json", "other.json"}, 1, `other.json: unknown schema "someone/else/v3"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inTemp(t)
+			out, errOut, code := execute(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit code %d, want %d (stderr %q)", code, tt.code, errOut)
+			}
+			if !strings.Contains(errOut, tt.want) {
+				t.Errorf("stderr %q lacks %q", errOut, tt.want)
+			}
+			if strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+				t.Errorf("error is not one line: %q", errOut)
+			}
+			if out != "" {
+				t.Errorf("stdout not empty on error: %q", out)
+			}
+		})
+	}
+}

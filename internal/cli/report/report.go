@@ -1,0 +1,116 @@
+// Package report implements `cnibench report`.
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cnibench/cnibench/internal/cli/clierr"
+	"github.com/cnibench/cnibench/internal/cli/streams"
+	"github.com/cnibench/cnibench/internal/report"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+type flags struct {
+	format string
+	output string
+}
+
+// NewCommand returns the report command.
+func NewCommand(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
+	f := &flags{}
+	c := &cobra.Command{
+		Use:   "report RESULTS.json",
+		Short: "Render results as an HTML page, Markdown or a terminal table",
+		Long: `Render a cnibench results file.
+
+html: one self-contained page (inline SVG charts, no scripts or network access):
+      a graded summary relative to the node-to-node baseline, bar charts per test
+      and flow count with confidence intervals, normalised CPU cost, latency
+      percentiles, the MTU sweep and scenario charts, host facts, packet paths,
+      skipped items and noise warnings.
+md:   the same tables as Markdown, for a GitHub issue.
+text: the same tables for a terminal (coloured when standard output is a
+      terminal and NO_COLOR is not set).
+
+Without --format the format follows the -o file's extension (.html, .md, .txt),
+or is text on standard output.`,
+		Example: `  cnibench report results.json
+  cnibench report results.json -o report.html
+  cnibench report --format md results.json > report.md`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return clierr.Usagef("report needs exactly one results file, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(s, f, args[0])
+		},
+	}
+	c.Flags().StringVar(&f.format, "format", "", "output format: html, md or text (default: from the -o extension, else text)")
+	c.Flags().StringVarP(&f.output, "output", "o", "", "write to this file instead of standard output")
+	return c
+}
+
+func run(s streams.IOStreams, f *flags, path string) error {
+	format := f.format
+	switch format {
+	case "html", "md", "text":
+	case "":
+		format = "text"
+		switch strings.ToLower(filepath.Ext(f.output)) {
+		case ".html", ".htm":
+			format = "html"
+		case ".md", ".markdown":
+			format = "md"
+		}
+	default:
+		return clierr.Usagef("--format %s: must be html, md or text", f.format)
+	}
+	set, err := result.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	switch format {
+	case "html":
+		err = report.HTML(&buf, set)
+	case "md":
+		err = report.Markdown(&buf, set)
+	default:
+		err = report.Text(&buf, set, f.output == "" && useColor(s.Out))
+	}
+	if err != nil {
+		return fmt.Errorf("render %s: %w", path, err)
+	}
+	if f.output == "" {
+		_, err = io.Copy(s.Out, &buf)
+		return err
+	}
+	if err := os.WriteFile(f.output, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.ErrOut, "wrote %s\n", f.output)
+	return nil
+}
+
+// useColor: colour only on a terminal, and never with NO_COLOR set.
+func useColor(w io.Writer) bool {
+	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

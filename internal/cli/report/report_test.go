@@ -1,0 +1,157 @@
+package report
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cnibench/cnibench/internal/cli/clierr"
+	"github.com/cnibench/cnibench/internal/cli/streams"
+	"github.com/cnibench/cnibench/internal/report"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+const fixture = "../../report/testdata/results.json"
+
+func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	c := NewCommand(slog.New(slog.NewTextHandler(io.Discard, nil)), streams.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	c.SilenceUsage, c.SilenceErrors = true, true
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return clierr.Usagef("%v", err) })
+	if args == nil {
+		args = []string{}
+	}
+	c.SetArgs(args)
+	c.SetOut(&out)
+	c.SetErr(&errOut)
+	err := c.Execute()
+	if err != nil {
+		errOut.WriteString("cnibench: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), clierr.ExitCode(err)
+}
+
+func render(t *testing.T, f func(*bytes.Buffer, *result.Set) error) string {
+	t.Helper()
+	set, err := result.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := f(&b, set); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestFormats(t *testing.T) {
+	text := render(t, func(b *bytes.Buffer, s *result.Set) error { return report.Text(b, s, false) })
+	md := render(t, func(b *bytes.Buffer, s *result.Set) error { return report.Markdown(b, s) })
+	html := render(t, func(b *bytes.Buffer, s *result.Set) error { return report.HTML(b, s) })
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{fixture}, text}, // not a terminal: no colour
+		{[]string{"--format", "text", fixture}, text},
+		{[]string{"--format", "md", fixture}, md},
+		{[]string{"--format", "html", fixture}, html},
+	}
+	for _, tt := range tests {
+		out, errOut, code := execute(t, tt.args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tt.args, code, errOut)
+		}
+		if out != tt.want {
+			t.Errorf("%v: output differs from the report package's", tt.args)
+		}
+	}
+}
+
+func TestOutputFile(t *testing.T) {
+	dir := t.TempDir()
+	for name, want := range map[string]string{"r.html": "<!DOCTYPE html>", "r.md": "# cnibench report", "r.txt": "cnibench report\n"} {
+		path := filepath.Join(dir, name)
+		out, errOut, code := execute(t, fixture, "-o", path)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if out != "" || !strings.Contains(errOut, "wrote "+path) {
+			t.Errorf("stdout %q stderr %q", out, errOut)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(data), want) {
+			t.Errorf("%s starts with %q, want %q", name, string(data[:min(40, len(data))]), want)
+		}
+		if bytes.Contains(data, []byte("\x1b[")) {
+			t.Errorf("%s contains ANSI escapes", name)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte("[1,2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noschema := filepath.Join(dir, "noschema.json")
+	if err := os.WriteFile(noschema, []byte(`{"runs":[]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no file", nil, 2, "report needs exactly one results file, got 0 arguments"},
+		{"two files", []string{fixture, fixture}, 2, "got 2 arguments"},
+		{"bad format", []string{"--format", "pdf", fixture}, 2, "--format pdf: must be html, md or text"},
+		{"missing", []string{filepath.Join(dir, "nope.json")}, 1, "nope.json: no such file or directory"},
+		{"not JSON", []string{bad}, 1, bad + ": not a cnibench JSON document"},
+		{"no schema", []string{noschema}, 1, noschema + `: unknown schema: the document has no "schema" field`},
+		{"unwritable output", []string{fixture, "-o", filepath.Join(dir, "no", "such", "dir", "r.html")}, 1, "no such file or directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := execute(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit code %d, want %d (stderr %q)", code, tt.code, errOut)
+			}
+			if !strings.Contains(errOut, tt.want) {
+				t.Errorf("stderr %q lacks %q", errOut, tt.want)
+			}
+			if strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+				t.Errorf("error is not one line: %q", errOut)
+			}
+			if out != "" {
+				t.Errorf("stdout not empty: %d bytes", len(out))
+			}
+		})
+	}
+}
+
+func TestUseColor(t *testing.T) {
+	if useColor(&bytes.Buffer{}) {
+		t.Error("a buffer is not a terminal")
+	}
+	f, err := os.CreateTemp(t.TempDir(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if useColor(f) {
+		t.Error("a regular file is not a terminal")
+	}
+}

@@ -1,0 +1,438 @@
+// Package compare compares cnibench results in the manner of benchstat:
+// for every matching run and metric, the medians with their confidence
+// intervals, the change in percent and a Mann–Whitney U test; "~" where
+// the difference is not significant. It compares files (OLD against each
+// NEW) or, inside one results file, every datapath against a baseline
+// datapath.
+package compare
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/cnibench/cnibench/internal/report"
+	"github.com/cnibench/cnibench/internal/stats"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+// Input is one results document and the name shown for it (usually its path).
+type Input struct {
+	Name string
+	Set  *result.Set
+}
+
+// Mode says what is compared.
+type Mode string
+
+const (
+	// ByFile compares runs with identical labels across files.
+	ByFile Mode = "file"
+	// ByDatapath compares every datapath of one file with a baseline datapath.
+	ByDatapath Mode = "datapath"
+)
+
+// Options control a comparison.
+type Options struct {
+	Mode Mode
+	// Baseline is the reference datapath for ByDatapath.
+	Baseline string
+	// Metrics to compare; empty means the default metrics of each run's
+	// test (report.DefaultMetrics).
+	Metrics []string
+}
+
+// UsageError is a bad option value (unknown metric or baseline). The
+// message names the option and the fix.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Result is a finished comparison.
+type Result struct {
+	Mode Mode
+	// Base names the reference: the first file, or the baseline datapath.
+	Base string
+	// Inputs are the file names, in the order given.
+	Inputs []string
+	Tables []*Table
+	// Unmatched counts the runs left out because they have no
+	// counterpart in the baseline (ByDatapath: e.g. scenario runs the
+	// baseline did not run).
+	Unmatched int
+}
+
+// Table compares one metric.
+type Table struct {
+	Metric string
+	// Columns: the reference first, then one per compared input (ByFile)
+	// or a single "datapath" column (ByDatapath).
+	Columns []string
+	Rows    []*Row
+}
+
+// Row is one matched cell of the matrix.
+type Row struct {
+	// Labels identify the row (for ByDatapath: the compared run's labels).
+	Labels map[string]string
+	// BaseLabels are the labels of the reference run (for ByDatapath the
+	// baseline's path differs).
+	BaseLabels map[string]string
+	Base       Side
+	Cells      []Cell
+}
+
+// Side is one measured sample.
+type Side struct {
+	Present bool
+	Summary stats.Summary
+	Values  []float64
+}
+
+// Cell is one compared sample and its comparison with the row's base.
+type Cell struct {
+	Side
+	Compared    bool // both sides present
+	DeltaPct    float64
+	P           float64
+	Alpha       float64
+	Significant bool
+	// Better is +1 when the change is an improvement, -1 when it is a
+	// regression, 0 when not significant or neutral.
+	Better   int
+	Warnings []string // comparison warnings (sample warnings are in Summary)
+}
+
+// Compare matches runs and compares them.
+func Compare(inputs []Input, o Options) (*Result, error) {
+	if o.Mode == "" {
+		o.Mode = ByFile
+	}
+	r := &Result{Mode: o.Mode}
+	for _, in := range inputs {
+		r.Inputs = append(r.Inputs, in.Name)
+	}
+	type pair struct {
+		labels, baseLabels map[string]string
+		base               *result.Run
+		others             []*result.Run
+	}
+	var pairs []pair
+	var columns []string
+	switch o.Mode {
+	case ByFile:
+		if len(inputs) < 2 {
+			return nil, &UsageError{"compare needs at least two files (OLD NEW), or --by datapath with one file"}
+		}
+		r.Base = inputs[0].Name
+		for _, in := range inputs {
+			columns = append(columns, in.Name)
+		}
+		single := true
+		for _, in := range inputs {
+			single = single && len(in.Set.Runs) == 1
+		}
+		if single {
+			// Two `cnibench run` results: compare them whatever their labels
+			// (their targets usually differ).
+			p := pair{labels: inputs[0].Set.Runs[0].Labels, base: &inputs[0].Set.Runs[0]}
+			for _, in := range inputs[1:] {
+				p.others = append(p.others, &in.Set.Runs[0])
+			}
+			pairs = append(pairs, p)
+			break
+		}
+		index := make([]map[string]*result.Run, len(inputs))
+		var all []map[string]string
+		seen := map[string]bool{}
+		for i, in := range inputs {
+			index[i] = map[string]*result.Run{}
+			for j := range in.Set.Runs {
+				run := &in.Set.Runs[j]
+				k := result.LabelKey(run.Labels)
+				if _, dup := index[i][k]; !dup {
+					index[i][k] = run
+				}
+				if !seen[k] {
+					seen[k] = true
+					all = append(all, run.Labels)
+				}
+			}
+		}
+		for _, l := range all {
+			k := result.LabelKey(l)
+			p := pair{labels: l, base: index[0][k]}
+			n := 0
+			for i := 1; i < len(inputs); i++ {
+				p.others = append(p.others, index[i][k])
+				if index[i][k] != nil {
+					n++
+				}
+			}
+			if p.base != nil || n > 0 {
+				pairs = append(pairs, p)
+			}
+		}
+	case ByDatapath:
+		if len(inputs) != 1 {
+			return nil, &UsageError{fmt.Sprintf("--by datapath compares the datapaths inside one results file; got %d files", len(inputs))}
+		}
+		set := inputs[0].Set
+		if o.Baseline == "" {
+			o.Baseline = report.BaselineDatapath
+		}
+		r.Base = o.Baseline
+		columns = []string{o.Baseline, "datapath"}
+		var dps []string
+		var baseRuns []*result.Run
+		for i := range set.Runs {
+			run := &set.Runs[i]
+			dp := run.Labels[report.LabelDatapath]
+			dps = append(dps, dp)
+			if dp == o.Baseline {
+				baseRuns = append(baseRuns, run)
+			}
+		}
+		if len(baseRuns) == 0 {
+			return nil, &UsageError{fmt.Sprintf("--baseline %s: %s has no runs with datapath=%s (datapaths: %s)",
+				o.Baseline, inputs[0].Name, o.Baseline, strings.Join(report.SortValues(report.LabelDatapath, dps), ", "))}
+		}
+		for i := range set.Runs {
+			run := &set.Runs[i]
+			if run.Labels[report.LabelDatapath] == o.Baseline || run.Labels[report.LabelDatapath] == "" {
+				continue
+			}
+			b := matchBaseline(baseRuns, run.Labels)
+			if b == nil {
+				r.Unmatched++
+				continue
+			}
+			pairs = append(pairs, pair{labels: run.Labels, base: b, baseLabels: b.Labels, others: []*result.Run{run}})
+		}
+	default:
+		return nil, &UsageError{fmt.Sprintf("--by %s: must be datapath (or omitted to compare files)", o.Mode)}
+	}
+
+	// Metrics.
+	available := map[string]bool{}
+	for _, in := range inputs {
+		for _, run := range in.Set.Runs {
+			for k := range run.Summary {
+				available[k] = true
+			}
+			for _, rep := range run.Repeats {
+				for k := range rep.Metrics {
+					available[k] = true
+				}
+			}
+		}
+	}
+	for _, mt := range o.Metrics {
+		if !available[mt] {
+			var names []string
+			for k := range available {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			return nil, &UsageError{fmt.Sprintf("--metrics %s: no run has this metric (available: %s)", mt, strings.Join(names, ", "))}
+		}
+	}
+	metricsFor := func(labels map[string]string) []string {
+		if len(o.Metrics) > 0 {
+			return o.Metrics
+		}
+		if t := labels[report.LabelTest]; t != "" {
+			return report.DefaultMetrics(t)
+		}
+		return []string{result.ThroughputBitsPerSec, result.TransPerSec, result.LatencyUsP99, result.CPUPctPer100Gbit, result.CPUUsPerTrans}
+	}
+	tables := map[string]*Table{}
+	for _, p := range pairs {
+		for _, mt := range metricsFor(p.labels) {
+			row := &Row{Labels: p.labels, BaseLabels: p.baseLabels}
+			if p.base != nil {
+				row.Base = side(p.base, mt)
+			}
+			any := row.Base.Present
+			for _, o := range p.others {
+				var c Cell
+				if o != nil {
+					c.Side = side(o, mt)
+				}
+				any = any || c.Present
+				if c.Present && row.Base.Present {
+					cmp := stats.Compare(row.Base.Values, c.Values)
+					c.Compared = true
+					c.DeltaPct, c.P, c.Alpha, c.Significant, c.Warnings = cmp.DeltaPct, cmp.P, cmp.Alpha, cmp.Significant, cmp.Warnings
+					if c.Significant && !math.IsNaN(c.DeltaPct) && c.DeltaPct != 0 {
+						switch result.Info(mt).Better {
+						case result.HigherIsBetter:
+							c.Better = sign(c.DeltaPct)
+						case result.LowerIsBetter:
+							c.Better = -sign(c.DeltaPct)
+						}
+					}
+				}
+				row.Cells = append(row.Cells, c)
+			}
+			if !any {
+				continue
+			}
+			t := tables[mt]
+			if t == nil {
+				t = &Table{Metric: mt, Columns: columns}
+				tables[mt] = t
+			}
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	if len(tables) == 0 {
+		if o.Mode == ByFile {
+			return nil, fmt.Errorf("nothing to compare: %s have no runs with the same labels and the chosen metrics", strings.Join(r.Inputs, " and "))
+		}
+		return nil, fmt.Errorf("nothing to compare: %s has no runs besides the baseline %s with the chosen metrics", r.Inputs[0], o.Baseline)
+	}
+	// Table order: --metrics order, else a fixed preference.
+	order := o.Metrics
+	if len(order) == 0 {
+		order = []string{result.ThroughputBitsPerSec, result.TransPerSec, result.LatencyUsP99, result.LossPct, result.CPUPctPer100Gbit, result.CPUUsPerTrans}
+		var rest []string
+		for mt := range tables {
+			if indexOf(order, mt) < 0 {
+				rest = append(rest, mt)
+			}
+		}
+		sort.Strings(rest)
+		order = append(append([]string(nil), order...), rest...)
+	}
+	dpOrder := datapathOrder(inputs)
+	for _, mt := range order {
+		if t := tables[mt]; t != nil {
+			sortRows(t.Rows, dpOrder)
+			r.Tables = append(r.Tables, t)
+		}
+	}
+	return r, nil
+}
+
+func sign(x float64) int {
+	if x > 0 {
+		return 1
+	}
+	if x < 0 {
+		return -1
+	}
+	return 0
+}
+
+func indexOf(xs []string, s string) int {
+	for i, x := range xs {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func side(run *result.Run, metric string) Side {
+	vals := report.Values(run, metric)
+	s, ok := report.Summary(run, metric)
+	if ok && len(vals) == 0 {
+		// Only a stored summary, no raw repeats: shown, but the U test
+		// has nothing to work on.
+		return Side{Present: true, Summary: s}
+	}
+	return Side{Present: ok, Summary: s, Values: vals}
+}
+
+// matchBaseline finds the baseline run for labels: all labels except
+// datapath equal; failing that, all labels except datapath and path (the
+// baseline is node-to-node while the others are cross-node or same-node).
+func matchBaseline(base []*result.Run, labels map[string]string) *result.Run {
+	for _, ignorePath := range []bool{false, true} {
+		for _, b := range base {
+			if sameExcept(b.Labels, labels, ignorePath) {
+				return b
+			}
+		}
+	}
+	return nil
+}
+
+func sameExcept(a, b map[string]string, ignorePath bool) bool {
+	skip := func(k string) bool { return k == report.LabelDatapath || (ignorePath && k == report.LabelPath) }
+	for k, v := range a {
+		if !skip(k) && b[k] != v {
+			return false
+		}
+	}
+	for k, v := range b {
+		if !skip(k) && a[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func datapathOrder(inputs []Input) map[string]int {
+	order := map[string]int{report.BaselineDatapath: -1}
+	n := 0
+	for _, in := range inputs {
+		for _, d := range in.Set.Datapaths {
+			if _, ok := order[d.Name]; !ok {
+				order[d.Name] = n
+				n++
+			}
+		}
+	}
+	return order
+}
+
+// rowKeyOrder: rows sort by test, flows, mtu, scenario, rules, path, then
+// datapath (in the set's order), then any other label.
+var rowKeyOrder = []string{report.LabelTest, report.LabelFlows, report.LabelMTU, report.LabelScenario, report.LabelRules, report.LabelPath, report.LabelDatapath}
+
+func sortRows(rows []*Row, dpOrder map[string]int) {
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := rows[i].Labels, rows[j].Labels
+		for _, k := range rowKeyOrder {
+			va, vb := a[k], b[k]
+			if va == vb {
+				continue
+			}
+			if k == report.LabelDatapath {
+				oa, oka := dpOrder[va]
+				ob, okb := dpOrder[vb]
+				switch {
+				case oka && okb:
+					return oa < ob
+				case oka:
+					return true
+				case okb:
+					return false
+				}
+			}
+			vs := report.SortValues(k, []string{va, vb})
+			return vs[0] == va
+		}
+		return result.LabelKey(a) < result.LabelKey(b)
+	})
+}
+
+// sortKeys orders label keys for display like the rows: test, flows, mtu,
+// scenario, rules, path, datapath, then the rest alphabetically.
+func sortKeys(keys []string) {
+	sort.SliceStable(keys, func(i, j int) bool {
+		a, b := indexOf(rowKeyOrder, keys[i]), indexOf(rowKeyOrder, keys[j])
+		switch {
+		case a >= 0 && b >= 0:
+			return a < b
+		case a >= 0:
+			return true
+		case b >= 0:
+			return false
+		}
+		return keys[i] < keys[j]
+	})
+}

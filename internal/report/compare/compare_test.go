@@ -1,0 +1,126 @@
+package compare
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/cnibench/cnibench/internal/stats"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+func run(labels map[string]string, metric string, vals ...float64) result.Run {
+	r := result.Run{Labels: labels}
+	for i, v := range vals {
+		r.Repeats = append(r.Repeats, result.Repeat{Index: i, Metrics: map[string]float64{metric: v}})
+	}
+	r.Summary = result.SummarizeRepeats(r.Repeats)
+	return r
+}
+
+func set(runs ...result.Run) *result.Set {
+	return &result.Set{Schema: result.SchemaResults, Runs: runs}
+}
+
+func TestSingleResultsMatchWhateverTheirLabels(t *testing.T) {
+	a := set(run(map[string]string{"test": "tcp_rr", "flows": "1", "target": "10.0.0.1:5201"}, result.TransPerSec, 100, 101, 99, 100, 102))
+	b := set(run(map[string]string{"test": "tcp_rr", "flows": "1", "target": "10.0.0.2:5201"}, result.TransPerSec, 110, 111, 109, 110, 112))
+	r, err := Compare([]Input{{"a.json", a}, {"b.json", b}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Tables) != 1 || len(r.Tables[0].Rows) != 1 {
+		t.Fatalf("tables %+v", r.Tables)
+	}
+	c := r.Tables[0].Rows[0].Cells[0]
+	if !c.Significant || c.Better != 1 || math.Abs(c.DeltaPct-10) > 0.01 {
+		t.Errorf("cell %+v", c)
+	}
+}
+
+func TestBaselineMatchIgnoresPathOnlyWhenNeeded(t *testing.T) {
+	l := func(dp, path string) map[string]string {
+		return map[string]string{"datapath": dp, "path": path, "test": "tcp_stream", "flows": "1"}
+	}
+	m := result.ThroughputBitsPerSec
+	s := set(
+		run(l("baseline", "node-to-node"), m, 10, 10, 10, 10, 10),
+		run(l("veth", "cross-node"), m, 8, 8, 8, 8, 8),
+		run(l("veth", "same-node"), m, 9, 9, 9, 9, 9),
+		run(l("ebpf", "cross-node"), m, 9.5, 9.5, 9.5, 9.5, 9.5),
+	)
+	r, err := Compare([]Input{{"r.json", s}}, Options{Mode: ByDatapath, Baseline: "baseline", Metrics: []string{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(r.Tables[0].Rows); got != 3 {
+		t.Fatalf("%d rows, want 3", got)
+	}
+	for _, row := range r.Tables[0].Rows {
+		if row.BaseLabels["path"] != "node-to-node" {
+			t.Errorf("%v matched %v", row.Labels, row.BaseLabels)
+		}
+	}
+	// With veth as the baseline, the paths match exactly.
+	r, err = Compare([]Input{{"r.json", s}}, Options{Mode: ByDatapath, Baseline: "veth", Metrics: []string{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range r.Tables[0].Rows {
+		if row.Labels["datapath"] == "ebpf" && row.BaseLabels["path"] != "cross-node" {
+			t.Errorf("ebpf cross-node matched %v", row.BaseLabels)
+		}
+	}
+}
+
+func TestSummaryOnlyAndMissing(t *testing.T) {
+	l := map[string]string{"test": "tcp_rr", "flows": "1"}
+	old := set(
+		result.Run{Labels: l, Summary: map[string]stats.Summary{result.TransPerSec: {N: 5, Median: 100, Min: 99, Max: 101, CI95Low: 99, CI95High: 101}}},
+		run(map[string]string{"test": "tcp_rr", "flows": "32"}, result.TransPerSec, 1, 2, 3),
+	)
+	nw := set(
+		run(l, result.TransPerSec, 0, 0, 0, 0, 0),
+		run(map[string]string{"test": "http", "flows": "1"}, result.TransPerSec, 5, 5, 5, 5, 5),
+	)
+	r, err := Compare([]Input{{"old.json", old}, {"new.json", nw}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, md, js bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"text": text.String(), "md": md.String(), "json": js.String()} {
+		for _, bad := range []string{"NaN", "Inf", "%!"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s output contains %q:\n%s", name, bad, out)
+			}
+		}
+	}
+	if !strings.Contains(text.String(), "? (no repeats to test)") {
+		t.Errorf("summary-only row not marked:\n%s", text.String())
+	}
+	if !strings.Contains(text.String(), "—") {
+		t.Errorf("missing cells not shown as —:\n%s", text.String())
+	}
+}
+
+func TestNothingToCompare(t *testing.T) {
+	a := set(run(map[string]string{"test": "tcp_rr", "flows": "1"}, result.TransPerSec, 1, 2, 3), run(map[string]string{"test": "tcp_rr", "flows": "2"}, result.TransPerSec, 1))
+	_, err := Compare([]Input{{"a.json", a}, {"b.json", set()}}, Options{Metrics: []string{"trans_per_sec"}})
+	if err != nil {
+		t.Fatalf("runs only in OLD are still shown: %v", err)
+	}
+	_, err = Compare([]Input{{"a.json", a}, {"b.json", set()}}, Options{Metrics: []string{"latency_us_p99"}})
+	if err == nil || !strings.Contains(err.Error(), "--metrics latency_us_p99: no run has this metric") {
+		t.Errorf("err = %v", err)
+	}
+}

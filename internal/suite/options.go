@@ -1,0 +1,171 @@
+// Package suite runs cnibench's main job: it brings the local lab up, runs
+// the benchmark matrix (datapath × path × test × flows × MTU) with repeats
+// interleaved across datapaths, writes a cnibench/results/v1 document after
+// every measurement, and tears the lab down whatever happens.
+package suite
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/engine"
+)
+
+// NoTrack is the datapath variant the conntrack scenario compares with
+// veth-routing (seed 000: many-flow TCP_CRR collapses on conntrack; NOTRACK
+// fixes it).
+const NoTrack = "veth-routing-notrack"
+
+// Options configure a suite run.
+type Options struct {
+	Profile   string
+	Datapaths []string // empty: every registered datapath except NoTrack
+	Tests     []string
+	// Flows are the flow counts of the tcp tests (the seeds use 1 and 32).
+	Flows []int
+	// HTTPClients is the concurrency of the http test.
+	HTTPClients int
+	Repeat      int
+	Duration    time.Duration
+	Warmup      time.Duration
+	// MTUs: the first is the main matrix; every further one re-runs the
+	// MTU-sensitive subset (tcp_stream, tcp_rr at 1 flow) on a fresh lab.
+	MTUs []int
+	// Conntrack adds NoTrack to the tcp_crr cells (the conntrack scenario).
+	Conntrack bool
+	OutDir    string
+	// Binary is the cnibench executable run inside the namespaces.
+	Binary string
+}
+
+// Profile returns the defaults of a named profile.
+func Profile(name string) (Options, error) {
+	o := Options{
+		Profile:     name,
+		Tests:       []string{engine.TCPStream, engine.TCPRR, engine.TCPCRR, engine.UDPStream, engine.HTTP},
+		Flows:       []int{1, 32},
+		HTTPClients: 32,
+		Conntrack:   true,
+	}
+	switch name {
+	case "quick":
+		// Short windows: a first look in under 3 minutes, not a verdict.
+		o.Repeat, o.Duration, o.Warmup, o.MTUs = 3, 400*time.Millisecond, 150*time.Millisecond, []int{1500}
+	case "standard":
+		o.Repeat, o.Duration, o.Warmup, o.MTUs = 5, 1500*time.Millisecond, 300*time.Millisecond, []int{1500, 9000}
+	default:
+		return o, fmt.Errorf("unknown profile %q: use quick or standard", name)
+	}
+	return o, nil
+}
+
+// cell is one point of the matrix.
+type cell struct {
+	Datapath string
+	Path     string
+	Test     string
+	Flows    int
+	MTU      int
+}
+
+func (c cell) labels() map[string]string {
+	return map[string]string{
+		"datapath": c.Datapath,
+		"path":     c.Path,
+		"test":     c.Test,
+		"flows":    strconv.Itoa(c.Flows),
+		"mtu":      strconv.Itoa(c.MTU),
+	}
+}
+
+func (c cell) String() string {
+	return fmt.Sprintf("%s %s %s ×%d mtu %d", c.Datapath, c.Path, c.Test, c.Flows, c.MTU)
+}
+
+// testVariants expands the tests into (test, flows) pairs.
+func (o Options) testVariants(mainMTU bool) [][2]string {
+	var out [][2]string
+	for _, t := range o.Tests {
+		if !mainMTU && t != engine.TCPStream && t != engine.TCPRR {
+			continue
+		}
+		switch t {
+		case engine.TCPStream, engine.TCPRR, engine.TCPCRR:
+			for _, f := range o.Flows {
+				if !mainMTU && f != 1 {
+					continue
+				}
+				out = append(out, [2]string{t, strconv.Itoa(f)})
+			}
+		case engine.HTTP:
+			out = append(out, [2]string{t, strconv.Itoa(o.HTTPClients)})
+		default:
+			out = append(out, [2]string{t, "1"})
+		}
+	}
+	return out
+}
+
+// ValidationError is a bad option (the CLI maps it to a usage error).
+type ValidationError struct{ Msg string }
+
+func (e *ValidationError) Error() string { return e.Msg }
+
+// Validate checks the options; errors name the flag.
+func (o Options) Validate(known []string) error {
+	if err := o.validate(known); err != nil {
+		return &ValidationError{err.Error()}
+	}
+	return nil
+}
+
+func (o Options) validate(known []string) error {
+	for _, d := range o.Datapaths {
+		if !slices.Contains(known, d) {
+			return fmt.Errorf("--datapaths: unknown datapath %q (known: %s)", d, strings.Join(known, ", "))
+		}
+	}
+	for _, t := range o.Tests {
+		if !engine.ValidTest(t) {
+			return fmt.Errorf("--tests: unknown test %q (known: %s)", t, strings.Join(engine.Tests, ", "))
+		}
+	}
+	if len(o.Tests) == 0 {
+		return fmt.Errorf("--tests: no test given")
+	}
+	for _, f := range o.Flows {
+		if f < 1 || f > engine.MaxFlows {
+			return fmt.Errorf("--flows %d: must be between 1 and %d", f, engine.MaxFlows)
+		}
+	}
+	if len(o.Flows) == 0 {
+		return fmt.Errorf("--flows: no flow count given")
+	}
+	if o.HTTPClients < 1 || o.HTTPClients > engine.MaxHTTPFlows {
+		return fmt.Errorf("--http-clients %d: must be between 1 and %d", o.HTTPClients, engine.MaxHTTPFlows)
+	}
+	if o.Repeat < 1 || o.Repeat > 100 {
+		return fmt.Errorf("--repeat %d: must be between 1 and 100", o.Repeat)
+	}
+	if o.Duration < 100*time.Millisecond {
+		return fmt.Errorf("--duration %s: must be at least 100ms", o.Duration)
+	}
+	if o.Warmup < 0 {
+		return fmt.Errorf("--warmup %s: must not be negative", o.Warmup)
+	}
+	if len(o.MTUs) == 0 {
+		return fmt.Errorf("--mtu: no MTU given")
+	}
+	for _, m := range o.MTUs {
+		if m < 1280 || m > 65535 {
+			return fmt.Errorf("--mtu %d: must be between 1280 and 65535", m)
+		}
+	}
+	if o.OutDir == "" {
+		return fmt.Errorf("--out: an output directory is required")
+	}
+	return nil
+}
