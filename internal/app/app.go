@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/cnibench/cnibench/internal/cli"
@@ -39,6 +40,10 @@ func Run(ctx context.Context, logger *slog.Logger, streams cli.IOStreams, args [
 	cmd := cli.NewCommand(logger, streams)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
+		// cobra's own usage errors: exit 2 like every other bad input.
+		err = clierr.Usagef("%s", strings.ReplaceAll(err.Error(), "\n", " "))
+	}
 	if err != nil {
 		printError(streams.ErrOut, err)
 	}
