@@ -1,0 +1,47 @@
+package result
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// docs/results.md must document every metric cnibench reports.
+func TestMetricsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/results.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, m := range Metrics {
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/results.md does not document %s", name)
+		}
+		if m.Unit == "" || m.Help == "" {
+			t.Errorf("metric %s has no unit or help", name)
+		}
+	}
+}
+
+func TestFormat(t *testing.T) {
+	tests := []struct {
+		metric string
+		v      float64
+		want   string
+	}{
+		{ThroughputBitsPerSec, 12.345e9, "12.35 Gbit/s"},
+		{ThroughputBitsPerSec, 940e6, "940.0 Mbit/s"},
+		{TransPerSec, 45210, "45.2 ktrans/s"},
+		{TransPerSec, 812, "812 trans/s"},
+		{LatencyUsP99, 25.04, "25.0 µs"},
+		{LatencyUsP99, 15300, "15.3 ms"},
+		{LossPct, 0.5, "0.5 %"},
+		{DatagramsSent, 419500, "419500 datagrams"},
+		{ClientRSSBytes, 20 << 20, "20.0 MiB"},
+		{"unknown_thing", 3, "3"},
+	}
+	for _, tt := range tests {
+		if got := Format(tt.metric, tt.v); got != tt.want {
+			t.Errorf("Format(%s, %v) = %q, want %q", tt.metric, tt.v, got, tt.want)
+		}
+	}
+}
