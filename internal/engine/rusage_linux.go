@@ -17,6 +17,12 @@ func readProcCPU() procCPU {
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
 		return procCPU{}
 	}
+	return cpuFromRusage(&ru)
+}
+
+// cpuFromRusage converts getrusage's fields (timevals, max RSS in KiB on
+// Linux) into durations and bytes.
+func cpuFromRusage(ru *unix.Rusage) procCPU {
 	return procCPU{
 		User:   time.Duration(ru.Utime.Nano()),
 		Sys:    time.Duration(ru.Stime.Nano()),

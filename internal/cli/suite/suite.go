@@ -142,8 +142,10 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 	if os.Geteuid() != 0 {
 		return errors.New("the lab needs root (network namespaces, netfilter, BPF): run as root, e.g. sudo cnibench suite")
 	}
-	r := &suite.Runner{Logger: logger, Progress: s.ErrOut}
+	pw := newProgressWriter(s.ErrOut)
+	r := &suite.Runner{Logger: logger, Progress: pw}
 	out, err := r.Run(cmd.Context(), o)
+	pw.Done()
 	var ve *suite.ValidationError
 	if errors.As(err, &ve) {
 		return clierr.Usagef("%v", err)
