@@ -55,15 +55,24 @@ func (w *workload) runFlow(i int, ip netip.Addr, port int, ready chan<- error) {
 	}
 }
 
-func (w *workload) tcpStream(i int, ip netip.Addr, port int, ready chan<- error) {
-	fd, _, err := dialTCP(ip, port, w.cfg.Timeout, false, false)
+// started registers flow i's socket and reports it ready, or reports the
+// dial error; it returns whether the flow may run.
+func (w *workload) started(i, fd int, err error, ready chan<- error) bool {
 	if err != nil {
 		ready <- err
-		return
+		return false
 	}
 	w.track(i, fd)
-	defer w.untrack(i, fd)
 	ready <- nil
+	return true
+}
+
+func (w *workload) tcpStream(i int, ip netip.Addr, port int, ready chan<- error) {
+	fd, _, err := dialTCP(ip, port, w.cfg.Timeout, false, false)
+	if !w.started(i, fd, err, ready) {
+		return
+	}
+	defer w.untrack(i, fd)
 	buf := make([]byte, w.cfg.MsgSize)
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / 8 / float64(w.cfg.Flows))
@@ -83,13 +92,10 @@ func (w *workload) tcpStream(i int, ip netip.Addr, port int, ready chan<- error)
 
 func (w *workload) tcpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 	fd, _, err := dialTCP(ip, port, w.cfg.Timeout, true, w.cfg.BusyPoll)
-	if err != nil {
-		ready <- err
+	if !w.started(i, fd, err, ready) {
 		return
 	}
-	w.track(i, fd)
 	defer w.untrack(i, fd)
-	ready <- nil
 	req := make([]byte, w.cfg.ReqSize)
 	resp := make([]byte, w.cfg.RespSize)
 	f := &w.flows[i]
@@ -153,13 +159,10 @@ func (w *workload) tcpCRR(i int, ip netip.Addr, port int) {
 
 func (w *workload) udpStream(i int, ip netip.Addr, port int, ready chan<- error) {
 	fd, err := dialUDP(ip, port, w.cfg.Timeout)
-	if err != nil {
-		ready <- err
+	if !w.started(i, fd, err, ready) {
 		return
 	}
-	w.track(i, fd)
 	defer w.untrack(i, fd)
-	ready <- nil
 	buf := make([]byte, w.cfg.MsgSize)
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / 8 / float64(w.cfg.Flows))
@@ -203,13 +206,10 @@ func (w *workload) udpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 		timeout = w.cfg.Timeout
 	}
 	fd, err := dialUDP(ip, port, timeout)
-	if err != nil {
-		ready <- err
+	if !w.started(i, fd, err, ready) {
 		return
 	}
-	w.track(i, fd)
 	defer w.untrack(i, fd)
-	ready <- nil
 	req := make([]byte, w.cfg.ReqSize)
 	resp := make([]byte, w.cfg.RespSize+1)
 	f := &w.flows[i]
