@@ -15,6 +15,8 @@ import (
 // runs with all flows established.
 func (w *workload) startFlows(ip netip.Addr, port int) error {
 	ready := make(chan error, w.cfg.Flows)
+	reserveThreads(w.cfg.Flows)
+	w.threads = w.cfg.Flows
 	for i := 0; i < w.cfg.Flows; i++ {
 		w.wg.Add(1)
 		go w.runFlow(i, ip, port, ready)
@@ -76,7 +78,9 @@ func (w *workload) tcpStream(i int, ip netip.Addr, port int, ready chan<- error)
 	buf := make([]byte, w.cfg.MsgSize)
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / 8 / float64(w.cfg.Flows))
+	var y yielder
 	for !w.stop.Load() {
+		y.yield()
 		if err := writeFull(fd, buf, false); err != nil {
 			if !errTimeout(err) {
 				w.fail(i, fmt.Errorf("tcp_stream write: %w", err))
@@ -101,9 +105,11 @@ func (w *workload) tcpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
 	spin := w.cfg.BusyPoll
+	var y yielder
 	for !w.stop.Load() {
+		y.yield()
 		t0 := time.Now()
-		if err := writeFull(fd, req, spin); err != nil {
+		if err := writeReq(fd, req, spin); err != nil {
 			w.fail(i, fmt.Errorf("tcp_rr send request: %w", err))
 			return
 		}
@@ -127,7 +133,9 @@ func (w *workload) tcpCRR(i int, ip netip.Addr, port int) {
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
 	spin := w.cfg.BusyPoll
+	var y yielder
 	for !w.stop.Load() {
+		y.yield()
 		t0 := time.Now()
 		fd, ct, err := dialTCP(ip, port, w.cfg.Timeout, true, spin)
 		if err != nil {
@@ -137,11 +145,16 @@ func (w *workload) tcpCRR(i int, ip netip.Addr, port int) {
 			continue
 		}
 		w.track(i, fd)
-		err = writeFull(fd, req, spin)
+		err = writeReq(fd, req, spin)
 		if err == nil {
 			err = readFull(fd, resp, spin)
 		}
-		w.untrack(i, fd) // close: the client closes first, as netperf's TCP_CRR does
+		if err == nil {
+			// The server closes first (as netperf's TCP_CRR): wait for its
+			// FIN, so the transaction includes the teardown.
+			err = readEOF(fd, resp[:1], spin)
+		}
+		w.untrack(i, fd)
 		d := time.Since(t0)
 		if err != nil {
 			w.fail(i, fmt.Errorf("tcp_crr transaction: %w", err))
@@ -167,7 +180,9 @@ func (w *workload) udpStream(i int, ip netip.Addr, port int, ready chan<- error)
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / 8 / float64(w.cfg.Flows))
 	var seq uint64
+	var y yielder
 	for !w.stop.Load() {
+		y.yield()
 		ph := byte(w.phase.Load())
 		if ph == phaseAfter {
 			// The window closed: stop sending so the receiver can drain.
@@ -215,7 +230,9 @@ func (w *workload) udpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
 	var seq uint64
+	var y yielder
 	for !w.stop.Load() {
+		y.yield()
 		seq++
 		putSeq(req, seq)
 		t0 := time.Now()
@@ -228,7 +245,9 @@ func (w *workload) udpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 			return
 		}
 		ok := false
-		for !w.stop.Load() {
+		var y yielder
+	for !w.stop.Load() {
+		y.yield()
 			n, err := unix.Read(fd, resp)
 			if err != nil {
 				if err == unix.EINTR {
@@ -279,4 +298,31 @@ func seqMask(seq uint64, reqSize, respSize int) uint64 {
 		return seq
 	}
 	return seq & (1<<(8*uint(n)) - 1)
+}
+
+// readEOF waits for the peer to close the connection; data instead of EOF
+// is a protocol error.
+func readEOF(fd int, buf []byte, spin bool) error {
+	for {
+		n, err := unix.Read(fd, buf)
+		if err != nil {
+			if err == unix.EINTR || (spin && errTimeout(err)) {
+				continue
+			}
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		return fmt.Errorf("server sent %d unexpected byte(s) after the response", n)
+	}
+}
+
+// writeReq sends a request: without scheduler bookkeeping when small and
+// blocking, as a plain (possibly spinning) write otherwise.
+func writeReq(fd int, req []byte, spin bool) error {
+	if spin {
+		return writeFull(fd, req, true)
+	}
+	return writeSmall(fd, req)
 }

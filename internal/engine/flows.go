@@ -39,6 +39,8 @@ type workload struct {
 	fds  map[int]struct{}
 	// conns are the http test's open connections (net.Conn → struct{}).
 	conns sync.Map
+	// threads is how many flow threads were reserved (see reserveThreads).
+	threads int
 }
 
 func newWorkload(cfg Config) *workload {
@@ -107,6 +109,10 @@ func (w *workload) halt() {
 		return true
 	})
 	w.wg.Wait()
+	if w.threads > 0 {
+		releaseThreads(w.threads)
+		w.threads = 0
+	}
 }
 
 // clientCounters is a snapshot of all flows.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -235,6 +236,35 @@ func writeFull(fd int, buf []byte, spin bool) error {
 }
 
 var errEOF = errors.New("connection closed by peer")
+
+// smallWrite is the largest write that surely fits an idle socket's send
+// buffer (the kernel's minimum is 4 KiB plus overhead).
+const smallWrite = 4096
+
+// writeSmall writes a request or response of a transactional test. Such a
+// write never waits for buffer space (one message is in flight per flow),
+// so it is made without the Go scheduler's system-call bookkeeping, which
+// would otherwise cost about as much as the write itself on loopback.
+func writeSmall(fd int, buf []byte) error {
+	if len(buf) > smallWrite {
+		return writeFull(fd, buf, false)
+	}
+	for off := 0; off < len(buf); {
+		n, _, errno := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&buf[off])), uintptr(len(buf)-off))
+		if errno != 0 {
+			if errno == unix.EINTR {
+				continue
+			}
+			if errno == unix.EAGAIN {
+				// The buffer is full after all: wait in a normal write.
+				return writeFull(fd, buf[off:], false)
+			}
+			return errno
+		}
+		off += int(n)
+	}
+	return nil
+}
 
 // tcpRetrans returns the connection's total retransmitted segments.
 func tcpRetrans(fd int) (uint32, error) {

@@ -45,6 +45,7 @@ func newUDPServer(ip netip.Addr, s *Setup, _ time.Duration, log *slog.Logger) (*
 		return nil, err
 	}
 	us := &udpServer{fds: fds, port: port, setup: *s, log: log}
+	reserveThreads(len(fds))
 	for _, fd := range fds {
 		us.wg.Add(1)
 		go us.worker(fd)
@@ -69,6 +70,7 @@ func (us *udpServer) Close() {
 	for _, fd := range us.fds {
 		closeFD(fd)
 	}
+	releaseThreads(len(us.fds))
 }
 
 func (us *udpServer) worker(fd int) {
@@ -81,7 +83,9 @@ func (us *udpServer) worker(fd int) {
 	}
 	buf := make([]byte, size+1)
 	resp := make([]byte, us.setup.RespSize)
+	var y yielder
 	for !us.closed.Load() {
+		y.yield()
 		n, from, err := unix.Recvfrom(fd, buf, 0)
 		if err != nil {
 			if err == unix.EINTR || errTimeout(err) {

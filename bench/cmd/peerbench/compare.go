@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/cnibench/cnibench/bench/parse"
+)
+
+// Comparison is cnibench's test A against a peer B on the same kind of
+// server, with the target for median(A/B).
+type Comparison struct {
+	Test     string  // cnibench test, also the comparison's name
+	Peer     string  // netperf, iperf3, hey
+	PeerTest string  // how the peer is run, for the report
+	Unit     string  // of the compared value
+	Metric   string  // cnibench metric compared
+	Target   float64 // the median ratio must be >= Target
+}
+
+var comparisons = []*Comparison{
+	{Test: "tcp_rr", Peer: "netperf", PeerTest: "netperf -t TCP_RR", Unit: "trans/s", Metric: "trans_per_sec", Target: 0.95},
+	{Test: "tcp_crr", Peer: "netperf", PeerTest: "netperf -t TCP_CRR", Unit: "trans/s", Metric: "trans_per_sec", Target: 0.95},
+	{Test: "tcp_stream", Peer: "iperf3", PeerTest: "iperf3 -c (1 stream)", Unit: "bit/s", Metric: "throughput_rx_bits_per_sec", Target: 0.95},
+	{Test: "http", Peer: "hey", PeerTest: "hey -disable-keepalive", Unit: "req/s", Metric: "trans_per_sec", Target: 1.0},
+}
+
+func comparisonByTest(t string) *Comparison {
+	for _, c := range comparisons {
+		if c.Test == t {
+			return c
+		}
+	}
+	return nil
+}
+
+// Trial is one run of one side.
+type Trial struct {
+	Round int       `json:"round"`
+	Side  string    `json:"side"`  // "cnibench" or the peer's name
+	Order int       `json:"order"` // 1 = ran first in its round, 2 = second
+	Start time.Time `json:"start"`
+	// Value is the compared figure (Comparison.Unit); absent when failed.
+	Value *float64 `json:"value,omitempty"`
+	// Metrics are secondary figures: latency, client CPU and RSS (GNU time),
+	// errors, retransmits, ...
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Error   string             `json:"error,omitempty"`
+}
+
+// ComparisonResult is one comparison in one environment.
+type ComparisonResult struct {
+	Env      string  `json:"env"`
+	Test     string  `json:"test"`
+	Peer     string  `json:"peer"`
+	PeerTest string  `json:"peer_test"`
+	Unit     string  `json:"unit"`
+	Target   float64 `json:"target_ratio"`
+	Trials   []Trial `json:"trials"`
+	// Filled in by Report.finish.
+	Cnibench    *Spread   `json:"cnibench,omitempty"`
+	PeerValue   *Spread   `json:"peer_value,omitempty"`
+	RatioValues []float64 `json:"ratios"`
+	Ratio       *Spread   `json:"ratio,omitempty"`
+	Met         *bool     `json:"met,omitempty"`
+	// ServerVmHWM is each server's peak RSS over the comparison (bytes).
+	ServerVmHWM map[string]int64 `json:"server_vmhwm_bytes,omitempty"`
+	LoadBefore  string           `json:"loadavg_before"`
+	LoadAfter   string           `json:"loadavg_after"`
+	Warnings    []string         `json:"warnings,omitempty"`
+}
+
+func runComparison(ctx context.Context, o options, tools *Tools, env *Env, c *Comparison) (_ *ComparisonResult, err error) {
+	res := &ComparisonResult{
+		Env: env.Name, Test: c.Test, Peer: c.Peer, PeerTest: c.PeerTest, Unit: c.Unit, Target: c.Target,
+		LoadBefore: loadAvg(), ServerVmHWM: map[string]int64{},
+	}
+	logf("%s/%s: cnibench vs %s, %d rounds of %v", env.Name, c.Test, c.PeerTest, o.rounds, o.duration)
+
+	var servers []*Server
+	defer func() {
+		var errs []error
+		for _, s := range servers {
+			if hwm, herr := s.VmHWM(); herr == nil {
+				res.ServerVmHWM[s.Name] = hwm
+			}
+			errs = append(errs, s.Stop())
+		}
+		err = errors.Join(append([]error{err}, errs...)...)
+	}()
+	start := func(name string, port int, argv []string) error {
+		s, err := startServer(ctx, env, name, port, argv)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, s)
+		return nil
+	}
+	hostPort := func(p int) string { return net.JoinHostPort(env.ServerIP, strconv.Itoa(p)) }
+	if err := start("cnibench serve", portCnibench, []string{tools.Cnibench, "serve", "--listen", hostPort(portCnibench)}); err != nil {
+		return res, err
+	}
+	switch c.Peer {
+	case "netperf":
+		err = start("netserver", portNetserver, []string{tools.Netserver, "-D", "-4", "-L", env.ServerIP, "-p", strconv.Itoa(portNetserver)})
+	case "iperf3":
+		err = start("iperf3 -s", portIperf3, []string{tools.Iperf3, "-s", "-B", env.ServerIP, "-p", strconv.Itoa(portIperf3)})
+	case "hey":
+		err = start("bench/httpserver", portHTTP, []string{tools.HTTPServer, "--listen", hostPort(portHTTP), "--body", strconv.Itoa(o.httpBody)})
+	default:
+		err = fmt.Errorf("unknown peer %q", c.Peer)
+	}
+	if err != nil {
+		return res, err
+	}
+
+	sides := []string{"cnibench", c.Peer}
+	var failed int
+	for round := 1; round <= o.rounds; round++ {
+		order := sides
+		if round%2 == 0 {
+			order = []string{sides[1], sides[0]}
+		}
+		for i, side := range order {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			for _, s := range servers {
+				if err := s.Alive(); err != nil {
+					return res, err
+				}
+			}
+			tr := Trial{Round: round, Side: side, Order: i + 1, Start: time.Now().UTC()}
+			var v float64
+			var m map[string]float64
+			var err error
+			if side == "cnibench" {
+				v, m, err = cnibenchTrial(ctx, o, tools, env, c)
+			} else {
+				v, m, err = peerTrial(ctx, o, tools, env, c)
+			}
+			tr.Metrics = m
+			if err != nil {
+				failed++
+				tr.Error = err.Error()
+				logf("  round %d %-8s FAILED: %v", round, side, err)
+			} else {
+				tr.Value = &v
+				logf("  round %d %-8s %s", round, side, fmtValue(v, c.Unit))
+			}
+			res.Trials = append(res.Trials, tr)
+			select {
+			case <-ctx.Done():
+			case <-time.After(o.pause):
+			}
+		}
+	}
+	res.LoadAfter = loadAvg()
+	if failed > 0 {
+		return res, fmt.Errorf("%d of %d trials failed (see the JSON report)", failed, 2*o.rounds)
+	}
+	return res, nil
+}
+
+func secs(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }
+
+func trialTimeout(o options) time.Duration { return o.duration + o.warmup + 60*time.Second }
+
+// addTimeV adds GNU time's figures about the client process to m.
+func addTimeV(m map[string]float64, cr *clientRun) error {
+	if cr == nil || len(cr.TimeV) == 0 {
+		return nil
+	}
+	tv, err := parse.ParseTimeV(cr.TimeV)
+	if err != nil {
+		return err
+	}
+	m["time_client_cpu_sec"] = tv.CPUSec()
+	m["time_client_user_sec"] = tv.UserSec
+	m["time_client_sys_sec"] = tv.SysSec
+	m["time_client_maxrss_bytes"] = float64(tv.MaxRSSBytes)
+	m["time_client_vol_cs"] = float64(tv.VoluntaryCS)
+	m["time_client_invol_cs"] = float64(tv.InvoluntaryCS)
+	m["time_elapsed_sec"] = cr.Elapsed.Seconds()
+	return nil
+}
+
+func cnibenchTrial(ctx context.Context, o options, tools *Tools, env *Env, c *Comparison) (float64, map[string]float64, error) {
+	argv := []string{tools.Cnibench, "run",
+		"--target", net.JoinHostPort(env.ServerIP, strconv.Itoa(portCnibench)),
+		"--test", c.Test, "--duration", o.duration.String(), "--warmup", o.warmup.String(),
+		"--repeat", "1", "--format", "json", "-q"}
+	if c.Test == "http" {
+		argv = append(argv, "--flows", strconv.Itoa(o.httpClients), "--http-body", strconv.Itoa(o.httpBody))
+	}
+	m := map[string]float64{}
+	cr, err := runClient(ctx, env, tools, trialTimeout(o), argv)
+	if err != nil {
+		return 0, m, err
+	}
+	if err := addTimeV(m, cr); err != nil {
+		return 0, m, err
+	}
+	r, err := parse.ParseCnibench(cr.Stdout)
+	if err != nil {
+		return 0, m, err
+	}
+	for _, k := range []string{"latency_us_p50", "latency_us_p99", "client_cpu_pct", "server_cpu_pct",
+		"client_max_rss_bytes", "errors", "tcp_retransmits", "throughput_bits_per_sec", "cpu_us_per_trans"} {
+		if v, ok := r.Metrics[k]; ok {
+			m[k] = v
+		}
+	}
+	v, err := r.Metric(c.Metric)
+	if err != nil {
+		return 0, m, err
+	}
+	if v == 0 {
+		return 0, m, fmt.Errorf("cnibench: %s is 0 (errors: %v)", c.Metric, r.Metrics["errors"])
+	}
+	return v, m, nil
+}
+
+func peerTrial(ctx context.Context, o options, tools *Tools, env *Env, c *Comparison) (float64, map[string]float64, error) {
+	m := map[string]float64{}
+	var argv []string
+	switch c.Peer {
+	case "netperf":
+		t := map[string]string{"tcp_rr": "TCP_RR", "tcp_crr": "TCP_CRR"}[c.Test]
+		argv = []string{tools.Netperf, "-H", env.ServerIP, "-p", strconv.Itoa(portNetserver), "-t", t, "-l", secs(o.duration),
+			"--", "-o", "THROUGHPUT,THROUGHPUT_UNITS,P50_LATENCY,P99_LATENCY"}
+	case "iperf3":
+		argv = []string{tools.Iperf3, "-c", env.ServerIP, "-p", strconv.Itoa(portIperf3), "-P", "1",
+			"-t", secs(o.duration), "-O", secs(o.warmup), "-J"}
+	case "hey":
+		argv = []string{tools.Hey, "-z", o.duration.String(), "-c", strconv.Itoa(o.httpClients), "-disable-keepalive",
+			"http://" + net.JoinHostPort(env.ServerIP, strconv.Itoa(portHTTP)) + "/"}
+	default:
+		return 0, m, fmt.Errorf("unknown peer %q", c.Peer)
+	}
+	cr, err := runClient(ctx, env, tools, trialTimeout(o), argv)
+	if err != nil {
+		return 0, m, err
+	}
+	if err := addTimeV(m, cr); err != nil {
+		return 0, m, err
+	}
+	switch c.Peer {
+	case "netperf":
+		n, err := parse.ParseNetperf(cr.Stdout)
+		if err != nil {
+			return 0, m, err
+		}
+		if n.Units != "Trans/s" {
+			return 0, m, fmt.Errorf("netperf: throughput units %q, want Trans/s", n.Units)
+		}
+		for col, k := range map[string]string{parse.NetperfP50: "latency_us_p50", parse.NetperfP99: "latency_us_p99"} {
+			v, err := n.Float(col)
+			if err != nil {
+				return 0, m, err
+			}
+			m[k] = v
+		}
+		return n.Throughput, m, nil
+	case "iperf3":
+		r, err := parse.ParseIperf3(cr.Stdout)
+		if err != nil {
+			return 0, m, err
+		}
+		if r.NumStreams != 1 {
+			return 0, m, fmt.Errorf("iperf3 ran %d streams, want 1", r.NumStreams)
+		}
+		m["tcp_retransmits"] = float64(r.Retransmits)
+		m["throughput_bits_per_sec"] = r.SentBitsPerSec
+		return r.ReceivedBitsPerSec, m, nil
+	default: // hey
+		h, err := parse.ParseHey(cr.Stdout)
+		if err != nil {
+			return 0, m, err
+		}
+		m["errors"] = float64(h.ErrorCount() + h.Responses(300, 999))
+		m["hey_reported_rps"] = h.ReportedRPS
+		m["hey_total_sec"] = h.TotalSec
+		return h.OKRPS, m, nil
+	}
+}

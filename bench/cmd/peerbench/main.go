@@ -1,0 +1,276 @@
+// Command peerbench runs cnibench side by side with standard peers
+// (netperf, iperf3, hey) in one run and reports per-round ratios: the
+// harness behind `make bench` (see docs/benchmarks.md).
+//
+// For every environment (loopback; a veth pair between two namespaces) and
+// every comparison (tcp_rr and tcp_crr vs netperf, tcp_stream vs iperf3's
+// single stream, 1000-client non-keep-alive http vs hey) it starts both
+// servers, then runs rounds of one cnibench trial and one peer trial,
+// alternating which goes first (A B, B A, A B, ...). Each round gives one
+// ratio cnibench/peer; the report gives min/median/max of those ratios and
+// the median of each side.
+//
+//	go run ./bench/cmd/peerbench -rounds 6 -duration 5s
+//
+// It must run as root (namespaces). It creates only the namespaces
+// cnb-bench-a and cnb-bench-b (198.18.0.0/30 between them, no link to the
+// host namespace) and removes them, and every process it started, on exit.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	rounds      int
+	duration    time.Duration
+	warmup      time.Duration
+	pause       time.Duration
+	httpClients int
+	httpBody    int
+	envs        string
+	tests       string
+	jsonOut     string
+	mdOut       string
+	peersDir    string
+	buildScript string
+	noInstall   bool
+	pin         string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.rounds, "rounds", 6, "rounds per comparison (each round: one cnibench trial and one peer trial, order alternating); at least 5")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "measured length of each trial (whole seconds; netperf, iperf3 and hey take seconds)")
+	flag.DurationVar(&o.warmup, "warmup", time.Second, "cnibench --warmup and iperf3 --omit before each trial's measured window (netperf and hey have none)")
+	flag.DurationVar(&o.pause, "pause", 500*time.Millisecond, "idle time between trials")
+	flag.IntVar(&o.httpClients, "http-clients", 1000, "concurrent HTTP clients (cnibench --flows, hey -c)")
+	flag.IntVar(&o.httpBody, "http-body", 1024, "HTTP response body bytes")
+	flag.StringVar(&o.envs, "envs", "loopback,veth", "environments to run, comma-separated: loopback, veth")
+	flag.StringVar(&o.tests, "tests", "tcp_rr,tcp_crr,tcp_stream,http", "comparisons to run, comma-separated")
+	flag.StringVar(&o.jsonOut, "json", "", "write the full results (every trial) as JSON here (default bench/results/peerbench.json, peerbench-pin-MODE.json with -pin)")
+	flag.StringVar(&o.mdOut, "md", "", "also write the Markdown report here (default bench/results/peerbench.md, peerbench-pin-MODE.md with -pin; \"-\" = stdout only)")
+	flag.StringVar(&o.peersDir, "peers-dir", "peers-bin", "directory holding netperf and netserver (built with -peers-build if missing)")
+	flag.StringVar(&o.buildScript, "peers-build", "/work/shared/peers/build.sh", "script that builds netperf/netserver into a directory")
+	flag.StringVar(&o.pin, "pin", "none", "CPU placement: none (the scheduler decides), same (servers and clients on CPU 0), split (servers on CPU 1, clients on CPU 0)")
+	flag.BoolVar(&o.noInstall, "no-install", false, "do not apt-get install iperf3/hey when missing")
+	flag.Parse()
+	base := "bench/results/peerbench"
+	if o.pin != "none" {
+		base += "-pin-" + o.pin
+	}
+	if o.jsonOut == "" {
+		o.jsonOut = base + ".json"
+	}
+	switch o.mdOut {
+	case "":
+		o.mdOut = base + ".md"
+	case "-":
+		o.mdOut = ""
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code := 0
+	if err := run(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "peerbench:", err)
+		code = 1
+	}
+	stop()
+	os.Exit(code)
+}
+
+func (o options) validate() error {
+	if o.rounds < 5 {
+		return fmt.Errorf("-rounds %d: at least 5 rounds are needed", o.rounds)
+	}
+	if o.duration < time.Second || o.duration%time.Second != 0 {
+		return fmt.Errorf("-duration %v: must be whole seconds, at least 1s", o.duration)
+	}
+	if o.warmup < 0 || o.warmup%time.Second != 0 {
+		return fmt.Errorf("-warmup %v: must be whole seconds (iperf3 --omit)", o.warmup)
+	}
+	if o.httpClients < 1 {
+		return fmt.Errorf("-http-clients %d: must be at least 1", o.httpClients)
+	}
+	switch o.pin {
+	case "none", "same", "split":
+	default:
+		return fmt.Errorf("-pin %q: must be none, same or split", o.pin)
+	}
+	if o.pin != "none" && runtime.NumCPU() < 2 {
+		return fmt.Errorf("-pin %s needs at least 2 CPUs", o.pin)
+	}
+	for _, e := range splitList(o.envs) {
+		if e != "loopback" && e != "veth" {
+			return fmt.Errorf("-envs: unknown environment %q", e)
+		}
+	}
+	for _, t := range splitList(o.tests) {
+		if comparisonByTest(t) == nil {
+			return fmt.Errorf("-tests: unknown comparison %q", t)
+		}
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "[peerbench %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+}
+
+func run(ctx context.Context, o options, stdout io.Writer) (err error) {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("must run as root (it creates network namespaces)")
+	}
+	if runtime.GOOS != "linux" {
+		return errors.New("linux only")
+	}
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "cnb-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	tools, err := prepareTools(ctx, o, root, tmp)
+	if err != nil {
+		return err
+	}
+	rep := &Report{
+		Schema: "cnibench/peerbench/v1",
+		Start:  time.Now().UTC(),
+		Host:   hostInfo(),
+		Tools:  tools.versions(ctx),
+		Config: map[string]string{
+			"rounds":       fmt.Sprint(o.rounds),
+			"duration":     o.duration.String(),
+			"warmup":       o.warmup.String(),
+			"pause":        o.pause.String(),
+			"http_clients": fmt.Sprint(o.httpClients),
+			"http_body":    fmt.Sprint(o.httpBody),
+			"pin":          o.pin,
+		},
+	}
+	var runErrs []error
+	for _, envName := range splitList(o.envs) {
+		if ctx.Err() != nil {
+			break
+		}
+		env, cleanup, err := setupEnv(ctx, envName)
+		if err != nil {
+			runErrs = append(runErrs, fmt.Errorf("%s: %w", envName, err))
+			rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %v", envName, err))
+			continue
+		}
+		switch o.pin {
+		case "same":
+			env.ServerCPU, env.ClientCPU = "0", "0"
+		case "split":
+			env.ServerCPU, env.ClientCPU = "1", "0"
+		}
+		for _, t := range splitList(o.tests) {
+			if ctx.Err() != nil {
+				break
+			}
+			c := comparisonByTest(t)
+			res, err := runComparison(ctx, o, tools, env, c)
+			if res != nil {
+				rep.Comparisons = append(rep.Comparisons, res)
+			}
+			if err != nil {
+				runErrs = append(runErrs, fmt.Errorf("%s/%s: %w", envName, t, err))
+				rep.Errors = append(rep.Errors, fmt.Sprintf("%s/%s: %v", envName, t, err))
+			}
+		}
+		if err := cleanup(); err != nil {
+			runErrs = append(runErrs, fmt.Errorf("%s cleanup: %w", envName, err))
+			rep.Errors = append(rep.Errors, fmt.Sprintf("%s cleanup: %v", envName, err))
+		}
+	}
+	rep.End = time.Now().UTC()
+	rep.Interrupted = ctx.Err() != nil
+	rep.finish(o)
+	var md strings.Builder
+	rep.writeMarkdown(&md)
+	if _, err := io.WriteString(stdout, md.String()); err != nil {
+		runErrs = append(runErrs, err)
+	}
+	if o.mdOut != "" {
+		path := o.mdOut
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(root, path)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			runErrs = append(runErrs, err)
+		} else if err := os.WriteFile(path, []byte(md.String()), 0o644); err != nil {
+			runErrs = append(runErrs, err)
+		}
+	}
+	{
+		path := o.jsonOut
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(root, path)
+		}
+		if err := writeJSON(path, rep); err != nil {
+			runErrs = append(runErrs, err)
+		} else {
+			logf("wrote %s", path)
+		}
+	}
+	if rep.Interrupted {
+		runErrs = append(runErrs, errors.New("interrupted"))
+	}
+	return errors.Join(runErrs...)
+}
+
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("not inside the cnibench module (run from the repository)")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+func writeJSON(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
