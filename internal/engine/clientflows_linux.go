@@ -246,8 +246,8 @@ func (w *workload) udpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 		}
 		ok := false
 		var y yielder
-	for !w.stop.Load() {
-		y.yield()
+		for !w.stop.Load() {
+			y.yield()
 			n, err := unix.Read(fd, resp)
 			if err != nil {
 				if err == unix.EINTR {
