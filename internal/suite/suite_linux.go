@@ -204,12 +204,10 @@ func (st *state) runMTU(ctx context.Context, mtu int, main bool) error {
 
 	// One server per endpoint, started once.
 	var cells []cell
-	servers := map[string]*server{}
+	byPod := map[string]*server{}   // one server per pod and address
+	servers := map[string]*server{} // datapath/path → its server
 	defer func() {
-		for k, s := range servers {
-			if strings.Contains(k, "/") && !strings.ContainsAny(k[strings.LastIndex(k, "/"):], ".:") {
-				continue // a path alias of a server stopped under its own key
-			}
+		for _, s := range byPod {
 			s.stop()
 		}
 	}()
@@ -220,15 +218,15 @@ func (st *state) runMTU(ctx context.Context, mtu int, main bool) error {
 		}
 		for _, ep := range topo.Paths {
 			key := dp + "/" + string(ep.Kind)
-			// Paths may share a server pod: one server per pod and address.
-			skey := ep.Server.Name + "/" + ep.ServerIP.String()
-			s, ok := servers[skey]
+			// Paths may share a server pod.
+			pod := ep.Server.Name + "/" + ep.ServerIP.String()
+			s, ok := byPod[pod]
 			if !ok {
 				var err error
 				if s, err = st.startServer(ctx, ep); err != nil {
 					return fmt.Errorf("start the server of %s: %w", key, err)
 				}
-				servers[skey] = s
+				byPod[pod] = s
 			}
 			servers[key] = s
 			for _, tv := range st.o.testVariants(main) {

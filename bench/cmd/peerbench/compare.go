@@ -191,11 +191,14 @@ func addTimeV(m map[string]float64, cr *clientRun) error {
 
 func cnibenchTrial(ctx context.Context, o options, tools *Tools, env *Env, c *Comparison) (float64, map[string]float64, error) {
 	argv := []string{tools.Cnibench, "run",
-		"--target", net.JoinHostPort(env.ServerIP, strconv.Itoa(portCnibench)),
 		"--test", c.Test, "--duration", o.duration.String(), "--warmup", o.warmup.String(),
 		"--repeat", "1", "--format", "json", "-q"}
 	if c.Test == "http" {
-		argv = append(argv, "--flows", strconv.Itoa(o.httpClients), "--http-body", strconv.Itoa(o.httpBody))
+		// The same server as hey's: bench/httpserver, through --url.
+		argv = append(argv, "--url", "http://"+net.JoinHostPort(env.ServerIP, strconv.Itoa(portHTTP))+"/",
+			"--flows", strconv.Itoa(o.httpClients))
+	} else {
+		argv = append(argv, "--target", net.JoinHostPort(env.ServerIP, strconv.Itoa(portCnibench)))
 	}
 	m := map[string]float64{}
 	cr, err := runClient(ctx, env, tools, trialTimeout(o), argv)
