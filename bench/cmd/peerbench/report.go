@@ -202,13 +202,9 @@ func (r *Report) writeMarkdown(w io.Writer) {
 		row("cnibench client `client_max_rss_bytes`", r.RSS.ClientMaxRSS, verdict(r.RSS.Met))
 		row("cnibench client, GNU time max RSS (cross-check)", r.RSS.TimeMaxRSS, "")
 		row("hey, GNU time max RSS (reference)", r.RSS.HeyMaxRSS, "")
-		for _, env := range sortedKeys(r.RSS.ServeVmHWM) {
-			v := float64(r.RSS.ServeVmHWM[env])
-			fmt.Fprintf(w, "| `cnibench serve` VmHWM over the %s http comparison | | | %s | |\n", env, mib(v))
-		}
 		for _, env := range sortedKeys(r.RSS.HTTPServerVmHWM) {
 			v := float64(r.RSS.HTTPServerVmHWM[env])
-			fmt.Fprintf(w, "| bench/httpserver (hey's server) VmHWM, %s | | | %s | |\n", env, mib(v))
+			fmt.Fprintf(w, "| bench/httpserver (the server both clients hit) VmHWM, %s | | | %s | |\n", env, mib(v))
 		}
 		fmt.Fprintln(w)
 	}
