@@ -14,6 +14,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/cnibench/cnibench/internal/nsrun"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,35 +47,10 @@ func (n *NS) Handle() *netlink.Handle { return n.handle }
 // the thread cannot be switched back, it stays locked so that the Go runtime
 // discards it rather than reuse it.
 func (n *NS) Do(f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("get current netns: %w", err)
-			return
-		}
-		defer orig.Close()
-		if err := unix.Setns(int(n.fd), unix.CLONE_NEWNET); err != nil {
-			// A failed setns leaves the thread where it was, but be safe.
-			if rerr := unix.Setns(int(orig), unix.CLONE_NEWNET); rerr == nil {
-				runtime.UnlockOSThread()
-			}
-			errc <- fmt.Errorf("enter netns %s: %w", n.Name, err)
-			return
-		}
-		ferr := f()
-		if err := unix.Setns(int(orig), unix.CLONE_NEWNET); err != nil {
-			// Leave the thread locked: the runtime terminates it when this
-			// goroutine exits.
-			errc <- fmt.Errorf("restore original netns after %s: %w (terminating OS thread)", n.Name, err)
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	return <-errc
+	if err := nsrun.Do(netns.NsHandle(n.fd), f); err != nil {
+		return fmt.Errorf("in netns %s: %w", n.Name, err)
+	}
+	return nil
 }
 
 // Start starts cmd inside the namespace: cmd.Start runs on a thread switched

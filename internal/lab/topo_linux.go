@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"runtime"
+
+	"github.com/cnibench/cnibench/internal/nsrun"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -225,23 +226,14 @@ func host32(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) 
 // the runtime terminates it afterwards and the namespace disappears with it:
 // nothing is left behind whatever f did.
 func inScratchNS(f func(h *netlink.Handle) error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		// Deliberately no UnlockOSThread: the thread dies with the goroutine.
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("unshare scratch netns: %w", err)
-			return
-		}
+	return nsrun.Scratch(func() error {
 		h, err := netlink.NewHandle()
 		if err != nil {
-			errc <- fmt.Errorf("netlink handle in scratch netns: %w", err)
-			return
+			return fmt.Errorf("netlink handle in scratch netns: %w", err)
 		}
 		defer h.Close()
-		errc <- f(h)
-	}()
-	return <-errc
+		return f(h)
+	})
 }
 
 // probeLink checks that the kernel can create a link of l's type, in a

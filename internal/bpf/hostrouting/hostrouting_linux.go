@@ -9,8 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"sync"
+
+	"github.com/cnibench/cnibench/internal/nsrun"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -372,30 +373,9 @@ func (a *legacyAttachment) detach() error {
 // cannot be switched back it stays locked and is discarded by the runtime
 // when the goroutine exits.
 func inScratchNetNS(fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("get current netns: %w", err)
-			return
-		}
-		defer orig.Close()
-		scratch, err := netns.New() // also switches this thread into it
-		if err != nil {
-			// Leave the thread locked: it may or may not have switched.
-			errc <- fmt.Errorf("%w: create scratch netns: %w", ErrNotSupported, err)
-			return
-		}
-		defer scratch.Close()
-		ferr := fn()
-		if err := netns.Set(orig); err != nil {
-			errc <- errors.Join(ferr, fmt.Errorf("restore netns: %w", err))
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	return <-errc
+	var ferr error
+	if err := nsrun.Scratch(func() error { ferr = fn(); return nil }); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotSupported, err)
+	}
+	return ferr
 }

@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/nsrun"
+
 	"github.com/cnibench/cnibench/internal/testutil"
 
 	"github.com/cilium/ebpf"
@@ -93,31 +95,7 @@ type netNS struct {
 // runInNS runs fn on a fresh goroutine whose locked OS thread is switched
 // into ns. If the thread cannot be switched back it is not unlocked, so the
 // runtime discards it with the goroutine.
-func runInNS(ns netns.NsHandle, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("get current netns: %w", err)
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(ns); err != nil {
-			errc <- fmt.Errorf("enter netns: %w", err)
-			return
-		}
-		ferr := fn()
-		if err := netns.Set(orig); err != nil {
-			errc <- errors.Join(ferr, fmt.Errorf("restore netns: %w", err))
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	return <-errc
-}
+func runInNS(ns netns.NsHandle, fn func() error) error { return nsrun.Do(ns, fn) }
 
 func newNetNS(t *testing.T, name string) *netNS {
 	t.Helper()

@@ -3,7 +3,8 @@ package netkit
 import (
 	"errors"
 	"fmt"
-	"runtime"
+
+	"github.com/cnibench/cnibench/internal/nsrun"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -91,35 +92,4 @@ func AddPair(h *netlink.Handle, hostName, peerName string, peerNSFd int, mtu int
 // newScratchNS returns a handle to a new, unnamed network namespace without
 // moving the caller's thread: the unshare happens on a dedicated locked
 // thread, which is discarded if it cannot be switched back.
-func newScratchNS() (netns.NsHandle, error) {
-	type result struct {
-		h   netns.NsHandle
-		err error
-	}
-	resc := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			resc <- result{err: fmt.Errorf("get current netns: %w", err)}
-			return
-		}
-		defer orig.Close()
-		h, err := netns.New()
-		if err != nil {
-			// Thread stays locked: it may or may not have switched.
-			resc <- result{err: fmt.Errorf("create scratch netns: %w", err)}
-			return
-		}
-		if err := netns.Set(orig); err != nil {
-			h.Close()
-			resc <- result{err: fmt.Errorf("restore netns: %w", err)}
-			return
-		}
-		runtime.UnlockOSThread()
-		resc <- result{h: h}
-	}()
-	res := <-resc
-	return res.h, res.err
-}
+func newScratchNS() (netns.NsHandle, error) { return nsrun.NewScratch() }
