@@ -1,20 +1,14 @@
 package compare
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
-
-	"github.com/cnibench/cnibench/internal/cli/clierr"
-	"github.com/cnibench/cnibench/internal/cli/streams"
+	"github.com/cnibench/cnibench/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -51,21 +45,7 @@ func inTemp(t *testing.T) {
 // execute runs `cnibench compare args...` the way the root command does.
 func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	c := NewCommand(slog.New(slog.NewTextHandler(io.Discard, nil)), streams.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	c.SilenceUsage, c.SilenceErrors = true, true
-	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return clierr.Usagef("%v", err) })
-	if args == nil {
-		args = []string{} // nil would make cobra read os.Args
-	}
-	c.SetArgs(args)
-	c.SetOut(&out)
-	c.SetErr(&errOut)
-	err := c.Execute()
-	if err != nil {
-		errOut.WriteString("cnibench: " + err.Error() + "\n")
-	}
-	return out.String(), errOut.String(), clierr.ExitCode(err)
+	return testutil.Execute(t, NewCommand, args...)
 }
 
 func golden(t *testing.T, name string, got string) {

@@ -2,17 +2,13 @@ package report
 
 import (
 	"bytes"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
+	"github.com/cnibench/cnibench/internal/testutil"
 
-	"github.com/cnibench/cnibench/internal/cli/clierr"
-	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -21,21 +17,7 @@ const fixture = "../../report/testdata/results.json"
 
 func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	c := NewCommand(slog.New(slog.NewTextHandler(io.Discard, nil)), streams.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	c.SilenceUsage, c.SilenceErrors = true, true
-	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return clierr.Usagef("%v", err) })
-	if args == nil {
-		args = []string{}
-	}
-	c.SetArgs(args)
-	c.SetOut(&out)
-	c.SetErr(&errOut)
-	err := c.Execute()
-	if err != nil {
-		errOut.WriteString("cnibench: " + err.Error() + "\n")
-	}
-	return out.String(), errOut.String(), clierr.ExitCode(err)
+	return testutil.Execute(t, NewCommand, args...)
 }
 
 func render(t *testing.T, f func(*bytes.Buffer, *result.Set) error) string {
