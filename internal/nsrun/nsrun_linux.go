@@ -68,7 +68,17 @@ func Scratch(f func() error) error {
 
 // NewScratch returns a handle to a new, anonymous network namespace (it
 // lives as long as the handle is open) without moving the caller's thread.
-func NewScratch() (netns.NsHandle, error) {
+func NewScratch() (netns.NsHandle, error) { return create(netns.New) }
+
+// NewNamed creates a named network namespace (bind-mounted under
+// /run/netns, as `ip netns add` does) without moving the caller's thread.
+func NewNamed(name string) (netns.NsHandle, error) {
+	return create(func() (netns.NsHandle, error) { return netns.NewNamed(name) })
+}
+
+// create runs newNS, which switches the calling thread into a new
+// namespace, on a locked thread that is switched back afterwards.
+func create(newNS func() (netns.NsHandle, error)) (netns.NsHandle, error) {
 	type result struct {
 		h   netns.NsHandle
 		err error
@@ -83,10 +93,10 @@ func NewScratch() (netns.NsHandle, error) {
 			return
 		}
 		defer orig.Close()
-		h, err := netns.New() // switches this thread into the new namespace
+		h, err := newNS() // switches this thread into the new namespace
 		if err != nil {
 			// The thread stays locked: it may or may not have switched.
-			resc <- result{err: fmt.Errorf("create a scratch netns: %w", err)}
+			resc <- result{err: fmt.Errorf("create a netns: %w", err)}
 			return
 		}
 		if err := netns.Set(orig); err != nil {

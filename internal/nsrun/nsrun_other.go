@@ -18,3 +18,6 @@ func Scratch(func() error) error { return errOS }
 
 // NewScratch is not supported outside Linux.
 func NewScratch() (netns.NsHandle, error) { return -1, errOS }
+
+// NewNamed is not supported outside Linux.
+func NewNamed(string) (netns.NsHandle, error) { return -1, errOS }

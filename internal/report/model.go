@@ -113,9 +113,12 @@ var labelKeyOrder = []string{LabelDatapath, LabelPath, LabelTest, LabelFlows, La
 
 // SortLabelKeys sorts label keys: the suite's keys in their usual order,
 // then the others alphabetically.
-func SortLabelKeys(keys []string) {
+func SortLabelKeys(keys []string) { SortKeysBy(labelKeyOrder, keys) }
+
+// SortKeysBy sorts keys in the order given, then the others alphabetically.
+func SortKeysBy(order, keys []string) {
 	sort.SliceStable(keys, func(i, j int) bool {
-		a, b := indexOf(labelKeyOrder, keys[i]), indexOf(labelKeyOrder, keys[j])
+		a, b := indexOf(order, keys[i]), indexOf(order, keys[j])
 		switch {
 		case a >= 0 && b >= 0:
 			return a < b

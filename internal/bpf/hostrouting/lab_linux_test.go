@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -99,32 +98,11 @@ func runInNS(ns netns.NsHandle, fn func() error) error { return nsrun.Do(ns, fn)
 
 func newNetNS(t *testing.T, name string) *netNS {
 	t.Helper()
-	type result struct {
+	h, err := nsrun.NewNamed(name)
+	res := struct {
 		h   netns.NsHandle
 		err error
-	}
-	resc := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			resc <- result{err: err}
-			return
-		}
-		defer orig.Close()
-		h, err := netns.NewNamed(name)
-		if serr := netns.Set(orig); serr != nil {
-			if err == nil {
-				h.Close()
-			}
-			resc <- result{err: errors.Join(err, fmt.Errorf("restore netns: %w", serr))}
-			return
-		}
-		runtime.UnlockOSThread()
-		resc <- result{h: h, err: err}
-	}()
-	res := <-resc
+	}{h, err}
 	if res.err != nil {
 		_ = netns.DeleteNamed(name)
 		t.Fatalf("create netns %s: %v", name, res.err)

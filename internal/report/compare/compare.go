@@ -422,17 +422,4 @@ func sortRows(rows []*Row, dpOrder map[string]int) {
 
 // sortKeys orders label keys for display like the rows: test, flows, mtu,
 // scenario, rules, path, datapath, then the rest alphabetically.
-func sortKeys(keys []string) {
-	sort.SliceStable(keys, func(i, j int) bool {
-		a, b := indexOf(rowKeyOrder, keys[i]), indexOf(rowKeyOrder, keys[j])
-		switch {
-		case a >= 0 && b >= 0:
-			return a < b
-		case a >= 0:
-			return true
-		case b >= 0:
-			return false
-		}
-		return keys[i] < keys[j]
-	})
-}
+func sortKeys(keys []string) { report.SortKeysBy(rowKeyOrder, keys) }
