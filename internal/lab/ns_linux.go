@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,47 +114,14 @@ func (n *NS) ConntrackCount() (int, error) {
 // createNS creates a named network namespace without moving the calling
 // thread: the unshare happens on a throw-away locked thread.
 func createNS(name string) (*NS, error) {
-	if err := os.MkdirAll(NetnsDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", NetnsDir, err)
-	}
-	path := filepath.Join(NetnsDir, name)
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	h, err := nsrun.NewNamed(name)
 	if err != nil {
+		if !errors.Is(err, os.ErrExist) {
+			_ = removeNS(name) // a half-made mount point; never someone else's
+		}
 		return nil, fmt.Errorf("create netns %s: %w", name, err)
 	}
-	f.Close()
-
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("get current netns: %w", err)
-			return
-		}
-		defer orig.Close()
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("unshare netns: %w", err)
-			return
-		}
-		src := fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid())
-		merr := unix.Mount(src, path, "none", unix.MS_BIND, "")
-		if err := unix.Setns(int(orig), unix.CLONE_NEWNET); err != nil {
-			errc <- errors.Join(merr, fmt.Errorf("restore original netns: %w (terminating OS thread)", err))
-			return
-		}
-		runtime.UnlockOSThread()
-		if merr != nil {
-			merr = fmt.Errorf("bind-mount netns to %s: %w", path, merr)
-		}
-		errc <- merr
-	}()
-	if err := <-errc; err != nil {
-		_ = os.Remove(path)
-		return nil, fmt.Errorf("create netns %s: %w", name, err)
-	}
+	h.Close()
 	ns, err := openNS(name)
 	if err != nil {
 		_ = removeNS(name)

@@ -395,7 +395,7 @@ func (m *model) datapathBarChart(kind, test, fl, metric string, runs []*result.R
 			var b bar
 			if r != nil {
 				if s, ok := Summary(r, metric); ok {
-					b = bar{OK: true, V: s.Median / sc.Div, Lo: s.CI95Low / sc.Div, Hi: s.CI95High / sc.Div, Warn: stats.Notable(s)}
+					b = barOf(s, sc.Div)
 					any = true
 					anyWarn = anyWarn || b.Warn
 				}
@@ -463,7 +463,7 @@ func (m *model) latencyChart(test, fl, path string, runs []*result.Run) *barChar
 		for _, mt := range LatencyMetrics {
 			var b bar
 			if s, ok := Summary(r, mt); ok {
-				b = bar{OK: true, V: s.Median / sc.Div, Lo: s.CI95Low / sc.Div, Hi: s.CI95High / sc.Div, Warn: stats.Notable(s)}
+				b = barOf(s, sc.Div)
 				any = true
 				anyWarn = anyWarn || b.Warn
 			}
@@ -876,4 +876,9 @@ func (m *model) warningSection() section {
 		noteMark, stats.MinRepeats, 100*stats.MaxCoV, stats.OutlierFactor, 100*stats.OutlierMinDeviation)})
 	s.Blocks = append(s.Blocks, block{List: items})
 	return s
+}
+
+// barOf is a chart bar for a summary, scaled by div.
+func barOf(s stats.Summary, div float64) bar {
+	return bar{OK: true, V: s.Median / div, Lo: s.CI95Low / div, Hi: s.CI95High / div, Warn: stats.Notable(s)}
 }
