@@ -74,9 +74,12 @@ type Setup struct {
 	TimeoutMillis int64  `json:"timeout_ms"`
 }
 
-// Ready tells the client where the data plane listens.
+// Ready tells the client where the data plane listens. Cookie identifies
+// the session on its data connections and datagrams: the server accepts
+// data traffic only from the control peer's address carrying it.
 type Ready struct {
-	Port int `json:"port"`
+	Port   int    `json:"port"`
+	Cookie uint64 `json:"cookie,omitempty"`
 }
 
 // SrvStats is the server's view of one measured window.

@@ -3,6 +3,8 @@ package engine
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -131,6 +133,7 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 	_ = c.SetReadDeadline(time.Time{})
 
 	local := addrOf(c.LocalAddr())
+	cookie := newCookie()
 	var dp dataPlane
 	defer func() {
 		if dp != nil {
@@ -162,12 +165,12 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 				fail("bad setup: %v", err)
 				return
 			}
-			dp, err = newDataPlane(ctx, local, m.Setup, log)
+			dp, err = newDataPlane(ctx, sessionInfo{Local: local, Peer: addrOf(c.RemoteAddr()), Cookie: cookie}, m.Setup, log)
 			if err != nil {
 				fail("set up %s: %v", m.Setup.Test, err)
 				return
 			}
-			if err := reply(&Msg{Type: MsgReady, Ready: &Ready{Port: dp.Port()}}); err != nil {
+			if err := reply(&Msg{Type: MsgReady, Ready: &Ready{Port: dp.Port(), Cookie: cookie}}); err != nil {
 				return
 			}
 		case MsgStart:
@@ -216,6 +219,19 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 	}
 }
 
+// newCookie returns a random non-zero session cookie.
+func newCookie() uint64 {
+	var b [8]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on Linux
+		}
+		if c := binary.LittleEndian.Uint64(b[:]); c != 0 {
+			return c
+		}
+	}
+}
+
 func addrOf(a net.Addr) netip.Addr {
 	if ta, ok := a.(*net.TCPAddr); ok {
 		if ip, ok := netip.AddrFromSlice(ta.IP); ok {
@@ -225,7 +241,17 @@ func addrOf(a net.Addr) netip.Addr {
 	return netip.IPv4Unspecified()
 }
 
-func newDataPlane(ctx context.Context, ip netip.Addr, s *Setup, log *slog.Logger) (dataPlane, error) {
+// sessionInfo is what a data plane knows of the session that opened it:
+// the control peer's address (data traffic from elsewhere is refused) and
+// the session's cookie (carried by every data connection and datagram).
+type sessionInfo struct {
+	Local  netip.Addr // the server's address on the control connection
+	Peer   netip.Addr // the control peer's address
+	Cookie uint64
+}
+
+func newDataPlane(ctx context.Context, si sessionInfo, s *Setup, log *slog.Logger) (dataPlane, error) {
+	ip := si.Local
 	timeout := time.Duration(s.TimeoutMillis) * time.Millisecond
 	if timeout <= 0 {
 		timeout = 5 * time.Second
@@ -234,7 +260,7 @@ func newDataPlane(ctx context.Context, ip netip.Addr, s *Setup, log *slog.Logger
 	case TCPStream, TCPRR, TCPCRR:
 		return newTCPServer(ip, s, timeout, log)
 	case UDPStream, UDPRR:
-		return newUDPServer(ip, s, timeout, log)
+		return newUDPServer(ip, si, s, timeout, log)
 	case HTTP:
 		return newHTTPServer(ctx, ip, s, log)
 	}

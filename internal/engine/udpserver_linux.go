@@ -39,7 +39,7 @@ type udpServer struct {
 	log        *slog.Logger
 }
 
-func newUDPServer(ip netip.Addr, s *Setup, _ time.Duration, log *slog.Logger) (*udpServer, error) {
+func newUDPServer(ip netip.Addr, _ sessionInfo, s *Setup, _ time.Duration, log *slog.Logger) (*udpServer, error) {
 	fds, port, err := listenUDP(ip, s.Flows, 500*time.Millisecond)
 	if err != nil {
 		return nil, err
