@@ -29,6 +29,9 @@ type Event struct {
 type Client struct {
 	Logger   *slog.Logger
 	Progress func(Event)
+	// Token is sent in the hello to a server that requires one (--token,
+	// CNIBENCH_TOKEN).
+	Token string
 }
 
 // control is an open control connection.
@@ -61,6 +64,9 @@ func (ct *control) call(m *Msg, want string, timeout time.Duration) (*Msg, error
 		return nil, fmt.Errorf("wait for %s: %w", want, err)
 	}
 	if r.Type == MsgError {
+		if r.Code == CodeRefused || r.Code == CodeAuth {
+			return nil, fmt.Errorf("%w: %s", ErrRefused, r.Error)
+		}
 		return nil, fmt.Errorf("server: %s", r.Error)
 	}
 	if r.Type != want {
@@ -69,17 +75,22 @@ func (ct *control) call(m *Msg, want string, timeout time.Duration) (*Msg, error
 	return r, nil
 }
 
-// Dial opens a control connection and checks the server's protocol.
-func dialControl(ctx context.Context, host string, port int, timeout time.Duration) (*control, error) {
+// dialControl opens a control connection, says hello and checks the
+// server's protocol. A refusal (budget, token) is returned as is: one line
+// naming the limit and the flag that raises it.
+func dialControl(ctx context.Context, host string, port int, timeout time.Duration, hello *Hello) (*control, error) {
 	d := net.Dialer{Timeout: timeout}
 	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("connect to cnibench server: %w (is `cnibench serve` running there?)", err)
 	}
 	ct := &control{c: c, br: bufio.NewReader(c)}
-	r, err := ct.call(&Msg{Type: MsgHello, Hello: &Hello{Proto: ProtoMagic, Version: ProtoVersion, Tool: "cnibench"}}, MsgHello, timeout)
+	r, err := ct.call(&Msg{Type: MsgHello, Hello: hello}, MsgHello, timeout)
 	if err != nil {
 		c.Close()
+		if errors.Is(err, ErrRefused) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("handshake with %s: %w", c.RemoteAddr(), err)
 	}
 	if err := CheckHello(r.Hello); err != nil {
@@ -122,13 +133,20 @@ func (cl *Client) Run(ctx context.Context, cfg Config) (*result.Result, error) {
 	ip := ips[0].Unmap()
 	var ct *control
 	if ext == nil {
-		ct, err = dialControl(ctx, ip.String(), port, cfg.Timeout)
+		ct, err = dialControl(ctx, ip.String(), port, cfg.Timeout, newHello(cfg, cl.Token))
 		if err != nil {
 			return nil, err
 		}
 		defer ct.c.Close()
 	}
 
+	// The path MTU, before the first repeat: udp_stream's datagrams fit it
+	// unless --message-size says otherwise.
+	mtu := ct.pathMTU()
+	var sizeWarning, sizeSource string
+	if cfg.Test == UDPStream {
+		cfg.MsgSize, sizeSource, sizeWarning = udpDatagramSize(cfg.MsgSize, mtu, ip.Is6())
+	}
 	res := &result.Result{
 		Schema: result.SchemaResult,
 		Tool:   buildinfo.Tool(),
@@ -137,6 +155,15 @@ func (cl *Client) Run(ctx context.Context, cfg Config) (*result.Result, error) {
 		Config: cfg.Map(),
 	}
 	res.Config["target_ip"] = ip.String()
+	if mtu > 0 {
+		res.Config["path_mtu"] = strconv.Itoa(mtu)
+	}
+	if sizeSource != "" {
+		res.Config["message_size_from"] = sizeSource
+	}
+	if sizeWarning != "" {
+		res.Warnings = append(res.Warnings, sizeWarning)
+	}
 	if ext != nil {
 		res.Warnings = append(res.Warnings, "external HTTP server ("+cfg.URL+"): server CPU is not measured")
 	}
@@ -245,6 +272,7 @@ func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.
 	}()
 
 	w := newWorkload(cfg)
+	w.cookie = r.Ready.Cookie
 	if cfg.Test == HTTP {
 		addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
 		hostHeader := addr
@@ -270,11 +298,10 @@ func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.
 	if !sleepCtx(ctx, cfg.Warmup) {
 		return nil, ctx.Err()
 	}
-	// Open the window: client counters, CPU, then tell the server.
-	c0 := w.snapshot()
-	ps0, psErr := ReadProcStat()
-	cpu0 := readProcCPU()
-	t0 := time.Now()
+	// Open the window: client edge, flows to the measured phase, then the
+	// server's edge.
+	in := windowIn{Test: cfg.Test, External: ct.external(), BootID: ReadBootID()}
+	in.E0 = w.edge()
 	w.phase.Store(phaseMeasured)
 	if _, err := ct.call(&Msg{Type: MsgStart}, MsgStarted, ctlTimeout); err != nil {
 		return nil, fmt.Errorf("%w: %w", errControl, err)
@@ -283,108 +310,50 @@ func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.
 	full := sleepCtx(ctx, cfg.Duration)
 	// Close the window.
 	w.phase.Store(phaseAfter)
-	t1 := time.Now()
-	c1 := w.snapshot()
-	cpu1 := readProcCPU()
-	ps1, psErr1 := ReadProcStat()
-	window := t1.Sub(t0)
+	in.E1 = w.edge()
+	window := in.E1.At.Sub(in.E0.At)
 	if !full && window < cfg.Duration/10 {
 		return nil, ctx.Err()
 	}
 	if cfg.Test == UDPStream {
-		// Let the receiver drain datagrams still queued from the window.
-		time.Sleep(100 * time.Millisecond)
+		// udp_stream senders stop at the phase change: wait for them, so
+		// the count of measured datagrams is final before the server
+		// drains its queues and counts what arrived.
+		halt()
+		in.UDPSent, in.UDPSentBytes = w.udpSent()
 	}
 	sr, err := ct.call(&Msg{Type: MsgStop}, MsgStats, ctlTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errControl, err)
 	}
 	halt()
-	srv := sr.Stats
+	in.Srv = *sr.Stats
+	if !IsStream(cfg.Test) {
+		in.Lat = PercentilesOf(w.lat.merged())
+		if w.conn != nil {
+			in.Conn = PercentilesOf(w.conn.merged())
+		}
+	}
 
-	rep := &result.Repeat{Index: idx, Start: t0.UTC(), DurationSec: window.Seconds(), Metrics: map[string]float64{}}
+	out := windowMetrics(in)
+	rep := &result.Repeat{Index: idx, Start: in.E0.At.UTC(), DurationSec: window.Seconds(), Metrics: out.Metrics}
+	if in.Lat.Count > 0 {
+		rep.LatencyHist = encodeHist(w.lat.merged())
+	}
+	for _, x := range out.Warnings {
+		addWarning(res, x)
+	}
+	if out.SameHost != nil {
+		res.Config["server_host"] = "other"
+		if *out.SameHost {
+			res.Config["server_host"] = "same"
+			addWarning(res, "client and server share one host (same boot id): host_cpu_pct covers both ends, counted once")
+		}
+	}
 	m := rep.Metrics
 	sec := window.Seconds()
-	tx := c1.TxBytes - c0.TxBytes
-	trans := c1.Trans - c0.Trans
-	m[result.TransPerSec] = float64(trans) / sec
-	m[result.Errors] = float64(c1.Errors - c0.Errors)
-	switch cfg.Test {
-	case TCPStream:
-		m[result.ThroughputBitsPerSec] = float64(tx) * 8 / sec
-		if srv.WallMicros > 0 {
-			m[result.ThroughputRxBitsPerSec] = float64(srv.RxBytes) * 8 / (float64(srv.WallMicros) / 1e6)
-		}
-		m[result.TCPRetransmits] = float64(c1.Retrans) - float64(c0.Retrans)
-		if m[result.TCPRetransmits] < 0 {
-			m[result.TCPRetransmits] = 0
-		}
-	case UDPStream:
-		sent := c1.Measured - c0.Measured
-		m[result.ThroughputBitsPerSec] = float64(tx) * 8 / sec
-		m[result.DatagramsSent] = float64(sent)
-		m[result.DatagramsReceived] = float64(srv.RxDatagrams)
-		m[result.ThroughputRxBitsPerSec] = float64(srv.RxDatagrams) * float64(cfg.MsgSize) * 8 / sec
-		if sent > 0 {
-			lost := float64(sent) - float64(srv.RxDatagrams)
-			if lost < 0 {
-				lost = 0
-			}
-			m[result.LossPct] = 100 * lost / float64(sent)
-		}
-	case HTTP:
-		m[result.ThroughputBitsPerSec] = float64(tx) * 8 / sec
-	}
-	if !IsStream(cfg.Test) {
-		p := PercentilesOf(w.lat.merged())
-		if p.Count > 0 {
-			m[result.LatencyUsMean] = p.Mean
-			m[result.LatencyUsP50] = p.P50
-			m[result.LatencyUsP90] = p.P90
-			m[result.LatencyUsP99] = p.P99
-			m[result.LatencyUsP999] = p.P999
-			m[result.LatencyUsMax] = p.Max
-			rep.LatencyHist = encodeHist(w.lat.merged())
-		}
-		if w.conn != nil {
-			cp := PercentilesOf(w.conn.merged())
-			if cp.Count > 0 {
-				m[result.ConnectUsP50] = cp.P50
-				m[result.ConnectUsP90] = cp.P90
-				m[result.ConnectUsP99] = cp.P99
-				m[result.ConnectUsMax] = cp.Max
-			}
-		}
-	}
-	// CPU accounting over exactly the window.
-	m[result.ClientCPUPct] = 100 * (cpu1.User + cpu1.Sys - cpu0.User - cpu0.Sys).Seconds() / sec
-	m[result.ClientRSSBytes] = float64(cpu1.MaxRSS)
-	srvWall := float64(srv.WallMicros)
-	if cfg.Test == UDPStream {
-		// The server's window includes draining the queue after the last
-		// datagram: charge that work to the client's window.
-		srvWall = window.Seconds() * 1e6
-	}
-	if srvWall > 0 {
-		m[result.ServerCPUPct] = 100 * float64(srv.CPUUserMicro+srv.CPUSysMicro) / srvWall
-	}
-	if srv.Sessions > 1 {
-		addWarning(res, fmt.Sprintf("the server ran up to %d sessions at once during a window: its CPU figures include other tests", srv.Sessions))
-	}
-	if psErr == nil && psErr1 == nil {
-		h := HostCPUOver(ps1.Sub(ps0), window)
-		m[result.HostCPUPct] = h.BusyPct
-		m[result.HostCPUUserPct] = h.UserPct
-		m[result.HostCPUSysPct] = h.SysPct
-		m[result.HostCPUSoftirqPct] = h.SoftIRQPct
-		m[result.HostCPUIrqPct] = h.IRQPct
-		if IsStream(cfg.Test) {
-			if bps := m[result.ThroughputBitsPerSec]; bps > 0 {
-				m[result.CPUPctPer100Gbit] = h.BusyPct * 100e9 / bps
-			}
-		} else if trans > 0 {
-			m[result.CPUUsPerTrans] = h.BusySeconds * 1e6 / float64(trans)
-		}
+	if in.Srv.Sessions > 1 {
+		addWarning(res, fmt.Sprintf("the server ran up to %d sessions at once during a window: its CPU figures include other tests", in.Srv.Sessions))
 	}
 	if w.portsOut.Load() {
 		addWarning(res, "connect failed with EADDRNOTAVAIL: the client ran out of ephemeral ports (TIME_WAIT); set net.ipv4.tcp_tw_reuse=1 or widen net.ipv4.ip_local_port_range")
@@ -395,15 +364,10 @@ func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.
 	if !full {
 		addWarning(res, fmt.Sprintf("repeat %d was cut short by the interruption after %.1fs", idx+1, sec))
 	}
-	if trans == 0 && tx == 0 {
+	if in.E1.Cnt.Trans == in.E0.Cnt.Trans && in.E1.Cnt.TxBytes == in.E0.Cnt.TxBytes {
 		rep.Error = "no traffic completed in the measured window"
 		if e := w.err(); e != nil {
 			rep.Error += ": " + e.Error()
-		}
-	}
-	if res.Config["path_mtu"] == "" {
-		if mtu := ct.pathMTU(); mtu > 0 {
-			res.Config["path_mtu"] = strconv.Itoa(mtu)
 		}
 	}
 	cl.progress(Event{Repeat: idx + 1, Repeats: cfg.Repeat, Phase: "done", Elapsed: total, Total: total, Metrics: m})

@@ -108,7 +108,7 @@ func (w *workload) tcpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 	var y yielder
 	for !w.stop.Load() {
 		y.yield()
-		t0 := time.Now()
+		t0 := p.sendTime(time.Now())
 		if err := writeReq(fd, req, spin); err != nil {
 			w.fail(i, fmt.Errorf("tcp_rr send request: %w", err))
 			return
@@ -136,7 +136,7 @@ func (w *workload) tcpCRR(i int, ip netip.Addr, port int) {
 	var y yielder
 	for !w.stop.Load() {
 		y.yield()
-		t0 := time.Now()
+		t0 := p.sendTime(time.Now())
 		fd, ct, err := dialTCP(ip, port, w.cfg.Timeout, true, spin)
 		if err != nil {
 			w.fail(i, fmt.Errorf("tcp_crr: %w", err))
@@ -189,8 +189,8 @@ func (w *workload) udpStream(i int, ip netip.Addr, port int, ready chan<- error)
 			return
 		}
 		seq++
-		binary.LittleEndian.PutUint64(buf, seq)
-		buf[8] = ph
+		putUDPHeader(buf, w.cookie, seq, i)
+		buf[udpOffPhase] = ph
 		_, err := unix.Write(fd, buf)
 		if err != nil {
 			switch {
@@ -225,7 +225,7 @@ func (w *workload) udpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 		return
 	}
 	defer w.untrack(i, fd)
-	req := make([]byte, w.cfg.ReqSize)
+	req := make([]byte, udpRRWireSize(w.cfg.ReqSize))
 	resp := make([]byte, w.cfg.RespSize+1)
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
@@ -234,8 +234,8 @@ func (w *workload) udpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 	for !w.stop.Load() {
 		y.yield()
 		seq++
-		putSeq(req, seq)
-		t0 := time.Now()
+		putUDPHeader(req, w.cookie, seq, i)
+		t0 := p.sendTime(time.Now())
 		if _, err := unix.Write(fd, req); err != nil {
 			if err == unix.ECONNREFUSED || err == unix.ENOBUFS || err == unix.EINTR {
 				f.errors.Add(1)
@@ -255,7 +255,7 @@ func (w *workload) udpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 				}
 				break // timeout or ICMP error: count as a lost transaction
 			}
-			if n >= 1 && getSeq(resp[:min(n, w.cfg.RespSize)], w.cfg.ReqSize) == seqMask(seq, w.cfg.ReqSize, w.cfg.RespSize) {
+			if n >= 1 && getSeq(resp[:min(n, w.cfg.RespSize)]) == seqMask(seq, w.cfg.RespSize) {
 				ok = true
 				break
 			}
@@ -276,24 +276,17 @@ func (w *workload) udpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 	}
 }
 
-// putSeq writes the low bytes of seq into the start of b (up to 8 bytes),
-// so even 1-byte udp_rr requests carry a (wrapping) sequence number.
-func putSeq(b []byte, seq uint64) {
+// getSeq reads the sequence number echoed at the start of a udp_rr
+// response (its first min(8, size) bytes).
+func getSeq(b []byte) uint64 {
 	var tmp [8]byte
-	binary.LittleEndian.PutUint64(tmp[:], seq)
-	copy(b, tmp[:])
-}
-
-// getSeq reads the sequence number echoed at the start of b.
-func getSeq(b []byte, reqSize int) uint64 {
-	var tmp [8]byte
-	copy(tmp[:], b[:min(len(b), reqSize, 8)])
+	copy(tmp[:], b[:min(len(b), 8)])
 	return binary.LittleEndian.Uint64(tmp[:])
 }
 
-// seqMask is seq as far as both the request and the response can carry it.
-func seqMask(seq uint64, reqSize, respSize int) uint64 {
-	n := min(reqSize, respSize, 8)
+// seqMask is seq as far as a response of respSize bytes carries it.
+func seqMask(seq uint64, respSize int) uint64 {
+	n := min(respSize, 8)
 	if n >= 8 {
 		return seq
 	}

@@ -27,6 +27,11 @@ const (
 // Tests lists every test the engine runs.
 var Tests = []string{TCPStream, TCPRR, TCPCRR, UDPStream, UDPRR, HTTP}
 
+// DefaultRepeat is the number of measured windows of a run: at least 5,
+// so that two default runs can be compared (a Mann–Whitney U test of 3
+// against 3 can never reach p < 0.1).
+const DefaultRepeat = 5
+
 // DefaultPort is the control port of `cnibench serve`.
 const DefaultPort = 12870
 
@@ -83,7 +88,7 @@ func Defaults(cfg Config) Config {
 		cfg.Warmup = 0
 	}
 	if cfg.Repeat == 0 {
-		cfg.Repeat = 3
+		cfg.Repeat = DefaultRepeat
 	}
 	if cfg.Flows == 0 {
 		cfg.Flows = 1
@@ -97,13 +102,10 @@ func Defaults(cfg Config) Config {
 	if cfg.RespSize == 0 {
 		cfg.RespSize = 1
 	}
-	if cfg.MsgSize == 0 {
-		switch cfg.Test {
-		case UDPStream:
-			cfg.MsgSize = 1470
-		default:
-			cfg.MsgSize = 128 << 10
-		}
+	// udp_stream's datagram size stays 0 here: the client sets it to the
+	// largest that fits the path MTU once it has connected (Client.Run).
+	if cfg.MsgSize == 0 && cfg.Test != UDPStream {
+		cfg.MsgSize = 128 << 10
 	}
 	if cfg.HTTPBody == 0 && cfg.Test == HTTP {
 		cfg.HTTPBody = 1024
@@ -187,7 +189,7 @@ func (cfg Config) validateRest() error {
 	}
 	switch cfg.Test {
 	case UDPStream:
-		if cfg.MsgSize < udpStreamHeader || cfg.MsgSize > MaxUDPSize {
+		if cfg.MsgSize != 0 && (cfg.MsgSize < udpStreamHeader || cfg.MsgSize > MaxUDPSize) {
 			return &FieldError{"message-size", strconv.Itoa(cfg.MsgSize), fmt.Sprintf("udp_stream datagrams must be between %d and %d bytes", udpStreamHeader, MaxUDPSize)}
 		}
 	default:
@@ -261,7 +263,14 @@ func (cfg Config) Map() map[string]string {
 		m["message_size"] = strconv.Itoa(cfg.MsgSize)
 	case UDPStream:
 		m["message_size"] = strconv.Itoa(cfg.MsgSize)
-	case TCPRR, TCPCRR, UDPRR:
+		if cfg.MsgSize == 0 {
+			m["message_size"] = "path MTU"
+		}
+	case UDPRR:
+		m["request_size"] = strconv.Itoa(cfg.ReqSize)
+		m["response_size"] = strconv.Itoa(cfg.RespSize)
+		m["request_size_on_wire"] = strconv.Itoa(udpRRWireSize(cfg.ReqSize))
+	case TCPRR, TCPCRR:
 		m["request_size"] = strconv.Itoa(cfg.ReqSize)
 		m["response_size"] = strconv.Itoa(cfg.RespSize)
 	case HTTP:

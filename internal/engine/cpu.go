@@ -12,9 +12,16 @@ import (
 
 // ProcStat is the aggregate "cpu" line of /proc/stat, in USER_HZ ticks.
 type ProcStat struct {
-	User, Nice, System, Idle, IOWait, IRQ, SoftIRQ, Steal uint64
+	User    uint64 `json:"user"`
+	Nice    uint64 `json:"nice"`
+	System  uint64 `json:"system"`
+	Idle    uint64 `json:"idle"`
+	IOWait  uint64 `json:"iowait"`
+	IRQ     uint64 `json:"irq"`
+	SoftIRQ uint64 `json:"softirq"`
+	Steal   uint64 `json:"steal"`
 	// CPUs is the number of per-CPU lines (online CPUs the totals cover).
-	CPUs int
+	CPUs int `json:"cpus"`
 }
 
 // Busy is every tick not spent idle or waiting for I/O (guest time is

@@ -77,12 +77,18 @@ func TestHostCPUOver(t *testing.T) {
 }
 
 func TestReadProcCPU(t *testing.T) {
-	a := readProcCPU()
+	a, err := readProcCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
 	x := 0
 	for i := 0; i < 30_000_000; i++ {
 		x += i
 	}
-	b := readProcCPU()
+	b, err := readProcCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if b.User+b.Sys < a.User+a.Sys || b.MaxRSS <= 0 {
 		t.Fatalf("rusage went backwards or no RSS: %+v → %+v (%d)", a, b, x)
 	}

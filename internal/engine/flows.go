@@ -41,6 +41,8 @@ type workload struct {
 	conns sync.Map
 	// threads is how many flow threads were reserved (see reserveThreads).
 	threads int
+	// cookie is the session's cookie, carried by every UDP datagram.
+	cookie uint64
 }
 
 func newWorkload(cfg Config) *workload {
@@ -119,6 +121,9 @@ func (w *workload) halt() {
 type clientCounters struct {
 	TxBytes, Trans, Measured, Errors uint64
 	Retrans                          uint64
+	// RetransErr counts sockets whose TCP_INFO could not be read (the
+	// retransmit figure is then not measured).
+	RetransErr int
 }
 
 func (w *workload) snapshot() clientCounters {
@@ -133,6 +138,8 @@ func (w *workload) snapshot() clientCounters {
 			if fd := f.fd.Load(); fd >= 0 {
 				if r, err := tcpRetrans(int(fd)); err == nil {
 					c.Retrans += uint64(r)
+				} else {
+					c.RetransErr++
 				}
 			}
 		}
@@ -147,6 +154,9 @@ type pacer struct {
 	start  time.Time
 	perSec float64
 	done   float64
+	// slept: the last wait slept (the flow was ahead of schedule), so the
+	// next send starts when the timer woke it, not at the exact due time.
+	slept bool
 }
 
 func newPacer(perSec float64) *pacer {
@@ -156,12 +166,32 @@ func newPacer(perSec float64) *pacer {
 	return &pacer{start: time.Now(), perSec: perSec}
 }
 
+// sendTime is when the next unit was due to be sent: with a fixed rate and
+// the flow behind schedule (the previous transaction ended after this one
+// was due), latency is timed from the due time (as wrk2 does), not from the
+// moment the send actually happened, so a slow response that delays later
+// sends counts against their latency instead of being hidden (coordinated
+// omission). When the flow was ahead and slept until the due time, the
+// send starts when it woke (the OS timer's lateness is not the network's).
+// Without a pacer (closed loop) it is now.
+func (p *pacer) sendTime(now time.Time) time.Time {
+	if p == nil || p.slept {
+		return now
+	}
+	due := p.start.Add(time.Duration(p.done / p.perSec * float64(time.Second)))
+	if due.After(now) {
+		return now
+	}
+	return due
+}
+
 func (p *pacer) wait(units float64, stop *atomic.Bool) {
 	if p == nil {
 		return
 	}
 	p.done += units
 	due := p.start.Add(time.Duration(p.done / p.perSec * float64(time.Second)))
+	p.slept = time.Until(due) > 0
 	for {
 		d := time.Until(due)
 		if d <= 0 || stop.Load() {
@@ -172,4 +202,24 @@ func (p *pacer) wait(units float64, stop *atomic.Bool) {
 		}
 		time.Sleep(d)
 	}
+}
+
+// edge reads the client's side of one edge of the measured window: the
+// flows' counters and when they were read, the process's and the host's
+// CPU, and the namespace's IP fragmentation counters.
+func (w *workload) edge() clientEdge {
+	e := clientEdge{Cnt: w.snapshot(), At: time.Now()}
+	e.CPU, e.CPUErr = readProcCPU()
+	e.Host, e.HostErr = ReadProcStat()
+	e.Frag, e.FragErr = ReadIPFrag()
+	return e
+}
+
+// udpSent is udp_stream's datagrams (and bytes) stamped with the measured
+// phase; final once the senders have stopped.
+func (w *workload) udpSent() (datagrams, bytes uint64) {
+	for i := range w.flows {
+		datagrams += w.flows[i].measured.Load()
+	}
+	return datagrams, datagrams * uint64(w.cfg.MsgSize)
 }

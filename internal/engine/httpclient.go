@@ -219,7 +219,7 @@ func (w *workload) httpClient(i int, addr string, req []byte) {
 	}
 	defer closeConn()
 	for !w.stop.Load() {
-		t0 := time.Now()
+		t0 := p.sendTime(time.Now()) // scheduled send with --rate (coordinated omission)
 		var ct time.Duration
 		if c == nil {
 			var err error

@@ -22,22 +22,31 @@ type httpServer struct {
 	done  chan struct{}
 }
 
-func newHTTPServer(ctx context.Context, ip netip.Addr, s *Setup, log *slog.Logger) (*httpServer, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+func newHTTPServer(ctx context.Context, si sessionInfo, s *Setup, log *slog.Logger) (*httpServer, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(si.Local.String(), "0"))
 	if err != nil {
 		return nil, err
 	}
-	hs := &httpServer{ln: ln, done: make(chan struct{})}
+	idle := si.Idle
+	if idle <= 0 {
+		idle = DefaultLimits().IdleTimeout
+	}
+	hs := &httpServer{ln: &peerListener{Listener: ln, peer: si.Peer, log: log}, done: make(chan struct{})}
 	hs.srv = &http.Server{
 		Handler:           BodyHandler(s.HTTPBody, &hs.trans),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ReadHeaderTimeout: min(idle, 10*time.Second),
+		IdleTimeout:       idle,
+		// A response is written within idle or the connection is
+		// dropped: a peer that sends requests without reading the
+		// answers cannot hold a connection forever.
+		WriteTimeout:   idle,
+		MaxHeaderBytes: 8 << 10,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		BaseContext:    func(net.Listener) context.Context { return ctx },
 	}
 	go func() {
 		defer close(hs.done)
-		if err := hs.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := hs.srv.Serve(hs.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Debug("http data plane stopped", "err", err)
 		}
 	}()
@@ -69,4 +78,29 @@ func (hs *httpServer) Counters() srvCounters { return srvCounters{Trans: hs.tran
 func (hs *httpServer) Close() {
 	_ = hs.srv.Close()
 	<-hs.done
+}
+
+// peerListener accepts connections from the session's peer only; others
+// are closed at once (net/http would otherwise answer them).
+type peerListener struct {
+	net.Listener
+	peer    netip.Addr
+	log     *slog.Logger
+	refused atomic.Uint64
+}
+
+func (l *peerListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if !l.peer.IsValid() || l.peer.IsUnspecified() || addrOf(c.RemoteAddr()) == l.peer {
+			return c, nil
+		}
+		c.Close()
+		if l.refused.Add(1) == 1 {
+			l.log.Warn("refused an http connection from another address than the session's peer", "peer", l.peer)
+		}
+	}
 }

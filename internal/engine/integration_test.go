@@ -227,7 +227,7 @@ func TestServerSurvivesGarbage(t *testing.T) {
 	if got := send(frame(`{"type":"start"}`)); !strings.Contains(got, "expected hello") {
 		t.Errorf("start before hello: %q", got)
 	}
-	hello := frame(`{"type":"hello","hello":{"proto":"cnibench","version":1}}`)
+	hello := frame(fmt.Sprintf(`{"type":"hello","hello":{"proto":"cnibench","version":%d}}`, ProtoVersion))
 	if got := send(append(hello, frame(`{"type":"setup","setup":{"test":"tcp_rr","flows":100000}}`)...)); !strings.Contains(got, "hello") {
 		// The first reply is the hello; the bad setup is answered next.
 		t.Errorf("hello reply: %q", got)

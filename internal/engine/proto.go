@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 )
 
 // The control protocol: every message is a 4-byte big-endian length
@@ -18,8 +19,10 @@ import (
 // and may repeat the cycle. Either side closing the connection ends every
 // test of that session on the server.
 const (
-	ProtoMagic   = "cnibench"
-	ProtoVersion = 1
+	ProtoMagic = "cnibench"
+	// ProtoVersion 2: hello carries the token, the declared window and
+	// the reservation; errors carry a code.
+	ProtoVersion = 2
 	// MaxFrame bounds a control message; larger frames are rejected
 	// before any allocation.
 	MaxFrame = 64 << 10
@@ -54,6 +57,9 @@ type Msg struct {
 	Ready *Ready    `json:"ready,omitempty"`
 	Stats *SrvStats `json:"stats,omitempty"`
 	Error string    `json:"error,omitempty"`
+	// Code classifies an error: CodeRefused (over a server limit) or
+	// CodeAuth (token missing or wrong).
+	Code string `json:"code,omitempty"`
 }
 
 // Hello opens a session.
@@ -61,6 +67,24 @@ type Hello struct {
 	Proto   string `json:"proto"`
 	Version int    `json:"version"`
 	Tool    string `json:"tool,omitempty"`
+	// Token is the shared secret (--token, CNIBENCH_TOKEN); a server with a
+	// token refuses hellos without it. Never logged.
+	Token string `json:"token,omitempty"`
+	// WindowMillis is the longest silence the client intends on the
+	// control connection while a test is set up (warm-up plus measured
+	// window): the server's idle timeout starts after it.
+	WindowMillis int64 `json:"window_ms,omitempty"`
+	// Reserve is the largest test the session will set up: the server
+	// takes its flows and buffers from its budget at once, so a run is
+	// refused at its start rather than half-way, and keeps them until the
+	// session ends.
+	Reserve *Setup `json:"reserve,omitempty"`
+}
+
+// LogValue keeps the token out of logs.
+func (h Hello) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("proto", h.Proto), slog.Int("version", h.Version),
+		slog.String("tool", h.Tool), slog.Bool("token", h.Token != ""), slog.Int64("window_ms", h.WindowMillis))
 }
 
 // Setup asks the server to prepare the data plane of one test.
@@ -93,6 +117,22 @@ type SrvStats struct {
 	// Sessions is the largest number of sessions the server had running
 	// at once during the window: above 1, its CPU includes other tests.
 	Sessions int `json:"sessions"`
+	// CPUError says why the server's own CPU could not be read (the CPU
+	// fields are then not measured, not zero).
+	CPUError string `json:"cpu_error,omitempty"`
+	// HostStat is the server host's /proc/stat delta over the window, or
+	// nil with HostError saying why.
+	HostStat  *ProcStat `json:"host_stat,omitempty"`
+	HostError string    `json:"host_error,omitempty"`
+	// BootID identifies the server's kernel: the same as the client's
+	// means both ends share one host (their host CPU is one figure).
+	BootID string `json:"boot_id,omitempty"`
+	// IPFrag is the server network namespace's IP fragmentation and
+	// reassembly counters' delta, or nil with IPFragError saying why.
+	IPFrag      *IPFrag `json:"ip_frag,omitempty"`
+	IPFragError string  `json:"ip_frag_error,omitempty"`
+	// UDPRecv is udp_stream's exact receive account (since setup).
+	UDPRecv *UDPRecv `json:"udp_recv,omitempty"`
 }
 
 // WriteMsg frames and writes m.
@@ -177,6 +217,9 @@ func CheckHello(h *Hello) error {
 	}
 	if h.Version != ProtoVersion {
 		return fmt.Errorf("%w: peer speaks version %d, this cnibench speaks %d; run the same cnibench version on both ends", ErrVersion, h.Version, ProtoVersion)
+	}
+	if h.WindowMillis < 0 {
+		return fmt.Errorf("negative window in hello")
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -124,6 +125,8 @@ func TestValidateSetup(t *testing.T) {
 // MaxFrame; anything it accepts must re-encode.
 func FuzzReadMsg(f *testing.F) {
 	f.Add(frame(`{"type":"hello","hello":{"proto":"cnibench","version":1}}`))
+	f.Add(frame(`{"type":"hello","hello":{"proto":"cnibench","version":2,"token":"s3cret","window_ms":1500,"reserve":{"test":"tcp_rr","flows":8,"req_size":1,"resp_size":1,"msg_size":1}}}`))
+	f.Add(frame(`{"type":"error","error":"flows 9 exceed","code":"refused"}`))
 	f.Add(frame(`{"type":"stats","stats":{"wall_us":1}}`))
 	f.Add(frame(`{"type":"setup","setup":{"test":"tcp_rr","flows":1}}`))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
@@ -141,4 +144,46 @@ func FuzzReadMsg(f *testing.F) {
 			t.Fatalf("re-encoded message does not decode: %v", err)
 		}
 	})
+}
+
+// FuzzAdmission: whatever a peer sends as its hello, the server's checks
+// (protocol, token, reservation, budget) never panic, and a reservation
+// they accept stays within the per-session limits.
+func FuzzAdmission(f *testing.F) {
+	f.Add([]byte(`{"type":"hello","hello":{"proto":"cnibench","version":2,"token":"t","window_ms":1500,"reserve":{"test":"tcp_rr","flows":8,"req_size":1,"resp_size":1,"msg_size":1}}}`))
+	f.Add([]byte(`{"type":"hello","hello":{"proto":"cnibench","version":2,"reserve":{"test":"http","flows":10000,"req_size":1,"resp_size":1,"msg_size":1,"http_body":67108864}}}`))
+	f.Add([]byte(`{"type":"hello","hello":{"proto":"cnibench","version":2,"window_ms":-1}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		m, err := DecodeMsg(body)
+		if err != nil || m.Type != MsgHello {
+			return
+		}
+		if CheckHello(m.Hello) != nil || checkToken("t", m.Hello.Token) != nil || m.Hello.Reserve == nil {
+			return
+		}
+		if ValidateSetup(m.Hello.Reserve) != nil {
+			return
+		}
+		c := setupCost(m.Hello.Reserve)
+		if c.flows < 1 || c.flows > MaxHTTPFlows || c.bytes < 0 || c.bytes > int64(MaxHTTPFlows)*(2*MaxMsgSize+256<<10)+MaxHTTPBody {
+			t.Fatalf("cost %+v of a valid reservation out of bounds", c)
+		}
+		b := budget{lim: DefaultLimits()}
+		held, err := b.grow(cost{}, c)
+		if err == nil {
+			b.release(held)
+		}
+		if u := b.inUse(); u != (cost{}) {
+			t.Fatalf("budget not returned: %+v", u)
+		}
+	})
+}
+
+func TestHelloKeepsTokenOutOfLogs(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	log.Info("hello", "hello", Hello{Proto: ProtoMagic, Version: ProtoVersion, Token: "s3cret-token"})
+	if strings.Contains(buf.String(), "s3cret") {
+		t.Fatalf("token logged: %s", buf.String())
+	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -12,12 +13,14 @@ type procCPU struct {
 	MaxRSS    int64 // bytes
 }
 
-func readProcCPU() procCPU {
+// readProcCPU reads the process's CPU time; an error means it is not
+// measured (never zero).
+func readProcCPU() (procCPU, error) {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return procCPU{}
+		return procCPU{}, fmt.Errorf("getrusage: %w", err)
 	}
-	return cpuFromRusage(&ru)
+	return cpuFromRusage(&ru), nil
 }
 
 // cpuFromRusage converts getrusage's fields (timevals, max RSS in KiB on

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -13,59 +14,76 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
 // Server is the engine's server side: it accepts control connections and
-// runs the data plane of each session's test. It serves any number of
-// sessions at once; a session that disconnects or misbehaves is torn down
-// without affecting the others.
+// runs the data plane of each session's test. It serves many sessions at
+// once within Limits; a session that disconnects, stalls or misbehaves is
+// torn down without affecting the others.
 type Server struct {
 	Logger *slog.Logger
+	// Limits bound sessions, flows, buffers and idle time; set before
+	// Serve. Zero fields take DefaultLimits.
+	Limits Limits
 
-	sessions   atomic.Int64
+	lim        Limits
+	budget     budget
+	sessions   atomic.Int64 // sessions past their hello
+	conns      atomic.Int64 // open control connections
 	maxInWin   atomic.Int64 // max sessions seen while some window is open
 	wg         sync.WaitGroup
 	mu         sync.Mutex
-	conns      map[net.Conn]struct{}
+	open       map[net.Conn]struct{}
+	pending    *list.List // connections before their hello, oldest first
 	shutdownCh chan struct{}
 }
 
-// NewServer returns a server logging to logger.
+// NewServer returns a server logging to logger, with DefaultLimits.
 func NewServer(logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Server{Logger: logger, conns: map[net.Conn]struct{}{}, shutdownCh: make(chan struct{})}
+	return &Server{Logger: logger, open: map[net.Conn]struct{}{}, pending: list.New(), shutdownCh: make(chan struct{})}
 }
 
 // Serve accepts control connections on ln until ctx is cancelled, then
 // closes ln, ends every session and waits for their data planes to stop.
+// Temporary accept failures (out of file descriptors) are retried.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.lim = s.Limits.withDefaults()
+	s.budget.lim = s.lim
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	var err error
+	backoff := time.Duration(0)
 	for {
 		var c net.Conn
 		c, err = ln.Accept()
 		if err != nil {
+			if ctx.Err() == nil && isTemporaryAccept(err) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.Logger.Warn("accept failed; retrying", "err", err, "in", backoff)
+				if !sleepCtx(ctx, backoff) {
+					break
+				}
+				continue
+			}
 			break
 		}
-		s.mu.Lock()
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
+		backoff = 0
+		el := s.track(c)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.session(ctx, c)
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
+			s.session(ctx, c, el)
+			s.untrack(c, el)
 		}()
 	}
 	// Stop every session.
 	s.mu.Lock()
-	for c := range s.conns {
+	for c := range s.open {
 		c.Close()
 	}
 	s.mu.Unlock()
@@ -74,6 +92,46 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return nil
 	}
 	return fmt.Errorf("accept control connection: %w", err)
+}
+
+// isTemporaryAccept reports accept errors that pass: out of file
+// descriptors or memory, or a connection aborted before accept.
+func isTemporaryAccept(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS) ||
+		errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EINTR)
+}
+
+// track registers a new connection as pending its hello; when MaxPending
+// connections already wait, the oldest is closed to make room, so a flood
+// of silent connections cannot lock well-behaved clients out.
+func (s *Server) track(c net.Conn) *list.Element {
+	s.conns.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open[c] = struct{}{}
+	for s.pending.Len() >= s.lim.MaxPending {
+		old := s.pending.Remove(s.pending.Front()).(net.Conn)
+		old.Close()
+	}
+	return s.pending.PushBack(c)
+}
+
+// helloDone takes c off the pending list.
+func (s *Server) helloDone(el *list.Element) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if el.Value != nil {
+		s.pending.Remove(el)
+		el.Value = nil
+	}
+}
+
+func (s *Server) untrack(c net.Conn, el *list.Element) {
+	s.helloDone(el)
+	s.mu.Lock()
+	delete(s.open, c)
+	s.mu.Unlock()
+	s.conns.Add(-1)
 }
 
 // dataPlane is the server side of one test.
@@ -88,11 +146,8 @@ type srvCounters struct {
 }
 
 // session serves one control connection.
-func (s *Server) session(ctx context.Context, c net.Conn) {
-	n := s.sessions.Add(1)
-	defer s.sessions.Add(-1)
+func (s *Server) session(ctx context.Context, c net.Conn, el *list.Element) {
 	log := s.Logger.With("peer", c.RemoteAddr().String())
-	log.Debug("session open", "sessions", n)
 	defer c.Close()
 	defer func() {
 		if r := recover(); r != nil {
@@ -104,33 +159,72 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 		_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		return WriteMsg(c, m)
 	}
-	fail := func(format string, a ...any) {
-		msg := fmt.Sprintf(format, a...)
-		log.Warn("closing session", "reason", msg)
-		_ = reply(&Msg{Type: MsgError, Error: msg})
+	admitted := false
+	fail := func(err error) {
+		m := &Msg{Type: MsgError, Error: err.Error()}
+		var rf *refusal
+		if errors.As(err, &rf) {
+			m.Code = rf.code
+		}
+		// Before the hello anyone can connect: keep their noise out of
+		// the log unless asked for.
+		lvl := slog.LevelDebug
+		if admitted {
+			lvl = slog.LevelWarn
+		}
+		log.Log(ctx, lvl, "closing session", "reason", m.Error)
+		_ = reply(m)
 	}
 
 	// Hello first, within a deadline so idle garbage cannot hold a slot.
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(s.lim.HelloTimeout))
 	m, err := ReadMsg(r)
 	if err != nil {
-		if !errors.Is(err, io.EOF) {
-			fail("bad hello: %v", err)
+		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			fail(fmt.Errorf("bad hello: %w", err))
 		}
 		return
 	}
+	s.helloDone(el)
 	if m.Type != MsgHello {
-		fail("expected hello, got %s", m.Type)
+		fail(fmt.Errorf("expected hello, got %s", m.Type))
 		return
 	}
-	if err := CheckHello(m.Hello); err != nil {
-		fail("%v", err)
+	h := m.Hello
+	if err := CheckHello(h); err != nil {
+		fail(err)
 		return
 	}
+	if err := checkToken(s.lim.Token, h.Token); err != nil {
+		fail(err)
+		return
+	}
+	n := s.sessions.Add(1)
+	defer s.sessions.Add(-1)
+	if n > int64(s.lim.MaxSessions) {
+		fail(refusef(CodeRefused, "the server already runs %d sessions, its maximum (cnibench serve --max-sessions)", s.lim.MaxSessions))
+		return
+	}
+	var held cost
+	defer func() { s.budget.release(held) }()
+	if h.Reserve != nil {
+		if err := ValidateSetup(h.Reserve); err != nil {
+			fail(fmt.Errorf("bad reservation: %w", err))
+			return
+		}
+		if held, err = s.budget.grow(held, setupCost(h.Reserve)); err != nil {
+			fail(err)
+			return
+		}
+	}
+	admitted = true
+	log.Debug("session open", "sessions", n, "hello", *h)
 	if err := reply(&Msg{Type: MsgHello, Hello: &Hello{Proto: ProtoMagic, Version: ProtoVersion, Tool: "cnibench"}}); err != nil {
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
+	// While a test is set up the client may stay silent for the window it
+	// declared; otherwise for IdleTimeout.
+	window := min(time.Duration(h.WindowMillis)*time.Millisecond, s.lim.MaxWindow)
 
 	local := addrOf(c.LocalAddr())
 	cookie := newCookie()
@@ -140,18 +234,21 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 			dp.Close()
 		}
 	}()
-	var win struct {
-		open  bool
-		t0    time.Time
-		cpu0  procCPU
-		cnt0  srvCounters
-		peakN int64
-	}
+	var win srvWindow // the measured window (window_server.go)
 	for {
+		idle := s.lim.IdleTimeout
+		if dp != nil {
+			idle += window
+		}
+		_ = c.SetReadDeadline(time.Now().Add(idle))
 		m, err := ReadMsg(r)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				fail("%v", err)
+			var ne net.Error
+			switch {
+			case errors.As(err, &ne) && ne.Timeout():
+				fail(fmt.Errorf("no control message for %v (cnibench serve --idle-timeout)", idle))
+			case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
+				fail(err)
 			}
 			return
 		}
@@ -162,12 +259,17 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 				dp = nil
 			}
 			if err := ValidateSetup(m.Setup); err != nil {
-				fail("bad setup: %v", err)
+				fail(fmt.Errorf("bad setup: %w", err))
 				return
 			}
-			dp, err = newDataPlane(ctx, sessionInfo{Local: local, Peer: addrOf(c.RemoteAddr()), Cookie: cookie}, m.Setup, log)
+			if held, err = s.budget.grow(held, setupCost(m.Setup)); err != nil {
+				fail(err)
+				return
+			}
+			si := sessionInfo{Local: local, Peer: addrOf(c.RemoteAddr()), Cookie: cookie, Idle: s.lim.IdleTimeout}
+			dp, err = newDataPlane(ctx, si, m.Setup, log)
 			if err != nil {
-				fail("set up %s: %v", m.Setup.Test, err)
+				fail(fmt.Errorf("set up %s: %w", m.Setup.Test, err))
 				return
 			}
 			if err := reply(&Msg{Type: MsgReady, Ready: &Ready{Port: dp.Port(), Cookie: cookie}}); err != nil {
@@ -175,32 +277,19 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 			}
 		case MsgStart:
 			if dp == nil {
-				fail("start before setup")
+				fail(errors.New("start before setup"))
 				return
 			}
-			win.open, win.t0, win.cpu0, win.cnt0, win.peakN = true, time.Now(), readProcCPU(), dp.Counters(), s.sessions.Load()
+			win.start(dp, s.sessions.Load())
 			if err := reply(&Msg{Type: MsgStarted}); err != nil {
 				return
 			}
 		case MsgStop:
 			if dp == nil || !win.open {
-				fail("stop without start")
+				fail(errors.New("stop without start"))
 				return
 			}
-			t1, cpu1, cnt1 := time.Now(), readProcCPU(), dp.Counters()
-			if n := s.sessions.Load(); n > win.peakN {
-				win.peakN = n
-			}
-			win.open = false
-			st := &SrvStats{
-				WallMicros:   t1.Sub(win.t0).Microseconds(),
-				CPUUserMicro: (cpu1.User - win.cpu0.User).Microseconds(),
-				CPUSysMicro:  (cpu1.Sys - win.cpu0.Sys).Microseconds(),
-				RxBytes:      cnt1.RxBytes - win.cnt0.RxBytes,
-				RxDatagrams:  cnt1.RxDatagrams - win.cnt0.RxDatagrams,
-				Trans:        cnt1.Trans - win.cnt0.Trans,
-				Sessions:     int(win.peakN),
-			}
+			st := win.stop(dp, s.sessions.Load())
 			if err := reply(&Msg{Type: MsgStats, Stats: st}); err != nil {
 				return
 			}
@@ -213,7 +302,7 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 				return
 			}
 		default:
-			fail("unexpected %s message", m.Type)
+			fail(fmt.Errorf("unexpected %s message", m.Type))
 			return
 		}
 	}
@@ -248,6 +337,8 @@ type sessionInfo struct {
 	Local  netip.Addr // the server's address on the control connection
 	Peer   netip.Addr // the control peer's address
 	Cookie uint64
+	// Idle bounds silence on a data connection (Limits.IdleTimeout).
+	Idle time.Duration
 }
 
 func newDataPlane(ctx context.Context, si sessionInfo, s *Setup, log *slog.Logger) (dataPlane, error) {
@@ -258,11 +349,11 @@ func newDataPlane(ctx context.Context, si sessionInfo, s *Setup, log *slog.Logge
 	}
 	switch s.Test {
 	case TCPStream, TCPRR, TCPCRR:
-		return newTCPServer(ip, s, timeout, log)
+		return newTCPServer(si, s, timeout, log)
 	case UDPStream, UDPRR:
 		return newUDPServer(ip, si, s, timeout, log)
 	case HTTP:
-		return newHTTPServer(ctx, ip, s, log)
+		return newHTTPServer(ctx, si, s, log)
 	}
 	return nil, fmt.Errorf("unknown test %q", s.Test)
 }

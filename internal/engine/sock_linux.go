@@ -118,50 +118,6 @@ func listenTCP(ip netip.Addr, backlog int) (int, int, error) {
 	return fd, port, nil
 }
 
-// listenUDP opens n UDP sockets sharing one port with SO_REUSEPORT, so the
-// kernel spreads flows over them.
-func listenUDP(ip netip.Addr, n int, timeout time.Duration) ([]int, int, error) {
-	var fds []int
-	port := 0
-	closeAll := func() {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-	}
-	for i := 0; i < n; i++ {
-		sa, family := sockaddr(ip, port)
-		fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
-		if err != nil {
-			closeAll()
-			return nil, 0, fmt.Errorf("socket: %w", err)
-		}
-		fds = append(fds, fd)
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
-			closeAll()
-			return nil, 0, fmt.Errorf("set SO_REUSEPORT: %w", err)
-		}
-		// Large receive buffers, as iperf3 and netperf users set them.
-		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
-		if err := setTimeouts(fd, timeout); err != nil {
-			closeAll()
-			return nil, 0, err
-		}
-		if err := unix.Bind(fd, sa); err != nil {
-			closeAll()
-			return nil, 0, fmt.Errorf("bind udp %s:%d: %w", ip, port, err)
-		}
-		if port == 0 {
-			p, err := localPort(fd)
-			if err != nil {
-				closeAll()
-				return nil, 0, err
-			}
-			port = p
-		}
-	}
-	return fds, port, nil
-}
-
 // dialUDP opens a connected UDP socket.
 func dialUDP(ip netip.Addr, port int, timeout time.Duration) (int, error) {
 	sa, family := sockaddr(ip, port)
@@ -241,29 +197,56 @@ var errEOF = errors.New("connection closed by peer")
 // buffer (the kernel's minimum is 4 KiB plus overhead).
 const smallWrite = 4096
 
-// writeSmall writes a request or response of a transactional test. Such a
-// write never waits for buffer space (one message is in flight per flow),
-// so it is made without the Go scheduler's system-call bookkeeping, which
-// would otherwise cost about as much as the write itself on loopback.
-func writeSmall(fd int, buf []byte) error {
+// sendNoWait makes one non-blocking send (MSG_DONTWAIT) without the Go
+// scheduler's system-call bookkeeping, which would otherwise cost about as
+// much as the send itself on loopback. MSG_DONTWAIT is what makes the raw
+// call safe: it cannot sleep in the kernel whatever the socket's mode or the
+// peer does, so the thread never blocks where the scheduler (and the garbage
+// collector's stop-the-world) cannot see it. It returns the bytes sent, or
+// EAGAIN when the send buffer is full.
+func sendNoWait(fd int, buf []byte) (int, unix.Errno) {
+	n, _, errno := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
+		unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, 0, 0)
+	return int(n), errno
+}
+
+// sendSmall sends as much of a small message (a request or response of a
+// transactional test, at most smallWrite bytes) as fits the send buffer
+// right now, never blocking. It returns how many bytes were sent; the caller
+// finishes the rest, if any, with a normal blocking write.
+func sendSmall(fd int, buf []byte) (int, error) {
 	if len(buf) > smallWrite {
-		return writeFull(fd, buf, false)
+		return 0, nil
 	}
-	for off := 0; off < len(buf); {
-		n, _, errno := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&buf[off])), uintptr(len(buf)-off))
-		if errno != 0 {
-			if errno == unix.EINTR {
-				continue
-			}
-			if errno == unix.EAGAIN {
-				// The buffer is full after all: wait in a normal write.
-				return writeFull(fd, buf[off:], false)
-			}
-			return errno
+	off := 0
+	for off < len(buf) {
+		n, errno := sendNoWait(fd, buf[off:])
+		switch errno {
+		case 0:
+			off += n
+		case unix.EINTR:
+		case unix.EAGAIN:
+			return off, nil
+		default:
+			return off, errno
 		}
-		off += int(n)
 	}
-	return nil
+	return off, nil
+}
+
+// writeSmall writes a request or response of a transactional test: one
+// non-blocking raw send (one message is in flight per flow, so it nearly
+// always fits), then a normal, scheduler-aware blocking write for whatever
+// did not fit.
+func writeSmall(fd int, buf []byte) error {
+	off, err := sendSmall(fd, buf)
+	if err != nil {
+		return err
+	}
+	if off == len(buf) {
+		return nil
+	}
+	return writeFull(fd, buf[off:], false)
 }
 
 // tcpRetrans returns the connection's total retransmitted segments.

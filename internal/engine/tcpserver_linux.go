@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,30 +19,38 @@ import (
 // accept → serve the connection until the peer closes → accept again, as
 // netperf's netserver does.
 type tcpServer struct {
-	lfd    int
-	port   int
-	setup  Setup
-	log    *slog.Logger
-	closed atomic.Bool
-	wg     sync.WaitGroup
+	lfd       int
+	port      int
+	setup     Setup
+	log       *slog.Logger
+	peer      netip.Addr // data connections are accepted from this address only
+	idleTicks int        // ticks without progress after which a connection is dropped
+	closed    atomic.Bool
+	wg        sync.WaitGroup
 
 	mu    sync.Mutex
 	conns map[int]struct{}
 
 	rxBytes atomic.Uint64
 	trans   atomic.Uint64
+	refused atomic.Uint64 // connections from other addresses than the peer's
 }
 
-func newTCPServer(ip netip.Addr, s *Setup, timeout time.Duration, log *slog.Logger) (*tcpServer, error) {
-	lfd, port, err := listenTCP(ip, 4096)
+// tick is the socket timeout of the data plane's blocking calls: how often
+// a blocked worker looks at the closed flag and counts idle time.
+const tick = 500 * time.Millisecond
+
+func newTCPServer(si sessionInfo, s *Setup, timeout time.Duration, log *slog.Logger) (*tcpServer, error) {
+	lfd, port, err := listenTCP(si.Local, 4096)
 	if err != nil {
 		return nil, err
 	}
 	// Options set on the listener are inherited by the sockets it accepts,
-	// which saves system calls per connection (tcp_crr): the receive timeout
-	// only makes idle workers look at the closed flag, and rr/crr answer
-	// without Nagle delays.
-	if err := setRcvTimeout(lfd, 500*time.Millisecond); err != nil {
+	// which saves system calls per connection (tcp_crr): the receive and
+	// send timeouts only make blocked workers look at the closed flag and
+	// count idle time (a peer that neither sends nor reads is dropped after
+	// si.Idle), and rr/crr answer without Nagle delays.
+	if err := setTimeouts(lfd, tick); err != nil {
 		closeFD(lfd)
 		return nil, err
 	}
@@ -50,7 +60,12 @@ func newTCPServer(ip netip.Addr, s *Setup, timeout time.Duration, log *slog.Logg
 			return nil, fmt.Errorf("set TCP_NODELAY: %w", err)
 		}
 	}
-	ts := &tcpServer{lfd: lfd, port: port, setup: *s, log: log, conns: map[int]struct{}{}}
+	idle := si.Idle
+	if idle <= 0 {
+		idle = DefaultLimits().IdleTimeout
+	}
+	ts := &tcpServer{lfd: lfd, port: port, setup: *s, log: log, conns: map[int]struct{}{},
+		peer: si.Peer, idleTicks: int(max(idle/tick, 1))}
 	reserveThreads(s.Flows)
 	for i := 0; i < s.Flows; i++ {
 		ts.wg.Add(1)
@@ -96,7 +111,13 @@ func (ts *tcpServer) worker(timeout time.Duration) {
 	var y yielder
 	for !ts.closed.Load() {
 		y.yield()
-		fd, err := accept(ts.lfd)
+		fd, err := accept(ts.lfd, ts.peer)
+		if err == errNotPeer {
+			if ts.refused.Add(1) == 1 {
+				ts.log.Warn("refused a data connection from another address than the session's peer", "peer", ts.peer)
+			}
+			continue
+		}
 		if err != nil {
 			if err == unix.EINTR || errTimeout(err) || err == unix.ECONNABORTED {
 				continue
@@ -111,7 +132,7 @@ func (ts *tcpServer) worker(timeout time.Duration) {
 			// netserver does in TCP_CRR: TIME_WAIT stays on the server and
 			// the client never runs out of ephemeral ports. Short-lived
 			// connections are not tracked: the receive timeout bounds them.
-			if ts.readReq(fd, buf) == nil && writeSmall(fd, resp) == nil {
+			if ts.readReq(fd, buf) == nil && ts.write(fd, resp) == nil {
 				ts.trans.Add(1)
 			}
 			closeFD(fd)
@@ -138,28 +159,81 @@ func (ts *tcpServer) worker(timeout time.Duration) {
 	}
 }
 
-// accept accepts a connection without asking for the peer's address (one
-// system call: unix.Accept4 also queries the socket's protocol).
-func accept(lfd int) (int, error) {
-	fd, _, errno := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(lfd), 0, 0, unix.SOCK_CLOEXEC, 0, 0)
+var errNotPeer = errors.New("connection from another address than the session's peer")
+
+// accept accepts a connection and checks that it comes from peer (the
+// control connection's peer): a connection from elsewhere is closed at once
+// and errNotPeer returned. The address comes with the accept call itself,
+// so the check costs no system call (tcp_crr accepts once per transaction).
+func accept(lfd int, peer netip.Addr) (int, error) {
+	var rsa unix.RawSockaddrAny
+	alen := uint32(unix.SizeofSockaddrAny)
+	fd, _, errno := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(lfd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&alen)), unix.SOCK_CLOEXEC, 0, 0)
 	if errno != 0 {
 		return -1, errno
 	}
+	if !peer.IsValid() || peer.IsUnspecified() {
+		return int(fd), nil
+	}
+	var from netip.Addr
+	switch rsa.Addr.Family {
+	case unix.AF_INET:
+		from = netip.AddrFrom4((*unix.RawSockaddrInet4)(unsafe.Pointer(&rsa)).Addr)
+	case unix.AF_INET6:
+		from = netip.AddrFrom16((*unix.RawSockaddrInet6)(unsafe.Pointer(&rsa)).Addr).Unmap()
+	}
+	if from != peer.WithZone("") {
+		closeFD(int(fd))
+		return -1, errNotPeer
+	}
 	return int(fd), nil
+}
+
+// write sends a response: a non-blocking raw send on the fast path, then,
+// if the peer is not reading, blocking writes the scheduler knows about,
+// each bounded by the socket's send timeout (tick); a peer that reads
+// nothing for idleTicks ticks is dropped.
+func (ts *tcpServer) write(fd int, buf []byte) error {
+	off, err := sendSmall(fd, buf)
+	if err != nil {
+		return err
+	}
+	for waited := 0; off < len(buf); {
+		n, err := unix.Write(fd, buf[off:])
+		if err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			if errTimeout(err) && !ts.closed.Load() && waited < ts.idleTicks {
+				waited++
+				continue
+			}
+			return err
+		}
+		waited = 0
+		off += n
+	}
+	return nil
 }
 
 // sink reads a stream until the peer closes it.
 func (ts *tcpServer) sink(fd int, buf []byte) {
 	var y yielder
+	waited := 0
 	for {
 		y.yield()
 		n, err := unix.Read(fd, buf)
 		if err != nil {
-			if err == unix.EINTR || (errTimeout(err) && !ts.closed.Load()) {
+			if err == unix.EINTR {
+				continue
+			}
+			if errTimeout(err) && !ts.closed.Load() && waited < ts.idleTicks {
+				waited++
 				continue
 			}
 			return
 		}
+		waited = 0
 		if n == 0 {
 			return
 		}
@@ -175,23 +249,30 @@ func (ts *tcpServer) respond(fd int, req, resp []byte) {
 		if err := ts.readReq(fd, req); err != nil {
 			return
 		}
-		if err := writeSmall(fd, resp); err != nil {
+		if err := ts.write(fd, resp); err != nil {
 			return
 		}
 		ts.trans.Add(1)
 	}
 }
 
-// readReq reads one request; idle timeouts only matter once the server closes.
+// readReq reads one request; it gives up when the server closes or after
+// idleTicks ticks without a byte.
 func (ts *tcpServer) readReq(fd int, req []byte) error {
+	waited := 0
 	for off := 0; off < len(req); {
 		n, err := unix.Read(fd, req[off:])
 		if err != nil {
-			if err == unix.EINTR || (errTimeout(err) && !ts.closed.Load()) {
+			if err == unix.EINTR {
+				continue
+			}
+			if errTimeout(err) && !ts.closed.Load() && waited < ts.idleTicks {
+				waited++
 				continue
 			}
 			return err
 		}
+		waited = 0
 		if n == 0 {
 			return errEOF
 		}

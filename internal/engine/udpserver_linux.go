@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"runtime"
@@ -11,40 +12,62 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Datagram layouts. udp_stream datagrams start with an 8-byte sequence
-// number and a phase byte (warm-up, measured, after), so the receiver
-// counts exactly the datagrams sent inside the measured window and loss
-// needs no clock agreement. udp_rr requests and responses start with the
-// request's sequence number (its first min(8, size) bytes), so late answers are told apart.
-const (
-	udpStreamHeader = 9
-
-	phaseWarmup   = 0
-	phaseMeasured = 1
-	phaseAfter    = 2
-)
+// UDPRecv is the server's account of udp_stream's measured datagrams since
+// the data plane was set up (so it does not depend on when the server saw
+// `start`): counted per flow from the sequence numbers.
+type UDPRecv struct {
+	Received   uint64 `json:"received"` // unique measured datagrams
+	Bytes      uint64 `json:"bytes"`    // their bytes (UDP payload)
+	Gaps       uint64 `json:"gaps"`     // sequence numbers skipped and never filled
+	Duplicates uint64 `json:"duplicates"`
+	Reordered  uint64 `json:"reordered"`
+	// Foreign counts datagrams dropped for a wrong cookie, source address
+	// or flow index.
+	Foreign uint64 `json:"foreign"`
+	// Settled reports that the receive queues drained and the counters
+	// stopped changing before the stats were taken; DrainMillis is how
+	// long that took.
+	Settled     bool  `json:"settled"`
+	DrainMillis int64 `json:"drain_ms"`
+}
 
 // udpServer is the server side of udp_stream (a sink) and udp_rr (an echo
-// of the sequence number padded to the response size).
+// of the sequence number padded to the response size). It has one socket
+// per flow, each served by its own thread; a classic BPF program on the
+// SO_REUSEPORT group steers each datagram to its flow's socket by the flow
+// index in its header, so flows never share a worker by hash collision.
+// Datagrams from any address but the control peer's, or without the
+// session's cookie, are dropped: the server answers nobody else.
 type udpServer struct {
 	fds    []int
 	port   int
 	setup  Setup
+	si     sessionInfo
+	steer  bool
 	closed atomic.Bool
 	wg     sync.WaitGroup
 
-	rxBytes    atomic.Uint64
-	rxMeasured atomic.Uint64
-	trans      atomic.Uint64
-	log        *slog.Logger
+	rxBytes atomic.Uint64
+	trans   atomic.Uint64
+	foreign atomic.Uint64
+	flows   []udpFlowRecv
+	log     *slog.Logger
 }
 
-func newUDPServer(ip netip.Addr, _ sessionInfo, s *Setup, _ time.Duration, log *slog.Logger) (*udpServer, error) {
-	fds, port, err := listenUDP(ip, s.Flows, 500*time.Millisecond)
+type udpFlowRecv struct {
+	mu sync.Mutex
+	t  seqTracker
+}
+
+func newUDPServer(ip netip.Addr, si sessionInfo, s *Setup, _ time.Duration, log *slog.Logger) (*udpServer, error) {
+	fds, port, steer, err := listenUDPSteered(ip, s.Flows, 500*time.Millisecond)
 	if err != nil {
 		return nil, err
 	}
-	us := &udpServer{fds: fds, port: port, setup: *s, log: log}
+	if !steer {
+		log.Warn("could not attach the UDP flow-steering program; flows are spread by hash")
+	}
+	us := &udpServer{fds: fds, port: port, setup: *s, si: si, steer: steer, log: log, flows: make([]udpFlowRecv, s.Flows)}
 	reserveThreads(len(fds))
 	for _, fd := range fds {
 		us.wg.Add(1)
@@ -56,7 +79,64 @@ func newUDPServer(ip netip.Addr, _ sessionInfo, s *Setup, _ time.Duration, log *
 func (us *udpServer) Port() int { return us.port }
 
 func (us *udpServer) Counters() srvCounters {
-	return srvCounters{RxBytes: us.rxBytes.Load(), RxDatagrams: us.rxMeasured.Load(), Trans: us.trans.Load()}
+	r := us.recv()
+	return srvCounters{RxBytes: us.rxBytes.Load(), RxDatagrams: r.Received, Trans: us.trans.Load()}
+}
+
+// recv sums the flows' measured-datagram accounts.
+func (us *udpServer) recv() UDPRecv {
+	var r UDPRecv
+	for i := range us.flows {
+		f := &us.flows[i]
+		f.mu.Lock()
+		r.Received += f.t.Unique()
+		r.Bytes += f.t.Bytes
+		r.Gaps += f.t.Gaps
+		r.Duplicates += f.t.Dups
+		r.Reordered += f.t.Reordered
+		f.mu.Unlock()
+	}
+	r.Foreign = us.foreign.Load()
+	return r
+}
+
+// drain waits until every socket's receive queue is empty and the counters
+// have not moved for a few polls, at most bound; it returns the account.
+func (us *udpServer) drain(bound time.Duration) UDPRecv {
+	const poll, quiet = 5 * time.Millisecond, 4
+	t0 := time.Now()
+	last := us.rxBytes.Load()
+	still := 0
+	settled := false
+	for time.Since(t0) < bound {
+		time.Sleep(poll)
+		now := us.rxBytes.Load()
+		if now == last && us.queuesEmpty() {
+			still++
+		} else {
+			still = 0
+		}
+		last = now
+		if still >= quiet {
+			settled = true
+			break
+		}
+	}
+	r := us.recv()
+	r.Settled, r.DrainMillis = settled, time.Since(t0).Milliseconds()
+	return r
+}
+
+// queuesEmpty reports whether no socket has a datagram waiting (SIOCINQ
+// gives the size of the next datagram, 0 when none).
+func (us *udpServer) queuesEmpty() bool {
+	for _, fd := range us.fds {
+		n, err := unix.IoctlGetInt(fd, unix.SIOCINQ)
+		if err != nil || n > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (us *udpServer) Close() {
@@ -73,13 +153,27 @@ func (us *udpServer) Close() {
 	releaseThreads(len(us.fds))
 }
 
+// fromPeer reports whether a datagram's source is the session's peer.
+func (us *udpServer) fromPeer(from unix.Sockaddr) bool {
+	var a netip.Addr
+	switch sa := from.(type) {
+	case *unix.SockaddrInet4:
+		a = netip.AddrFrom4(sa.Addr)
+	case *unix.SockaddrInet6:
+		a = netip.AddrFrom16(sa.Addr).Unmap()
+	default:
+		return false
+	}
+	return a == us.si.Peer.WithZone("")
+}
+
 func (us *udpServer) worker(fd int) {
 	defer us.wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	size := us.setup.MsgSize
 	if us.setup.Test == UDPRR {
-		size = us.setup.ReqSize
+		size = udpRRWireSize(us.setup.ReqSize)
 	}
 	buf := make([]byte, size+1)
 	resp := make([]byte, us.setup.RespSize)
@@ -96,21 +190,97 @@ func (us *udpServer) worker(fd int) {
 		if us.closed.Load() {
 			return
 		}
+		cookie, seq, flow, ok := parseUDPHeader(buf[:n])
+		if !ok || cookie != us.si.Cookie || flow >= len(us.flows) || from == nil || !us.fromPeer(from) {
+			us.foreign.Add(1)
+			continue
+		}
 		us.rxBytes.Add(uint64(n))
 		switch us.setup.Test {
 		case UDPStream:
-			if n >= udpStreamHeader && buf[8] == phaseMeasured {
-				us.rxMeasured.Add(1)
+			if n >= udpStreamHeader && buf[udpOffPhase] == phaseMeasured {
+				f := &us.flows[flow]
+				f.mu.Lock()
+				f.t.add(seq, n)
+				f.mu.Unlock()
 			}
 		case UDPRR:
-			if n < 1 || from == nil {
-				continue
-			}
-			// Echo the request's sequence number bytes (as many as fit).
-			copy(resp[:min(8, len(resp))], buf[:min(n, 8)])
+			// Echo the request's sequence number bytes (as many as fit),
+			// to the session's peer only.
+			copy(resp[:min(8, len(resp))], buf[udpOffSeq:udpOffSeq+8])
 			if err := unix.Sendto(fd, resp, 0, from); err == nil {
 				us.trans.Add(1)
 			}
 		}
 	}
+}
+
+// listenUDPSteered opens n UDP sockets sharing one port with SO_REUSEPORT
+// and attaches a classic BPF program that sends each datagram to socket
+// (flow index mod n). steered is false when the program could not be
+// attached (the kernel then spreads flows by hash).
+func listenUDPSteered(ip netip.Addr, n int, timeout time.Duration) (fds []int, port int, steered bool, err error) {
+	closeAll := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	for i := 0; i < n; i++ {
+		sa, family := sockaddr(ip, port)
+		fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+		if err != nil {
+			closeAll()
+			return nil, 0, false, fmt.Errorf("socket: %w", err)
+		}
+		fds = append(fds, fd)
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+			closeAll()
+			return nil, 0, false, fmt.Errorf("set SO_REUSEPORT: %w", err)
+		}
+		// Large receive buffers, as iperf3 and netperf users set them.
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+		if err := setTimeouts(fd, timeout); err != nil {
+			closeAll()
+			return nil, 0, false, err
+		}
+		if i == 0 {
+			// Attach before any other socket joins, so no datagram is
+			// ever hashed to the wrong one.
+			steered = attachSteering(fd, n) == nil
+		}
+		if err := unix.Bind(fd, sa); err != nil {
+			closeAll()
+			return nil, 0, false, fmt.Errorf("bind udp %s:%d: %w", ip, port, err)
+		}
+		if port == 0 {
+			p, err := localPort(fd)
+			if err != nil {
+				closeAll()
+				return nil, 0, false, err
+			}
+			port = p
+		}
+	}
+	return fds, port, steered, nil
+}
+
+// steeringProgram is a reuseport classic BPF program: it runs with the
+// packet's data at the UDP payload, loads the big-endian flow index and
+// returns it modulo n as the index of the group's socket (sockets are
+// numbered in the order they bound).
+func steeringProgram(n int) []unix.SockFilter {
+	return []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: udpOffFlow},
+		{Code: unix.BPF_ALU | unix.BPF_MOD | unix.BPF_K, K: uint32(n)},
+		{Code: unix.BPF_RET | unix.BPF_A},
+	}
+}
+
+func attachSteering(fd, n int) error {
+	prog := steeringProgram(n)
+	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_CBPF, &fp); err != nil {
+		return fmt.Errorf("attach SO_ATTACH_REUSEPORT_CBPF: %w", err)
+	}
+	return nil
 }

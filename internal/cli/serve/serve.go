@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,7 +17,15 @@ import (
 )
 
 type flagpole struct {
-	Listen string
+	Listen       string
+	Token        string
+	MaxSessions  int
+	MaxPending   int
+	MaxFlows     int
+	MaxBufferMem string
+	HelloTimeout time.Duration
+	IdleTimeout  time.Duration
+	MaxWindow    time.Duration
 }
 
 // NewCommand returns the serve command.
@@ -25,13 +35,26 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve cnibench clients (the server side of every test)",
 		Long: "Serve listens for cnibench clients and runs the server side of their tests.\n" +
-			"It serves any number of clients and tests at once, until interrupted.",
+			"It serves many clients and tests at once, until interrupted, within the limits\n" +
+			"below; a request over a limit is refused with a message naming the flag.\n" +
+			"With a token (--token or $" + engine.TokenEnv + ") only clients that know it are served.\n" +
+			"See docs/security.md for the threat model.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runE(cmd, logger, s, flags)
 		},
 	}
-	cmd.Flags().StringVar(&flags.Listen, "listen", ":"+strconv.Itoa(engine.DefaultPort), "control address ADDR:PORT to listen on")
+	d := engine.DefaultLimits()
+	fl := cmd.Flags()
+	fl.StringVar(&flags.Listen, "listen", ":"+strconv.Itoa(engine.DefaultPort), "control address ADDR:PORT to listen on")
+	fl.StringVar(&flags.Token, "token", "", "shared secret clients must send (default $"+engine.TokenEnv+"; the variable keeps it out of the process list)")
+	fl.IntVar(&flags.MaxSessions, "max-sessions", d.MaxSessions, "sessions served at once")
+	fl.IntVar(&flags.MaxPending, "max-pending", d.MaxPending, "connections waiting for their hello; when full the oldest is dropped")
+	fl.IntVar(&flags.MaxFlows, "max-flows", d.MaxFlows, "flows of all sessions together (each tcp/udp flow is an OS thread)")
+	fl.StringVar(&flags.MaxBufferMem, "max-buffer-mem", strconv.FormatInt(d.MaxBufferBytes>>20, 10)+"M", "data-plane buffer memory of all sessions together, e.g. 256M")
+	fl.DurationVar(&flags.HelloTimeout, "hello-timeout", d.HelloTimeout, "time a new connection has to send its hello")
+	fl.DurationVar(&flags.IdleTimeout, "idle-timeout", d.IdleTimeout, "silence after which a control connection (beyond the window its client declared) or a data connection is closed")
+	fl.DurationVar(&flags.MaxWindow, "max-window", d.MaxWindow, "longest warm-up plus window a client may declare")
 	return cmd
 }
 
@@ -45,10 +68,55 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, flags *f
 			addr = net.JoinHostPort(addr, strconv.Itoa(engine.DefaultPort))
 		}
 	}
+	lim, err := flags.limits()
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return clierr.Usagef("--listen %s: %v", flags.Listen, err)
 	}
-	fmt.Fprintf(s.ErrOut, "cnibench serve: listening on %s (protocol v%d)\n", ln.Addr(), engine.ProtoVersion)
-	return engine.NewServer(logger).Serve(cmd.Context(), ln)
+	auth := "no token: any peer that reaches this port can run tests"
+	if lim.Token != "" {
+		auth = "token required"
+	}
+	fmt.Fprintf(s.ErrOut, "cnibench serve: listening on %s (protocol v%d; %s; up to %d sessions, %d flows, %s of buffers)\n",
+		ln.Addr(), engine.ProtoVersion, auth, lim.MaxSessions, lim.MaxFlows, flags.MaxBufferMem)
+	srv := engine.NewServer(logger)
+	srv.Limits = lim
+	return srv.Serve(cmd.Context(), ln)
+}
+
+// limits checks the limit flags and reads the token.
+func (f *flagpole) limits() (engine.Limits, error) {
+	lim := engine.Limits{
+		MaxSessions: f.MaxSessions, MaxPending: f.MaxPending, MaxFlows: f.MaxFlows,
+		HelloTimeout: f.HelloTimeout, IdleTimeout: f.IdleTimeout, MaxWindow: f.MaxWindow,
+		Token: f.Token,
+	}
+	if lim.Token == "" {
+		lim.Token = os.Getenv(engine.TokenEnv)
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"max-sessions", f.MaxSessions}, {"max-pending", f.MaxPending}, {"max-flows", f.MaxFlows}} {
+		if c.v < 1 {
+			return lim, clierr.Usagef("--%s %d: must be at least 1", c.name, c.v)
+		}
+	}
+	mem, err := engine.ParseSize(f.MaxBufferMem)
+	if err != nil || mem < 1<<20 {
+		return lim, clierr.Usagef("--max-buffer-mem %s: must be a size of at least 1M, e.g. 256M", f.MaxBufferMem)
+	}
+	lim.MaxBufferBytes = int64(mem)
+	for _, c := range []struct {
+		name string
+		v    time.Duration
+	}{{"hello-timeout", f.HelloTimeout}, {"idle-timeout", f.IdleTimeout}, {"max-window", f.MaxWindow}} {
+		if c.v < time.Second {
+			return lim, clierr.Usagef("--%s %s: must be at least 1s", c.name, c.v)
+		}
+	}
+	return lim, nil
 }

@@ -1,0 +1,264 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+// Every metric of a repeat is computed here, by pure functions, from what
+// both ends read at the two edges of the measured window; Client.repeat
+// only runs the control sequence and collects the edges.
+
+// clientEdge is what the client reads at one edge of the window.
+type clientEdge struct {
+	At      time.Time
+	Cnt     clientCounters
+	CPU     procCPU
+	CPUErr  error
+	Host    ProcStat
+	HostErr error
+	Frag    IPFrag
+	FragErr error
+}
+
+// windowIn is one repeat's measurements.
+type windowIn struct {
+	Test   string
+	E0, E1 clientEdge
+	// UDPSent and UDPSentBytes are udp_stream's datagrams (and bytes)
+	// stamped with the measured phase, counted after the senders stopped.
+	UDPSent, UDPSentBytes uint64
+	// Srv is the server's stats; External means there is no cnibench
+	// server (an external HTTP server), so none.
+	Srv      SrvStats
+	External bool
+	// BootID is the client host's boot id (ReadBootID).
+	BootID    string
+	Lat, Conn Percentiles
+}
+
+// windowOut is a repeat's metrics, the run's warnings about them, and
+// whether both ends share one host (nil when unknown).
+type windowOut struct {
+	Metrics  map[string]float64
+	Warnings []string
+	SameHost *bool
+}
+
+func (o *windowOut) warn(format string, a ...any) {
+	o.Warnings = append(o.Warnings, fmt.Sprintf(format, a...))
+}
+
+// windowMetrics computes every metric of one window.
+func windowMetrics(in windowIn) windowOut {
+	o := windowOut{Metrics: map[string]float64{}}
+	m := o.Metrics
+	sec := in.E1.At.Sub(in.E0.At).Seconds()
+	if sec <= 0 {
+		o.warn("the measured window has no length: no metric computed")
+		return o
+	}
+	trans := in.E1.Cnt.Trans - in.E0.Cnt.Trans
+	tx := in.E1.Cnt.TxBytes - in.E0.Cnt.TxBytes
+	m[result.TransPerSec] = float64(trans) / sec
+	m[result.Errors] = float64(in.E1.Cnt.Errors - in.E0.Cnt.Errors)
+	switch in.Test {
+	case TCPStream:
+		tcpStreamMetrics(&o, in, tx, sec)
+	case UDPStream:
+		udpStreamMetrics(&o, in, sec)
+	case HTTP:
+		m[result.ThroughputBitsPerSec] = float64(tx) * 8 / sec
+	}
+	if in.Test == UDPStream || in.Test == UDPRR {
+		fragMetrics(&o, in)
+	}
+	if !IsStream(in.Test) {
+		latencyMetrics(m, in.Lat, in.Conn)
+	}
+	units := float64(trans)
+	if IsStream(in.Test) {
+		units = m[result.ThroughputBitsPerSec]
+	}
+	cpuMetrics(&o, in, sec, units)
+	return o
+}
+
+func tcpStreamMetrics(o *windowOut, in windowIn, tx uint64, sec float64) {
+	m := o.Metrics
+	m[result.ThroughputBitsPerSec] = float64(tx) * 8 / sec
+	m[result.ThroughputTxBitsPerSec] = float64(tx) * 8 / sec
+	if !in.External && in.Srv.WallMicros > 0 {
+		m[result.ThroughputRxBitsPerSec] = float64(in.Srv.RxBytes) * 8 / (float64(in.Srv.WallMicros) / 1e6)
+	}
+	if in.E0.Cnt.RetransErr+in.E1.Cnt.RetransErr > 0 {
+		o.warn("TCP retransmits not measured: TCP_INFO could not be read on %d socket(s)", in.E0.Cnt.RetransErr+in.E1.Cnt.RetransErr)
+		return
+	}
+	r := float64(in.E1.Cnt.Retrans) - float64(in.E0.Cnt.Retrans)
+	m[result.TCPRetransmits] = max(r, 0)
+}
+
+// udpStreamMetrics: the headline is the receiver's goodput; the sent rate,
+// loss, duplicates and reordering stand beside it. Loss is exact: both ends
+// count only datagrams stamped with the measured phase, the client after
+// its senders stopped, the server after its queues drained.
+func udpStreamMetrics(o *windowOut, in windowIn, sec float64) {
+	m := o.Metrics
+	m[result.ThroughputTxBitsPerSec] = float64(in.UDPSentBytes) * 8 / sec
+	m[result.DatagramsSent] = float64(in.UDPSent)
+	r := in.Srv.UDPRecv
+	if r == nil {
+		o.warn("the server sent no receive account: received throughput and loss not measured (is the server an older cnibench?)")
+		return
+	}
+	rx := float64(r.Bytes) * 8 / sec
+	m[result.ThroughputBitsPerSec] = rx
+	m[result.ThroughputRxBitsPerSec] = rx
+	m[result.DatagramsReceived] = float64(r.Received)
+	m[result.DatagramsDuplicated] = float64(r.Duplicates)
+	m[result.DatagramsReordered] = float64(r.Reordered)
+	if !r.Settled {
+		o.warn("the server's receive counters were still moving %d ms after the client stopped sending: loss may count datagrams still queued", r.DrainMillis)
+	}
+	if r.Foreign > 0 {
+		o.warn("the server dropped %d datagram(s) without this session's cookie or from another address", r.Foreign)
+	}
+	if in.UDPSent == 0 {
+		return
+	}
+	lost := float64(in.UDPSent) - float64(r.Received)
+	if lost < 0 {
+		o.warn("the server received %d measured datagrams but the client sent %d: loss not measured", r.Received, in.UDPSent)
+		return
+	}
+	m[result.DatagramsLost] = lost
+	m[result.LossPct] = 100 * lost / float64(in.UDPSent)
+}
+
+// fragMetrics records both namespaces' IP fragmentation and reassembly.
+func fragMetrics(o *windowOut, in windowIn) {
+	put := func(side string, f IPFrag) {
+		m := o.Metrics
+		m[side+"_ip_frag_creates"] = float64(f.FragCreates)
+		m[side+"_ip_frag_oks"] = float64(f.FragOKs)
+		m[side+"_ip_reasm_reqds"] = float64(f.ReasmReqds)
+		m[side+"_ip_reasm_oks"] = float64(f.ReasmOKs)
+		m[side+"_ip_reasm_fails"] = float64(f.ReasmFails)
+	}
+	if err := firstErr(in.E0.FragErr, in.E1.FragErr); err != nil {
+		o.warn("client IP fragmentation counters not measured: %v", err)
+	} else {
+		d := in.E1.Frag.Sub(in.E0.Frag)
+		put("client", d)
+		if d.FragCreates > 0 {
+			o.warn("the client's namespace created IP fragments during the window (client_ip_frag_creates): datagrams were larger than the path MTU")
+		}
+	}
+	switch {
+	case in.Srv.IPFrag != nil:
+		put("server", *in.Srv.IPFrag)
+	case in.Srv.IPFragError != "":
+		o.warn("server IP fragmentation counters not measured: %s", in.Srv.IPFragError)
+	default:
+		o.warn("server IP fragmentation counters not measured: the server did not send them")
+	}
+}
+
+func latencyMetrics(m map[string]float64, lat, conn Percentiles) {
+	if lat.Count > 0 {
+		m[result.LatencyUsMean] = lat.Mean
+		m[result.LatencyUsP50] = lat.P50
+		m[result.LatencyUsP90] = lat.P90
+		m[result.LatencyUsP99] = lat.P99
+		m[result.LatencyUsP999] = lat.P999
+		m[result.LatencyUsMax] = lat.Max
+	}
+	if conn.Count > 0 {
+		m[result.ConnectUsP50] = conn.P50
+		m[result.ConnectUsP90] = conn.P90
+		m[result.ConnectUsP99] = conn.P99
+		m[result.ConnectUsMax] = conn.Max
+	}
+}
+
+// cpuMetrics: the client's and server's process CPU, the client host's and
+// (when it is another host) the server host's CPU, and the CPU cost per
+// unit of work (bit/s for streams, transactions otherwise) over every host
+// measured, each host counted once.
+func cpuMetrics(o *windowOut, in windowIn, sec, units float64) {
+	m := o.Metrics
+	window := in.E1.At.Sub(in.E0.At)
+	if err := firstErr(in.E0.CPUErr, in.E1.CPUErr); err != nil {
+		o.warn("client CPU not measured: %v", err)
+	} else {
+		m[result.ClientCPUPct] = 100 * (in.E1.CPU.User + in.E1.CPU.Sys - in.E0.CPU.User - in.E0.CPU.Sys).Seconds() / sec
+		if in.E1.CPU.MaxRSS > 0 {
+			m[result.ClientRSSBytes] = float64(in.E1.CPU.MaxRSS)
+		}
+	}
+	srv := in.Srv
+	srvWall := time.Duration(srv.WallMicros) * time.Microsecond
+	if in.Test == UDPStream {
+		// The server's window includes draining its queues after the last
+		// datagram: charge that work to the client's window.
+		srvWall = window
+	}
+	if !in.External {
+		switch {
+		case srv.CPUError != "":
+			o.warn("server CPU not measured: %s", srv.CPUError)
+		case srvWall > 0:
+			m[result.ServerCPUPct] = 100 * float64(srv.CPUUserMicro+srv.CPUSysMicro) / float64(srvWall.Microseconds())
+		}
+	}
+	var busy float64 // busy CPU seconds of every host measured
+	complete := true
+	if err := firstErr(in.E0.HostErr, in.E1.HostErr); err != nil {
+		o.warn("client host CPU not measured: %v", err)
+		complete = false
+	} else {
+		h := HostCPUOver(in.E1.Host.Sub(in.E0.Host), window)
+		m[result.HostCPUPct] = h.BusyPct
+		m[result.HostCPUUserPct] = h.UserPct
+		m[result.HostCPUSysPct] = h.SysPct
+		m[result.HostCPUSoftirqPct] = h.SoftIRQPct
+		m[result.HostCPUIrqPct] = h.IRQPct
+		busy += h.BusySeconds
+	}
+	if !in.External {
+		same := in.BootID != "" && in.BootID == srv.BootID
+		if in.BootID != "" && srv.BootID != "" {
+			o.SameHost = &same
+		}
+		switch {
+		case same:
+			// host_cpu_* already covers the server's end.
+		case srv.HostStat == nil:
+			reason := srv.HostError
+			if reason == "" {
+				reason = "the server did not send it"
+			}
+			o.warn("server host CPU not measured: %s", reason)
+			complete = false
+		case srvWall > 0:
+			h := HostCPUOver(*srv.HostStat, srvWall)
+			m[result.RemoteHostCPUPct] = h.BusyPct
+			m[result.RemoteHostCPUSysPct] = h.SysPct
+			m[result.RemoteHostCPUSoftirqPct] = h.SoftIRQPct
+			busy += h.BusySeconds * sec / srvWall.Seconds()
+		}
+	}
+	if !complete {
+		return
+	}
+	if IsStream(in.Test) {
+		if units > 0 {
+			m[result.CPUPctPer100Gbit] = 100 * busy / sec * 100e9 / units
+		}
+	} else if units > 0 {
+		m[result.CPUUsPerTrans] = busy * 1e6 / units
+	}
+}

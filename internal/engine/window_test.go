@@ -1,0 +1,229 @@
+package engine
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// edges returns client edges 10 s apart with readable CPU and host stats:
+// the host is 2 cores, busyTicks of 2000 ticks busy.
+func edges(busyTicks uint64) (clientEdge, clientEdge) {
+	e0 := clientEdge{At: t0, CPU: procCPU{User: time.Second, MaxRSS: 1 << 20}, Host: ProcStat{CPUs: 2}}
+	e1 := clientEdge{At: t0.Add(10 * time.Second), CPU: procCPU{User: 3 * time.Second, MaxRSS: 1 << 20},
+		Host: ProcStat{User: busyTicks, Idle: 2000 - busyTicks, CPUs: 2}}
+	return e0, e1
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+func hasWarning(o windowOut, sub string) bool {
+	for _, w := range o.Warnings {
+		if strings.Contains(w, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestWindowMetrics(t *testing.T) {
+	type want map[string]float64
+	tests := []struct {
+		name    string
+		in      func() windowIn
+		want    want
+		absent  []string
+		warning string
+	}{{
+		// The headline of udp_stream is what arrived, not what was sent;
+		// loss is exact (sent − unique received), CPU per 100 Gbit divides
+		// by bits received.
+		name: "udp_stream headline is receiver goodput",
+		in: func() windowIn {
+			e0, e1 := edges(1000) // 1 of 2 cores busy: 100 %
+			e1.Cnt.Trans = 1000
+			return windowIn{Test: UDPStream, E0: e0, E1: e1, UDPSent: 1000, UDPSentBytes: 1000 * 1000, BootID: "h",
+				Srv: SrvStats{WallMicros: 10e6, BootID: "h", UDPRecv: &UDPRecv{Received: 900, Bytes: 900 * 1000, Duplicates: 3, Reordered: 7, Settled: true}, IPFrag: &IPFrag{}}}
+		},
+		want: want{
+			result.ThroughputBitsPerSec:   900 * 1000 * 8 / 10.0,
+			result.ThroughputRxBitsPerSec: 900 * 1000 * 8 / 10.0,
+			result.ThroughputTxBitsPerSec: 1000 * 1000 * 8 / 10.0,
+			result.DatagramsSent:          1000,
+			result.DatagramsReceived:      900,
+			result.DatagramsLost:          100,
+			result.LossPct:                10,
+			result.DatagramsDuplicated:    3,
+			result.DatagramsReordered:     7,
+			result.HostCPUPct:             100,
+			result.CPUPctPer100Gbit:       100 * 100e9 / (900 * 1000 * 8 / 10.0),
+			"server_ip_frag_creates":      0,
+		},
+	}, {
+		name: "udp_stream counters not settled warns",
+		in: func() windowIn {
+			e0, e1 := edges(0)
+			return windowIn{Test: UDPStream, E0: e0, E1: e1, UDPSent: 10, UDPSentBytes: 10,
+				Srv: SrvStats{WallMicros: 10e6, UDPRecv: &UDPRecv{Received: 10, Bytes: 10, DrainMillis: 2000}}}
+		},
+		want:    want{result.LossPct: 0},
+		warning: "still moving",
+	}, {
+		name: "more received than sent is not a negative loss",
+		in: func() windowIn {
+			e0, e1 := edges(0)
+			return windowIn{Test: UDPStream, E0: e0, E1: e1, UDPSent: 10, UDPSentBytes: 10,
+				Srv: SrvStats{WallMicros: 10e6, UDPRecv: &UDPRecv{Received: 11, Bytes: 11, Settled: true}}}
+		},
+		absent:  []string{result.LossPct, result.DatagramsLost},
+		warning: "loss not measured",
+	}, {
+		name: "fragments are recorded and warned about",
+		in: func() windowIn {
+			e0, e1 := edges(0)
+			e1.Frag = IPFrag{FragCreates: 3000, FragOKs: 1000}
+			return windowIn{Test: UDPStream, E0: e0, E1: e1, UDPSent: 1000, UDPSentBytes: 1000,
+				Srv: SrvStats{WallMicros: 10e6, UDPRecv: &UDPRecv{Received: 1000, Bytes: 1000, Settled: true},
+					IPFrag: &IPFrag{ReasmReqds: 3000, ReasmOKs: 1000}}}
+		},
+		want:    want{"client_ip_frag_creates": 3000, "client_ip_frag_oks": 1000, "server_ip_reasm_reqds": 3000, "server_ip_reasm_oks": 1000},
+		warning: "created IP fragments",
+	}, {
+		// Errors are never zeros: unreadable getrusage and /proc/stat
+		// leave the CPU metrics out, with a warning.
+		name: "unreadable CPU is absent, not zero",
+		in: func() windowIn {
+			e0, e1 := edges(1000)
+			e1.Cnt.Trans = 100
+			e0.CPUErr = errors.New("getrusage: EPERM")
+			e1.HostErr = errors.New("open /proc/stat: no such file")
+			return windowIn{Test: TCPRR, E0: e0, E1: e1, Srv: SrvStats{WallMicros: 10e6, CPUError: "getrusage: EPERM", HostError: "open /proc/stat: denied", BootID: "b"}, BootID: "a"}
+		},
+		want:    want{result.TransPerSec: 10},
+		absent:  []string{result.ClientCPUPct, result.ServerCPUPct, result.HostCPUPct, result.CPUUsPerTrans, result.ClientRSSBytes, result.RemoteHostCPUPct},
+		warning: "client CPU not measured",
+	}, {
+		name: "unreadable TCP_INFO leaves retransmits out",
+		in: func() windowIn {
+			e0, e1 := edges(0)
+			e1.Cnt.TxBytes, e1.Cnt.RetransErr = 1000, 1
+			return windowIn{Test: TCPStream, E0: e0, E1: e1, Srv: SrvStats{WallMicros: 10e6, RxBytes: 1000}}
+		},
+		absent:  []string{result.TCPRetransmits},
+		warning: "retransmits not measured",
+	}, {
+		// A server on another host: its CPU is reported as remote and
+		// counted in the cost per transaction.
+		name: "remote host CPU counted when hosts differ",
+		in: func() windowIn {
+			e0, e1 := edges(1000) // local: 1 core busy over 10 s = 10 core-seconds
+			e1.Cnt.Trans = 1000
+			return windowIn{Test: TCPRR, E0: e0, E1: e1, BootID: "client",
+				Srv: SrvStats{WallMicros: 10e6, BootID: "server", HostStat: &ProcStat{System: 500, Idle: 1500, CPUs: 2}}}
+		},
+		want: want{result.HostCPUPct: 100, result.RemoteHostCPUPct: 50, result.RemoteHostCPUSysPct: 50,
+			result.CPUUsPerTrans: (10 + 5) * 1e6 / 1000},
+	}, {
+		name: "same host: remote not reported nor counted twice",
+		in: func() windowIn {
+			e0, e1 := edges(1000)
+			e1.Cnt.Trans = 1000
+			return windowIn{Test: TCPRR, E0: e0, E1: e1, BootID: "one",
+				Srv: SrvStats{WallMicros: 10e6, BootID: "one", HostStat: &ProcStat{System: 1000, Idle: 1000, CPUs: 2}}}
+		},
+		want:   want{result.HostCPUPct: 100, result.CPUUsPerTrans: 10 * 1e6 / 1000},
+		absent: []string{result.RemoteHostCPUPct},
+	}, {
+		name: "latency only when measured",
+		in: func() windowIn {
+			e0, e1 := edges(0)
+			e1.Cnt.Trans = 10
+			return windowIn{Test: TCPCRR, E0: e0, E1: e1, Srv: SrvStats{WallMicros: 10e6},
+				Lat: Percentiles{Count: 10, P50: 12, P99: 30}}
+		},
+		want:   want{result.LatencyUsP50: 12, result.LatencyUsP99: 30},
+		absent: []string{result.ConnectUsP50},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := windowMetrics(tt.in())
+			for k, v := range tt.want {
+				got, ok := o.Metrics[k]
+				if !ok {
+					t.Errorf("%s missing", k)
+				} else if !near(got, v) {
+					t.Errorf("%s = %v, want %v", k, got, v)
+				}
+			}
+			for _, k := range tt.absent {
+				if v, ok := o.Metrics[k]; ok {
+					t.Errorf("%s = %v, want absent", k, v)
+				}
+			}
+			if tt.warning != "" && !hasWarning(o, tt.warning) {
+				t.Errorf("no warning containing %q in %q", tt.warning, o.Warnings)
+			}
+		})
+	}
+}
+
+func TestSrvStatsOver(t *testing.T) {
+	e0 := srvEdge{At: t0, CPU: procCPU{User: time.Second}, Host: ProcStat{User: 10, CPUs: 1}, Frag: IPFrag{ReasmOKs: 5}}
+	e1 := srvEdge{At: t0.Add(2 * time.Second), CPU: procCPU{User: 2 * time.Second}, Host: ProcStat{User: 30, CPUs: 1}, Frag: IPFrag{ReasmOKs: 9}}
+	st := srvStatsOver(e0, e1, 1)
+	if st.WallMicros != 2e6 || st.CPUUserMicro != 1e6 || st.HostStat == nil || st.HostStat.User != 20 || st.IPFrag == nil || st.IPFrag.ReasmOKs != 4 {
+		t.Fatalf("stats %+v", st)
+	}
+	e1.CPUErr, e1.HostErr, e1.FragErr = errors.New("no rusage"), errors.New("no stat"), errors.New("no snmp")
+	st = srvStatsOver(e0, e1, 1)
+	if st.CPUUserMicro != 0 || st.CPUError == "" || st.HostStat != nil || st.HostError == "" || st.IPFrag != nil || st.IPFragError == "" {
+		t.Fatalf("unreadable figures must be absent with a reason: %+v", st)
+	}
+}
+
+func TestUDPDatagramSize(t *testing.T) {
+	tests := []struct {
+		msg, mtu   int
+		v6         bool
+		want       int
+		source     string
+		warnSubstr string
+	}{
+		{0, 1450, false, 1422, "path_mtu", ""}, // VXLAN pod MTU: no fragmentation
+		{0, 1500, false, 1472, "path_mtu", ""},
+		{0, 1500, true, 1452, "path_mtu", ""},
+		{0, 9000, false, 8972, "path_mtu", ""},
+		{0, 65536, false, MaxUDPSize, "path_mtu", ""},
+		{0, 0, false, 1472, "default", "could not be read"},
+		{1000, 1450, false, 1000, "flag", ""},
+		{1470, 1450, false, 1470, "flag", "2 IP fragments"},
+	}
+	for _, tt := range tests {
+		got, src, warn := udpDatagramSize(tt.msg, tt.mtu, tt.v6)
+		if got != tt.want || src != tt.source || (tt.warnSubstr == "") != (warn == "") || !strings.Contains(warn, tt.warnSubstr) {
+			t.Errorf("udpDatagramSize(%d, %d, %v) = %d, %q, %q; want %d, %q, warning with %q", tt.msg, tt.mtu, tt.v6, got, src, warn, tt.want, tt.source, tt.warnSubstr)
+		}
+	}
+}
+
+func TestPacerSendTime(t *testing.T) {
+	now := time.Now()
+	var closed *pacer
+	if got := closed.sendTime(now); !got.Equal(now) {
+		t.Fatalf("closed loop: latency must start at the send, got %v", got.Sub(now))
+	}
+	p := &pacer{start: now.Add(-time.Second), perSec: 1000, done: 500} // next due 0.5 s ago
+	if got := p.sendTime(now); !got.Equal(now.Add(-500 * time.Millisecond)) {
+		t.Fatalf("behind schedule: latency must start at the scheduled send, got %v", got.Sub(now))
+	}
+	p.slept = true // the last wait slept until the due time: start now
+	if got := p.sendTime(now); !got.Equal(now) {
+		t.Fatalf("ahead of schedule: got %v", got.Sub(now))
+	}
+}

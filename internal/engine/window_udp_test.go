@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"io"
+	"log/slog"
+	"net/netip"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestSeqTracker(t *testing.T) {
+	tests := []struct {
+		name                                  string
+		seqs                                  []uint64
+		unique, gaps, dups, reordered, nbytes uint64
+	}{
+		{"in order", []uint64{5, 6, 7, 8}, 4, 0, 0, 0, 40},
+		{"a loss", []uint64{1, 2, 4, 5}, 4, 1, 0, 0, 40},
+		{"reordered fills its gap", []uint64{1, 3, 2, 4}, 4, 0, 0, 1, 40},
+		{"duplicate", []uint64{1, 2, 2, 3}, 3, 0, 1, 0, 30},
+		{"duplicate of a late one", []uint64{1, 3, 2, 2}, 3, 0, 1, 1, 30},
+		{"big jump clears the window", []uint64{1, 5000, 2}, 3, 4997, 0, 1, 30},
+	}
+	for _, tt := range tests {
+		var tr seqTracker
+		for _, s := range tt.seqs {
+			tr.add(s, 10)
+		}
+		if tr.Unique() != tt.unique || tr.Gaps != tt.gaps || tr.Dups != tt.dups || tr.Reordered != tt.reordered || tr.Bytes != tt.nbytes {
+			t.Errorf("%s: unique %d gaps %d dups %d reordered %d bytes %d; want %d %d %d %d %d", tt.name,
+				tr.Unique(), tr.Gaps, tr.Dups, tr.Reordered, tr.Bytes, tt.unique, tt.gaps, tt.dups, tt.reordered, tt.nbytes)
+		}
+	}
+}
+
+func TestUDPHeaderRoundTrip(t *testing.T) {
+	b := make([]byte, udpStreamHeader)
+	putUDPHeader(b, 0xdeadbeef, 42, 255)
+	c, s, f, ok := parseUDPHeader(b)
+	if !ok || c != 0xdeadbeef || s != 42 || f != 255 {
+		t.Fatalf("got %x %d %d %v", c, s, f, ok)
+	}
+	if _, _, _, ok := parseUDPHeader(b[:udpRRHeader-1]); ok {
+		t.Fatal("a short datagram must not parse")
+	}
+}
+
+// sendUDP sends one datagram from a socket bound to 127.0.0.1:srcPort.
+func sendUDP(t *testing.T, fd, port int, b []byte) {
+	t.Helper()
+	if err := unix.Sendto(fd, b, 0, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func udpSocket(t *testing.T) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := setRcvTimeout(fd, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// Each flow's datagrams reach its own server socket, even when every flow
+// comes from one source port (hashing would put them all on one socket).
+func TestUDPSteeringOneSocketPerFlow(t *testing.T) {
+	const n = 4
+	fds, port, steered, err := listenUDPSteered(netip.MustParseAddr("127.0.0.1"), n, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	})
+	if !steered {
+		t.Fatal("steering program not attached")
+	}
+	src := udpSocket(t)
+	for round := 0; round < 3; round++ {
+		for flow := 0; flow < n; flow++ {
+			b := make([]byte, udpStreamHeader)
+			putUDPHeader(b, 1, uint64(round), flow)
+			sendUDP(t, src, port, b)
+		}
+	}
+	buf := make([]byte, 64)
+	for i, fd := range fds {
+		for round := 0; round < 3; round++ {
+			k, _, err := unix.Recvfrom(fd, buf, 0)
+			if err != nil {
+				t.Fatalf("socket %d got %d of its flow's 3 datagrams: %v", i, round, err)
+			}
+			if _, _, flow, _ := parseUDPHeader(buf[:k]); flow != i {
+				t.Fatalf("socket %d received flow %d's datagram", i, flow)
+			}
+		}
+	}
+}
+
+// The UDP data plane answers only the session's peer with its cookie:
+// anything else is dropped and counted, never answered (no reflection).
+func TestUDPServerDropsForeignDatagrams(t *testing.T) {
+	lo := netip.MustParseAddr("127.0.0.1")
+	tests := []struct {
+		name   string
+		peer   netip.Addr
+		cookie uint64
+		size   int
+		answer bool
+	}{
+		{"session peer with cookie", lo, 7, udpRRHeader, true},
+		{"wrong cookie", lo, 8, udpRRHeader, false},
+		{"other address", netip.MustParseAddr("198.51.100.1"), 7, udpRRHeader, false},
+		{"too short for the header", lo, 7, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			si := sessionInfo{Local: lo, Peer: tt.peer, Cookie: 7}
+			us, err := newUDPServer(lo, si, &Setup{Test: UDPRR, Flows: 1, ReqSize: 1, RespSize: 1000, MsgSize: 1}, time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer us.Close()
+			c := udpSocket(t)
+			b := make([]byte, max(tt.size, udpRRHeader))
+			putUDPHeader(b, tt.cookie, 1, 0)
+			sendUDP(t, c, us.Port(), b[:tt.size])
+			resp := make([]byte, 2000)
+			n, _, err := unix.Recvfrom(c, resp, 0)
+			if tt.answer && (err != nil || n != 1000) {
+				t.Fatalf("no answer to the session's peer: %d, %v", n, err)
+			}
+			if !tt.answer {
+				if err == nil {
+					t.Fatalf("answered a foreign datagram with %d bytes", n)
+				}
+				if us.recv().Foreign != 1 {
+					t.Fatalf("foreign datagrams counted: %d", us.recv().Foreign)
+				}
+			}
+		})
+	}
+}
