@@ -55,6 +55,8 @@ type Topology struct {
 	PathMTU int
 	// Nodes are the two node namespaces.
 	Nodes [2]*NS
+	// Wire is the wire mode between the nodes (WireNIC or WireVeth).
+	Wire string
 }
 
 // Endpoint is one client/server pair.
@@ -81,6 +83,8 @@ type Env struct {
 	RunID    string
 	Datapath string
 	WireMTU  int
+	// Wire is the wire mode (WireNIC or WireVeth).
+	Wire string
 
 	mu         sync.Mutex
 	namespaces []*NS
@@ -91,6 +95,26 @@ func (e *Env) Namespaces() []*NS {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.namespaces)
+}
+
+// PathClaims says what a datapath's pod traffic crosses; CheckPath compares
+// it with what a run measured.
+type PathClaims struct {
+	// Conntrack: the nodes' connection tracking tracks pod connections.
+	// False for NOTRACK variants and for datapaths that bypass netfilter.
+	Conntrack bool
+	// NftForward: the nodes carry the lab's nft forward chain.
+	NftForward bool
+	// BPF: a BPF program redirects pod traffic past the node's forwarding
+	// path (the forward chain sees none of it).
+	BPF bool
+	// VXLAN: cross-node pod traffic is encapsulated in VXLAN.
+	VXLAN bool
+}
+
+// Claimer is implemented by datapaths that state their PathClaims.
+type Claimer interface {
+	Claims() PathClaims
 }
 
 // Factory makes a datapath.
@@ -127,7 +151,8 @@ func Register(f Factory) {
 // listOrder is the order listings show the built-in datapaths in: the
 // baseline first, then from the kube-proxy/Calico style to eBPF.
 var listOrder = []string{
-	"baseline", "veth-routing", "veth-routing-notrack", "bridge", "vxlan", "ebpf-host-routing", "netkit",
+	"baseline", "veth-routing", "veth-routing-notrack", "bridge", "bridge-notrack", "vxlan", "vxlan-notrack",
+	"ebpf-host-routing", "ebpf-host-routing-bare", "netkit",
 }
 
 func rank(name string) int {

@@ -9,7 +9,10 @@ import (
 	"github.com/cnibench/cnibench/internal/bpf/hostrouting"
 )
 
-func init() { Register(func() Datapath { return newEBPFHostRouting() }) }
+func init() {
+	Register(func() Datapath { return newEBPFHostRouting(false) })
+	Register(func() Datapath { return newEBPFHostRouting(true) })
+}
 
 // CounterReporter is implemented by datapaths that count what they did (per
 // node), for tests and reports. Keys look like "node1.redirect_peer".
@@ -21,26 +24,40 @@ type CounterReporter interface {
 // nft rules) plus Cilium-style BPF host routing: a tc ingress program on the
 // pod veths and the uplink of each node redirects packets with
 // bpf_redirect_peer / bpf_redirect_neigh after a bpf_fib_lookup, bypassing
-// the node's forwarding path and netfilter.
+// the node's forwarding path and netfilter. The full model also looks every
+// redirected packet up in a BPF connection-tracking map (and updates it) and
+// in a policy map, as Cilium does; the bare variant only redirects.
 type ebpfHostRouting struct {
 	*Routed
+	bare bool
 
 	mu    sync.Mutex
 	progs [2]*hostrouting.Program
 }
 
-func newEBPFHostRouting() *ebpfHostRouting {
-	e := &ebpfHostRouting{}
-	e.Routed = NewRouted(RoutedConfig{
-		Name:        "ebpf-host-routing",
-		Description: "veth-routing topology with Cilium-style BPF host routing (tc ingress, fib lookup, redirect_peer/neigh) bypassing netfilter",
-		PacketPath: "client pod eth0 -> veth -> node1 tc ingress BPF (fib lookup, redirect_neigh) -> wire0 -> " +
-			"node2 wire0 tc ingress BPF (fib lookup, redirect_peer) -> server pod eth0; node IP stack and nft forward bypassed " +
-			"(same node: client pod veth tc ingress BPF -> redirect_peer -> server pod)",
+func newEBPFHostRouting(bare bool) *ebpfHostRouting {
+	e := &ebpfHostRouting{bare: bare}
+	cfg := RoutedConfig{
+		Name: "ebpf-host-routing",
+		Description: "veth-routing topology with Cilium-style BPF host routing (tc ingress, fib lookup, redirect_peer/neigh): " +
+			"BPF conntrack map lookup+update and policy map lookup per packet; kernel conntrack and nft forward bypassed",
+		PacketPath: "client pod eth0 -> veth -> node1 tc ingress BPF (CT map, policy map, fib lookup, redirect_neigh) -> wire0 -> " +
+			"node2 wire0 tc ingress BPF (CT map, policy map, fib lookup, redirect_peer) -> server pod eth0; node IP stack, " +
+			"nft forward and kernel conntrack bypassed (same node: client pod veth tc ingress BPF -> redirect_peer -> server pod)",
 		Probe:     probeHostRouting,
 		NodeReady: e.nodeReady,
 		Teardown:  e.teardown,
-	})
+		Claims:    &PathClaims{BPF: true, NftForward: true},
+	}
+	if bare {
+		cfg.Name = "ebpf-host-routing-bare"
+		cfg.Description = "ebpf-host-routing without the BPF conntrack and policy maps: the bare redirect, an upper bound " +
+			"rather than a model of Cilium; kernel conntrack and nft forward bypassed"
+		cfg.PacketPath = "client pod eth0 -> veth -> node1 tc ingress BPF (fib lookup, redirect_neigh) -> wire0 -> " +
+			"node2 wire0 tc ingress BPF (fib lookup, redirect_peer) -> server pod eth0; node IP stack, nft forward and " +
+			"kernel conntrack bypassed (same node: client pod veth tc ingress BPF -> redirect_peer -> server pod)"
+	}
+	e.Routed = NewRouted(cfg)
 	return e
 }
 
@@ -63,13 +80,20 @@ func (e *ebpfHostRouting) nodeReady(ctx context.Context, env *Env, node RoutedNo
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p, err := hostrouting.Load()
+	p, err := hostrouting.Load(hostrouting.Options{Bare: e.bare})
 	if err != nil {
 		return fmt.Errorf("load BPF host routing for %s: %w", node.NS.Name, err)
 	}
 	e.mu.Lock()
 	e.progs[node.Index] = p
 	e.mu.Unlock()
+	if !e.bare {
+		// The pods' policy: traffic from the pod supernet allowed, as an
+		// allow-all-pods network policy would (a hit in the policy map).
+		if err := p.SetPolicy(PodSupernet, true); err != nil {
+			return fmt.Errorf("BPF host routing policy in %s: %w", node.NS.Name, err)
+		}
+	}
 	err = node.NS.Do(func() error {
 		for _, idx := range node.PodIndexes {
 			if err := p.AttachFromPod(idx); err != nil {
@@ -123,6 +147,31 @@ func (e *ebpfHostRouting) Counters() (map[string]uint64, error) {
 		out[n+"pass"] = c.Pass
 		out[n+"pass_fib"] = c.PassFIB
 		out[n+"drop"] = c.Drop
+		if !e.bare {
+			out[n+"ct_new"] = c.CTNew
+			out[n+"ct_established"] = c.CTEstablished
+			out[n+"ct_reply"] = c.CTReply
+			out[n+"policy_denied"] = c.PolicyDenied
+		}
+	}
+	return out, nil
+}
+
+// CTEntries returns the number of entries in each node's BPF
+// connection-tracking map.
+func (e *ebpfHostRouting) CTEntries() ([2]int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out [2]int
+	for i, p := range e.progs {
+		if p == nil {
+			continue
+		}
+		n, err := p.CTEntries()
+		if err != nil {
+			return out, fmt.Errorf("node%d: %w", i+1, err)
+		}
+		out[i] = n
 	}
 	return out, nil
 }

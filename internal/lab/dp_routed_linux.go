@@ -29,6 +29,9 @@ type RoutedConfig struct {
 	NodeReady func(ctx context.Context, env *Env, node RoutedNode) error
 	// Teardown, if set, releases what NodeReady acquired.
 	Teardown func(ctx context.Context) error
+	// Claims, if set, replaces the routed datapath's path claims
+	// (conntrack engaged unless NoTrack).
+	Claims *PathClaims
 }
 
 // RoutedNode describes a node of a routed datapath to a NodeReady hook.
@@ -64,6 +67,14 @@ func NewRouted(cfg RoutedConfig) *Routed {
 func (r *Routed) Name() string        { return r.cfg.Name }
 func (r *Routed) Description() string { return r.cfg.Description }
 func (r *Routed) PacketPath() string  { return r.cfg.PacketPath }
+
+// Claims states what the datapath's pod traffic crosses.
+func (r *Routed) Claims() PathClaims {
+	if r.cfg.Claims != nil {
+		return *r.cfg.Claims
+	}
+	return PathClaims{Conntrack: !r.cfg.NoTrack, NftForward: true}
+}
 
 func (r *Routed) Probe() error {
 	if err := probeLink("veth pair", &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}, PeerName: "probe1"}); err != nil {
@@ -139,7 +150,7 @@ func (r *Routed) Setup(ctx context.Context, env *Env) (*Topology, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := installConntrackRules(node, r.cfg.NoTrack); err != nil {
+		if err := installConntrackRules(node, nftRules{notrack: r.cfg.NoTrack}); err != nil {
 			return nil, err
 		}
 	}

@@ -10,8 +10,10 @@ import (
 )
 
 func init() {
-	Register(func() Datapath { return &bridged{overlay: false} })
+	Register(func() Datapath { return &bridged{} })
+	Register(func() Datapath { return &bridged{notrack: true} })
 	Register(func() Datapath { return &bridged{overlay: true} })
+	Register(func() Datapath { return &bridged{overlay: true, notrack: true} })
 }
 
 // bridged is the flannel family: pods on a Linux bridge per node with a /24
@@ -19,34 +21,67 @@ func init() {
 // route each other's pod subnet via the wire; with overlay (flannel vxlan,
 // "vxlan") they route it through a VXLAN device over the wire and the pod
 // MTU is lowered by the encapsulation overhead.
-type bridged struct{ overlay bool }
+//
+// As Kubernetes requires, the nodes run with br_netfilter
+// (bridge-nf-call-iptables=1), so bridged pod traffic crosses the IPv4
+// netfilter hooks too, and carry the same kube-proxy-style nft forward
+// chain as veth-routing: conntrack is engaged for every pod connection,
+// same-node ones included. The notrack variants mark pod-to-pod traffic
+// (and, with the overlay, the VXLAN UDP packets between the nodes) NOTRACK.
+type bridged struct{ overlay, notrack bool }
 
 func (b *bridged) Name() string {
+	n := "bridge"
 	if b.overlay {
-		return "vxlan"
+		n = "vxlan"
 	}
-	return "bridge"
+	if b.notrack {
+		n += "-notrack"
+	}
+	return n
 }
 
 func (b *bridged) Description() string {
+	d := "flannel host-gw style: pods on a Linux bridge, pod subnets routed between nodes via the wire"
 	if b.overlay {
-		return "flannel vxlan style: pods on a bridge, node-to-node pod traffic encapsulated in VXLAN over the wire"
+		d = "flannel vxlan style: pods on a bridge, node-to-node pod traffic encapsulated in VXLAN over the wire"
 	}
-	return "flannel host-gw style: pods on a Linux bridge, pod subnets routed between nodes via the wire"
+	if b.notrack {
+		if b.overlay {
+			return d + "; br_netfilter and nft forward chain, pod traffic and the VXLAN UDP packets marked NOTRACK (conntrack bypassed)"
+		}
+		return d + "; br_netfilter and nft forward chain, pod traffic marked NOTRACK (conntrack bypassed)"
+	}
+	return d + "; br_netfilter, kube-proxy-style nft forward chain, conntrack engaged"
+}
+
+// Claims: conntrack engaged unless notrack, VXLAN with the overlay.
+func (b *bridged) Claims() PathClaims {
+	return PathClaims{Conntrack: !b.notrack, NftForward: true, VXLAN: b.overlay}
 }
 
 func (b *bridged) PacketPath() string {
-	if b.overlay {
-		return "client pod eth0 -> veth -> node1 cnb0 bridge -> node1 IP stack -> vxlan0 (encap, UDP 4789) -> wire0 -> " +
-			"node2 wire0 -> UDP -> vxlan0 (decap) -> node2 IP stack -> cnb0 bridge -> veth -> server pod eth0 " +
-			"(same node: client pod -> veth -> cnb0 bridge -> veth -> server pod, no routing)"
+	nf := "nft forward, conntrack"
+	if b.notrack {
+		nf = "nft raw notrack, forward"
 	}
-	return "client pod eth0 -> veth -> node1 cnb0 bridge -> node1 IP stack -> wire0 -> node2 IP stack -> " +
-		"cnb0 bridge -> veth -> server pod eth0 (same node: client pod -> veth -> cnb0 bridge -> veth -> server pod, no routing)"
+	if b.overlay {
+		return "client pod eth0 -> veth -> node1 cnb0 bridge -> node1 IP stack (" + nf + ") -> vxlan0 (encap, UDP 4789) -> wire0 -> " +
+			"node2 wire0 -> UDP -> vxlan0 (decap) -> node2 IP stack (" + nf + ") -> cnb0 bridge -> veth -> server pod eth0 " +
+			"(same node: client pod -> veth -> cnb0 bridge (br_netfilter: " + nf + ") -> veth -> server pod, no routing)"
+	}
+	return "client pod eth0 -> veth -> node1 cnb0 bridge -> node1 IP stack (" + nf + ") -> wire0 -> node2 IP stack (" + nf + ") -> " +
+		"cnb0 bridge -> veth -> server pod eth0 (same node: client pod -> veth -> cnb0 bridge (br_netfilter: " + nf + ") -> veth -> server pod, no routing)"
 }
 
 func (b *bridged) Probe() error {
 	if err := probeLink("Linux bridge", &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}}); err != nil {
+		return err
+	}
+	if err := probeConntrack(); err != nil {
+		return err
+	}
+	if err := probeBrNetfilter(); err != nil {
 		return err
 	}
 	if b.overlay {
@@ -77,6 +112,12 @@ func (b *bridged) Setup(ctx context.Context, env *Env) (*Topology, error) {
 		return nil, err
 	}
 	for i, node := range nodes {
+		if err := node.WriteSysctls(brNetfilterSysctls...); err != nil {
+			return nil, err
+		}
+		if err := installConntrackRules(node, nftRules{notrack: b.notrack, notrackVXLAN: b.notrack && b.overlay}); err != nil {
+			return nil, err
+		}
 		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeIf, MTU: mtu}}
 		if err := node.handle.LinkAdd(br); err != nil {
 			return nil, fmt.Errorf("create bridge %s in %s: %w", BridgeIf, node.Name, err)
@@ -140,7 +181,7 @@ func (b *bridged) Setup(ctx context.Context, env *Env) (*Topology, error) {
 			VtepDevIndex: wire.Attrs().Index,
 			SrcAddr:      net.IP(WireIPs[i].AsSlice()),
 			Group:        net.IP(WireIPs[other].AsSlice()), // unicast: the remote VTEP
-			Port:         4789,
+			Port:         vxlanPort,
 			Learning:     true,
 		}
 		if err := node.handle.LinkAdd(vx); err != nil {

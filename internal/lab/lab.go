@@ -14,12 +14,31 @@ const (
 	DefaultMTU = 1500
 )
 
+// Wire modes: what the node-to-node link behaves like.
+const (
+	// WireVeth is a bare veth pair: GSO packets of up to 64 KiB cross
+	// unsegmented, the receiver does no GRO, checksums are never computed.
+	WireVeth = "veth"
+	// WireNIC makes the veth pair behave like a NIC with checksum offload
+	// but without TSO: the sender's wire device segments every packet to the
+	// MTU (software GSO), the receiver's merges them again with GRO (veth
+	// NAPI mode). See docs/lab.md.
+	WireNIC = "nic"
+	// DefaultWire is the wire mode when Options.Wire is empty.
+	DefaultWire = WireNIC
+)
+
+// Wires lists the wire modes.
+var Wires = []string{WireNIC, WireVeth}
+
 // Options configure a lab.
 type Options struct {
 	// Datapaths to build, by registry name; empty means all registered.
 	Datapaths []string
 	// MTU of the wire between the nodes; 0 means DefaultMTU.
 	MTU int
+	// Wire is the wire mode (WireNIC or WireVeth); empty means DefaultWire.
+	Wire string
 	// RunID names the lab's namespaces; empty means a new random id.
 	RunID string
 	// Detached marks a lab meant to outlive this process (`cnibench lab
@@ -169,6 +188,12 @@ func ValidateOptions(opts Options) (Options, error) {
 	}
 	if opts.MTU < MinMTU || opts.MTU > MaxMTU {
 		return opts, fmt.Errorf("MTU %d: must be between %d and %d", opts.MTU, MinMTU, MaxMTU)
+	}
+	if opts.Wire == "" {
+		opts.Wire = DefaultWire
+	}
+	if !slices.Contains(Wires, opts.Wire) {
+		return opts, fmt.Errorf("wire mode %q: must be one of %v", opts.Wire, Wires)
 	}
 	if opts.RunID != "" {
 		if err := ValidateRunID(opts.RunID); err != nil {

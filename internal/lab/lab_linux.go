@@ -77,6 +77,7 @@ func (l *Lab) Up(ctx context.Context, opts Options) (err error) {
 	st := &State{
 		Schema: StateSchema, RunID: opts.RunID, PID: pid, PIDStart: start,
 		Detached: opts.Detached, Created: time.Now().UTC().Truncate(time.Second), WireMTU: opts.MTU,
+		Wire: opts.Wire,
 	}
 	l.mu.Lock()
 	l.state = st
@@ -91,7 +92,7 @@ func (l *Lab) Up(ctx context.Context, opts Options) (err error) {
 	if err := writeState(st); err != nil {
 		return err
 	}
-	l.logger.Info("lab up", "run_id", opts.RunID, "datapaths", opts.Datapaths, "mtu", opts.MTU)
+	l.logger.Info("lab up", "run_id", opts.RunID, "datapaths", opts.Datapaths, "mtu", opts.MTU, "wire", opts.Wire)
 
 	for _, name := range opts.Datapaths {
 		if err := ctx.Err(); err != nil {
@@ -105,7 +106,7 @@ func (l *Lab) Up(ctx context.Context, opts Options) (err error) {
 			if !errors.Is(perr, ErrNotSupported) {
 				return fmt.Errorf("probe datapath %s: %w", name, perr)
 			}
-			l.logger.Warn("datapath skipped", "datapath", name, "reason", perr)
+			l.logger.Info("datapath skipped", "datapath", name, "reason", perr) // the callers print skips (once)
 			l.mu.Lock()
 			l.skipped[name] = perr
 			st.Datapaths = append(st.Datapaths, DatapathState{Name: name, Skipped: perr.Error()})
@@ -115,7 +116,7 @@ func (l *Lab) Up(ctx context.Context, opts Options) (err error) {
 			}
 			continue
 		}
-		env := &Env{Logger: l.logger.With("datapath", name), RunID: opts.RunID, Datapath: name, WireMTU: opts.MTU}
+		env := &Env{Logger: l.logger.With("datapath", name), RunID: opts.RunID, Datapath: name, WireMTU: opts.MTU, Wire: opts.Wire}
 		d := &deployment{dp: dp, env: env}
 		l.mu.Lock()
 		l.deployed = append(l.deployed, d)
@@ -128,7 +129,7 @@ func (l *Lab) Up(ctx context.Context, opts Options) (err error) {
 		if err != nil && errors.Is(err, ErrNotSupported) && ctx.Err() == nil {
 			// The datapath found out during setup that it cannot run here
 			// (e.g. BPF loading refused): remove what it built, skip it.
-			l.logger.Warn("datapath skipped", "datapath", name, "reason", err)
+			l.logger.Info("datapath skipped", "datapath", name, "reason", err) // the callers print skips (once)
 			l.mu.Lock()
 			l.deployed = l.deployed[:len(l.deployed)-1]
 			l.skipped[name] = err
@@ -146,6 +147,7 @@ func (l *Lab) Up(ctx context.Context, opts Options) (err error) {
 			return fmt.Errorf("set up datapath %s: %w", name, err)
 		}
 		env.Logger.Debug("datapath up", "took", time.Since(began))
+		topo.Wire = opts.Wire
 		l.mu.Lock()
 		d.topo = topo
 		st.Datapaths = append(st.Datapaths, datapathState(name, env, topo))

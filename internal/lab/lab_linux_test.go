@@ -159,52 +159,6 @@ func clientAddr(t *testing.T, client *lab.NS, server netip.Addr) netip.Addr {
 	return a
 }
 
-// TestConntrackEngaged proves veth-routing tracks pod connections in the
-// nodes and the notrack variant does not.
-func TestConntrackEngaged(t *testing.T) {
-	l := upLab(t, lab.Options{Datapaths: []string{"veth-routing", "veth-routing-notrack"}})
-	const conns = 20
-	count := map[string]int{}
-	for _, name := range []string{"veth-routing", "veth-routing-notrack"} {
-		ep, err := l.Endpoint(name, lab.CrossNode)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, topo, _ := l.Datapath(name)
-		srv := testutil.StartTCPEcho(t, ep.Server.Do, ep.ServerIP)
-		for range conns {
-			if _, err := testutil.TCPRoundTrip(ep.Client.Do, srv, []byte("ping")); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-		}
-		for _, node := range topo.Nodes {
-			c, err := node.ConntrackCount()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s: %s: %d conntrack entries", name, node.Name, c)
-			count[name] = max(count[name], c)
-		}
-		ctr, err := lab.NftCounters(topo.Nodes[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: node1 nft counters %v", name, ctr)
-		if name == "veth-routing-notrack" && ctr[lab.RuleNotrack] == 0 {
-			t.Errorf("%s: notrack rule never matched", name)
-		}
-		if name == "veth-routing" && ctr[lab.RuleEstablished] == 0 {
-			t.Errorf("%s: ct established rule never matched", name)
-		}
-	}
-	if count["veth-routing"] < conns {
-		t.Errorf("veth-routing: %d conntrack entries after %d connections, want >= %d (conntrack not engaged)", count["veth-routing"], conns, conns)
-	}
-	if count["veth-routing-notrack"] > 0 {
-		t.Errorf("veth-routing-notrack: %d conntrack entries after %d connections, want 0", count["veth-routing-notrack"], conns)
-	}
-}
-
 // TestStartInNamespace checks that NS.Start runs a child in the namespace
 // and that Down kills it.
 func TestStartInNamespace(t *testing.T) {

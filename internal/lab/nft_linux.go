@@ -3,26 +3,54 @@ package lab
 import (
 	"fmt"
 	"net/netip"
+	"os"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"github.com/google/nftables/userdata"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // NftTable is the nftables table (family ip) the lab installs in nodes of
-// the routed datapaths.
+// the routed and bridged datapaths.
 const NftTable = "cnibench"
 
 // Comments of the lab's nft rules; NftCounters reports packets by comment.
 const (
-	RuleEstablished = "ct-established"  // forward: ct state established,related accept
-	RuleInvalid     = "ct-invalid"      // forward: ct state invalid drop
-	RulePodToPod    = "pod-to-pod"      // forward: ip saddr/daddr in the pod supernet accept
-	RuleNotrack     = "notrack-pod"     // prerouting at raw priority: pod traffic notrack
-	RuleNotrackOut  = "notrack-pod-out" // output at raw priority (locally generated, e.g. ICMP)
+	RuleCtNew           = "ct-new"            // forward: ct state new counter, no verdict (new tracked connections)
+	RuleEstablished     = "ct-established"    // forward: ct state established,related accept
+	RuleInvalid         = "ct-invalid"        // forward: ct state invalid drop
+	RulePodToPod        = "pod-to-pod"        // forward: ip saddr/daddr in the pod supernet accept
+	RuleNotrack         = "notrack-pod"       // prerouting at raw priority: pod traffic notrack
+	RuleNotrackOut      = "notrack-pod-out"   // output at raw priority (locally generated, e.g. ICMP)
+	RuleNotrackVXLAN    = "notrack-vxlan"     // prerouting at raw priority: VXLAN UDP notrack
+	RuleNotrackVXLANOut = "notrack-vxlan-out" // output at raw priority: VXLAN UDP notrack
 )
+
+// nftRules selects what installConntrackRules adds to the forward chain.
+type nftRules struct {
+	// notrack marks pod-to-pod traffic NOTRACK at raw priority.
+	notrack bool
+	// notrackVXLAN also marks VXLAN's UDP packets NOTRACK (port 4789).
+	notrackVXLAN bool
+}
+
+// brNetfilterSysctls make bridged IPv4 traffic cross the IPv4 netfilter
+// hooks (br_netfilter, as Kubernetes requires).
+var brNetfilterSysctls = [][2]string{{"net/bridge/bridge-nf-call-iptables", "1"}}
+
+// probeBrNetfilter checks that br_netfilter's per-namespace sysctl exists,
+// in a scratch namespace.
+func probeBrNetfilter() error {
+	return inScratchNS(func(_ *netlink.Handle) error {
+		if _, err := os.Stat("/proc/sys/net/bridge/bridge-nf-call-iptables"); err != nil {
+			return &UnsupportedError{Feature: "br_netfilter", Reason: err.Error()}
+		}
+		return nil
+	})
+}
 
 // installConntrackRules installs, in ns, a forward chain in the style of
 // kube-proxy/Calico: established/related accepted by conntrack state, new
@@ -30,7 +58,7 @@ const (
 // what engages connection tracking in the namespace. With notrack, a raw
 // priority prerouting chain marks pod-to-pod traffic NOTRACK (seed 000's
 // conntrack bypass), so the pod-to-pod rule accepts it untracked.
-func installConntrackRules(ns *NS, notrack bool) error {
+func installConntrackRules(ns *NS, r nftRules) error {
 	c, err := nftables.New(nftables.WithNetNSFd(ns.Fd()))
 	if err != nil {
 		return fmt.Errorf("nftables connection in %s: %w", ns.Name, err)
@@ -41,21 +69,28 @@ func installConntrackRules(ns *NS, notrack bool) error {
 		Name: "forward", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter, Policy: &drop,
 	})
+	c.AddRule(rule(t, fwd, RuleCtNew, append(ctStateIn(expr.CtStateBitNEW), &expr.Counter{})...))
 	c.AddRule(rule(t, fwd, RuleEstablished, append(ctStateIn(expr.CtStateBitESTABLISHED|expr.CtStateBitRELATED),
 		&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept})...))
 	c.AddRule(rule(t, fwd, RuleInvalid, append(ctStateIn(expr.CtStateBitINVALID),
 		&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop})...))
 	c.AddRule(rule(t, fwd, RulePodToPod, append(podToPod(), &expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept})...))
-	if notrack {
+	if r.notrack {
 		for _, h := range []struct {
-			name, comment string
-			hook          *nftables.ChainHook
-		}{{"raw-prerouting", RuleNotrack, nftables.ChainHookPrerouting}, {"raw-output", RuleNotrackOut, nftables.ChainHookOutput}} {
+			name, comment, vxlan string
+			hook                 *nftables.ChainHook
+		}{
+			{"raw-prerouting", RuleNotrack, RuleNotrackVXLAN, nftables.ChainHookPrerouting},
+			{"raw-output", RuleNotrackOut, RuleNotrackVXLANOut, nftables.ChainHookOutput},
+		} {
 			ch := c.AddChain(&nftables.Chain{
 				Name: h.name, Table: t, Type: nftables.ChainTypeFilter,
 				Hooknum: h.hook, Priority: nftables.ChainPriorityRaw,
 			})
 			c.AddRule(rule(t, ch, h.comment, append(podToPod(), &expr.Counter{}, &expr.Notrack{})...))
+			if r.notrackVXLAN {
+				c.AddRule(rule(t, ch, h.vxlan, append(udpDport(vxlanPort), &expr.Counter{}, &expr.Notrack{})...))
+			}
 		}
 	}
 	if err := c.Flush(); err != nil {
@@ -134,6 +169,19 @@ func ctStateIn(bits uint32) []expr.Any {
 			Mask: binaryutil.NativeEndian.PutUint32(bits), Xor: binaryutil.NativeEndian.PutUint32(0),
 		},
 		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)},
+	}
+}
+
+// vxlanPort is the VXLAN UDP port the lab uses.
+const vxlanPort = 4789
+
+// udpDport matches UDP packets to port.
+func udpDport(port uint16) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_UDP}},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.BigEndian.PutUint16(port)},
 	}
 }
 

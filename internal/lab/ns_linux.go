@@ -55,7 +55,9 @@ func (n *NS) Do(f func() error) error {
 // Start starts cmd inside the namespace: cmd.Start runs on a thread switched
 // into the namespace, and the child inherits that thread's namespace. The
 // process is killed by the lab's Down if it is still running then; the
-// caller still owns cmd and must Wait for it.
+// caller still owns cmd and must Wait for it. The child has no parent-death
+// signal (the forking thread is a throw-away one): use a Spawner for
+// processes that must not outlive this one.
 func (n *NS) Start(cmd *exec.Cmd) error {
 	if err := n.Do(cmd.Start); err != nil {
 		return fmt.Errorf("start %s in %s: %w", cmd.Path, n.Name, err)

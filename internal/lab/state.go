@@ -29,6 +29,7 @@ type State struct {
 	Detached  bool            `json:"detached"`
 	Created   time.Time       `json:"created"`
 	WireMTU   int             `json:"wire_mtu"`
+	Wire      string          `json:"wire,omitempty"`
 	Datapaths []DatapathState `json:"datapaths"`
 }
 

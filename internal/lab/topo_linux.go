@@ -108,7 +108,7 @@ var clientSysctls = [][2]string{
 }
 
 // buildNodes creates node1 and node2 joined by the wire, with addresses
-// WireIPs, forwarding on, and wire MTU env.WireMTU.
+// WireIPs, forwarding on, wire MTU env.WireMTU and wire mode env.Wire.
 func buildNodes(ctx context.Context, env *Env) ([2]*NS, error) {
 	var nodes [2]*NS
 	for i, role := range []string{RoleNode1, RoleNode2} {
@@ -140,6 +140,9 @@ func buildNodes(ctx context.Context, env *Env) ([2]*NS, error) {
 		if err := linkUp(n, WireIf); err != nil {
 			return nodes, err
 		}
+	}
+	if err := configureWire(nodes, env.Wire); err != nil {
+		return nodes, err
 	}
 	return nodes, nil
 }

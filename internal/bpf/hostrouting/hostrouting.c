@@ -26,10 +26,38 @@
 // space in the `ifaces` map (AttachFromPod / AttachFromWire).
 //
 // Every decision is counted in the per-CPU `counters` array.
+//
+// Unless loaded "bare" (the `bare` constant, set from user space), every
+// packet the program is about to redirect also goes through a Cilium-like
+// connection-tracking and policy step first:
+//   - a lookup of its 5-tuple in the `ct` LRU hash (then of the reversed
+//     tuple, for replies) and an update of the entry found (packets, bytes,
+//     last seen, TCP FIN/RST seen); a miss creates the entry;
+//   - for packets not in the reply direction, a lookup of the source address
+//     in the `policy` LPM trie: POLICY_DENY drops the packet (counted), an
+//     entry with POLICY_ALLOW or no entry lets it through.
+// This is the per-packet map work Cilium's datapath does before it
+// redirects (its CT and policy maps), not its whole feature set: no NAT, no
+// service load balancing, no identity lookup, no CT garbage collection (the
+// LRU evicts).
 
 #include "common.h"
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
+
+// BPF_MAP_TYPE_LRU_HASH and BPF_F_NO_PREALLOC (include/uapi/linux/bpf.h);
+// defined here so that ../headers stays as it is.
+#define CNB_MAP_TYPE_LRU_HASH 9
+#define CNB_F_NO_PREALLOC (1U << 0)
+
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define TCP_FLAG_FIN 0x01
+#define TCP_FLAG_RST 0x04
+#define IP_MF_OFFSET 0x3fff // more-fragments flag and fragment offset
+
+// Set by the loader before loading: 1 = bare redirect, no CT or policy.
+volatile const __u32 bare = 0;
 
 // Values of the `ifaces` map. Keep in sync with hostrouting_linux.go.
 enum iface_kind {
@@ -46,8 +74,57 @@ enum counter_idx {
 	CNT_PASS_TTL = 4,       // TTL would expire: passed so the stack sends ICMP
 	CNT_PASS_EGRESS = 5,    // egress device unknown to us or same as ingress: passed
 	CNT_DROP = 6,           // a redirect helper refused the packet: dropped
-	CNT_MAX = 7,
+	CNT_CT_NEW = 7,         // CT miss: entry created
+	CNT_CT_ESTABLISHED = 8, // CT hit in the original direction
+	CNT_CT_REPLY = 9,       // CT hit in the reply direction
+	CNT_POLICY_DENIED = 10, // dropped by the policy map
+	CNT_MAX = 11,
 };
+
+// Values of the `policy` map. Keep in sync with hostrouting_linux.go.
+enum policy_verdict {
+	POLICY_ALLOW = 1,
+	POLICY_DENY = 2,
+};
+
+struct ct_key {
+	__be32 saddr;
+	__be32 daddr;
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+struct ct_entry {
+	__u64 packets;
+	__u64 bytes;
+	__u64 last_seen_ns;
+	__u32 tcp_flags_seen; // FIN/RST seen in either direction
+	__u32 pad;
+};
+
+// Connection tracking, one entry per connection (original direction).
+struct {
+	__uint(type, CNB_MAP_TYPE_LRU_HASH);
+	__type(key, struct ct_key);
+	__type(value, struct ct_entry);
+	__uint(max_entries, 262144);
+} ct SEC(".maps");
+
+struct policy_key {
+	__u32 prefixlen;
+	__be32 addr;
+};
+
+// Ingress policy by source prefix -> enum policy_verdict.
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__type(key, struct policy_key);
+	__type(value, __u32);
+	__uint(max_entries, 1024);
+	__uint(map_flags, CNB_F_NO_PREALLOC);
+} policy SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -73,6 +150,56 @@ static __always_inline int count(__u32 idx, int verdict)
 	if (v)
 		*v += 1;
 	return verdict;
+}
+
+static __always_inline void ct_touch(struct ct_entry *e, __u32 len, __u8 tcp_flags)
+{
+	__sync_fetch_and_add(&e->packets, 1);
+	__sync_fetch_and_add(&e->bytes, len);
+	e->last_seen_ns = bpf_ktime_get_ns();
+	if (tcp_flags & (TCP_FLAG_FIN | TCP_FLAG_RST))
+		e->tcp_flags_seen |= tcp_flags & (TCP_FLAG_FIN | TCP_FLAG_RST);
+}
+
+// ct_policy runs the connection-tracking and policy step for a packet about
+// to be redirected. It returns 0 to go on, or -1 if policy denies it.
+static __always_inline int ct_policy(struct ct_key *key, __u32 len, __u8 tcp_flags)
+{
+	struct ct_key rev = {
+		.saddr = key->daddr, .daddr = key->saddr,
+		.sport = key->dport, .dport = key->sport, .proto = key->proto,
+	};
+	struct policy_key pk = { .prefixlen = 32, .addr = key->saddr };
+	struct ct_entry *e, fresh = {};
+	__u32 *verdict;
+
+	e = bpf_map_lookup_elem(&ct, key);
+	if (!e) {
+		e = bpf_map_lookup_elem(&ct, &rev);
+		if (e) {
+			// Reply direction: allowed by the connection's policy verdict.
+			ct_touch(e, len, tcp_flags);
+			count(CNT_CT_REPLY, 0);
+			return 0;
+		}
+	}
+	verdict = bpf_map_lookup_elem(&policy, &pk);
+	if (verdict && *verdict == POLICY_DENY) {
+		count(CNT_POLICY_DENIED, 0);
+		return -1;
+	}
+	if (e) {
+		ct_touch(e, len, tcp_flags);
+		count(CNT_CT_ESTABLISHED, 0);
+		return 0;
+	}
+	fresh.packets = 1;
+	fresh.bytes = len;
+	fresh.last_seen_ns = bpf_ktime_get_ns();
+	fresh.tcp_flags_seen = tcp_flags & (TCP_FLAG_FIN | TCP_FLAG_RST);
+	bpf_map_update_elem(&ct, key, &fresh, BPF_ANY);
+	count(CNT_CT_NEW, 0);
+	return 0;
 }
 
 // Decrement the TTL and patch the header checksum incrementally (RFC 1624),
@@ -101,6 +228,8 @@ int host_routing(struct __sk_buff *skb)
 	__u32 ingress = skb->ingress_ifindex;
 	__u32 oif, *kind;
 	long rc, ret;
+	struct ct_key key = {};
+	__u8 tcp_flags = 0;
 
 	if (skb->protocol != bpf_htons(ETH_P_IP))
 		return count(CNT_PASS_NOT_IPV4, TC_ACT_OK);
@@ -118,6 +247,39 @@ int host_routing(struct __sk_buff *skb)
 	}
 	if (iph->version != 4 || iph->ihl < 5)
 		return count(CNT_PASS_NOT_IPV4, TC_ACT_OK);
+
+	// The 5-tuple for connection tracking (ports 0 for other protocols and
+	// for non-first fragments).
+	key.saddr = iph->saddr;
+	key.daddr = iph->daddr;
+	key.proto = iph->protocol;
+	if (!bare && (iph->protocol == IPPROTO_TCP || iph->protocol == IPPROTO_UDP) &&
+	    !(iph->frag_off & bpf_htons(0x1fff))) {
+		__u32 l4off = sizeof(*eth) + (iph->ihl & 0xf) * 4;
+		__u32 need = iph->protocol == IPPROTO_TCP ? 14 : 4;
+		__u8 *l4 = data + l4off;
+
+		if ((void *)(l4 + 14) > data_end) {
+			if (bpf_skb_pull_data(skb, l4off + need) < 0)
+				return count(CNT_PASS_NOT_IPV4, TC_ACT_OK);
+			data = (void *)(long)skb->data;
+			data_end = (void *)(long)skb->data_end;
+			eth = data;
+			iph = data + sizeof(*eth);
+			if ((void *)(iph + 1) > data_end)
+				return count(CNT_PASS_NOT_IPV4, TC_ACT_OK);
+			l4 = data + l4off;
+		}
+		if ((void *)(l4 + 4) > data_end)
+			return count(CNT_PASS_NOT_IPV4, TC_ACT_OK);
+		key.sport = *(__be16 *)l4;
+		key.dport = *(__be16 *)(l4 + 2);
+		if (iph->protocol == IPPROTO_TCP) {
+			if ((void *)(l4 + 14) > data_end)
+				return count(CNT_PASS_NOT_IPV4, TC_ACT_OK);
+			tcp_flags = l4[13];
+		}
+	}
 
 	// A router must not forward a packet whose TTL expires here; the stack
 	// drops it and sends ICMP time exceeded.
@@ -157,6 +319,10 @@ int host_routing(struct __sk_buff *skb)
 	kind = bpf_map_lookup_elem(&ifaces, &oif);
 	if (!kind)
 		return count(CNT_PASS_EGRESS, TC_ACT_OK);
+
+	// Connection tracking and policy, as Cilium does before it redirects.
+	if (!bare && ct_policy(&key, skb->len, tcp_flags) < 0)
+		return TC_ACT_SHOT;
 
 	if (*kind == IFACE_POD && rc == BPF_FIB_LKUP_RET_SUCCESS) {
 		// Rewrite L2 as the node's router would (source: the host-side

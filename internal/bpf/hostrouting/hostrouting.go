@@ -46,9 +46,22 @@ type Counters struct {
 	PassEgress uint64
 	// Drop counts packets a redirect helper refused (TC_ACT_SHOT).
 	Drop uint64
+	// CTNew counts connection-tracking misses that created an entry,
+	// CTEstablished hits in the original direction, CTReply hits in the
+	// reply direction (all 0 for a Bare program).
+	CTNew, CTEstablished, CTReply uint64
+	// PolicyDenied counts packets the policy map dropped (TC_ACT_SHOT).
+	PolicyDenied uint64
+}
+
+// Options configure Load.
+type Options struct {
+	// Bare loads the redirect alone: no connection-tracking map lookup and
+	// update, no policy map lookup (an upper bound, not a model of Cilium).
+	Bare bool
 }
 
 // Total is the number of packets the program has seen.
 func (c Counters) Total() uint64 {
-	return c.RedirectPeer + c.RedirectNeigh + c.Pass + c.Drop
+	return c.RedirectPeer + c.RedirectNeigh + c.Pass + c.Drop + c.PolicyDenied
 }

@@ -8,17 +8,46 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"structs"
 
 	"github.com/cilium/ebpf"
 )
+
+type hostroutingCtEntry struct {
+	_            structs.HostLayout
+	Packets      uint64
+	Bytes        uint64
+	LastSeenNs   uint64
+	TcpFlagsSeen uint32
+	Pad          uint32
+}
+
+type hostroutingCtKey struct {
+	_     structs.HostLayout
+	Saddr uint32
+	Daddr uint32
+	Sport uint16
+	Dport uint16
+	Proto uint8
+	Pad   [3]uint8
+}
+
+type hostroutingPolicyKey struct {
+	_         structs.HostLayout
+	Prefixlen uint32
+	Addr      uint32
+}
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	hostroutingMapCounters     = "counters"
+	hostroutingMapCt           = "ct"
 	hostroutingMapIfaces       = "ifaces"
+	hostroutingMapPolicy       = "policy"
 	hostroutingProgHostRouting = "host_routing"
+	hostroutingVarBare         = "bare"
 )
 
 // loadHostrouting returns the embedded CollectionSpec for hostrouting.
@@ -71,13 +100,16 @@ type hostroutingProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type hostroutingMapSpecs struct {
 	Counters *ebpf.MapSpec `ebpf:"counters"`
+	Ct       *ebpf.MapSpec `ebpf:"ct"`
 	Ifaces   *ebpf.MapSpec `ebpf:"ifaces"`
+	Policy   *ebpf.MapSpec `ebpf:"policy"`
 }
 
 // hostroutingVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type hostroutingVariableSpecs struct {
+	Bare *ebpf.VariableSpec `ebpf:"bare"`
 }
 
 // hostroutingObjects contains all objects after they have been loaded into the kernel.
@@ -101,13 +133,17 @@ func (o *hostroutingObjects) Close() error {
 // It can be passed to loadHostroutingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type hostroutingMaps struct {
 	Counters *ebpf.Map `ebpf:"counters"`
+	Ct       *ebpf.Map `ebpf:"ct"`
 	Ifaces   *ebpf.Map `ebpf:"ifaces"`
+	Policy   *ebpf.Map `ebpf:"policy"`
 }
 
 func (m *hostroutingMaps) Close() error {
 	return _HostroutingClose(
 		m.Counters,
+		m.Ct,
 		m.Ifaces,
+		m.Policy,
 	)
 }
 
@@ -115,6 +151,7 @@ func (m *hostroutingMaps) Close() error {
 //
 // It can be passed to loadHostroutingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type hostroutingVariables struct {
+	Bare *ebpf.Variable `ebpf:"bare"`
 }
 
 // hostroutingPrograms contains all programs after they have been loaded into the kernel.

@@ -6,8 +6,10 @@
 package hostrouting
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"sync"
 
@@ -40,7 +42,18 @@ const (
 	cntPassTTL
 	cntPassEgress
 	cntDrop
+	cntCTNew
+	cntCTEstablished
+	cntCTReply
+	cntPolicyDenied
 	cntMax
+)
+
+// Values of the BPF `policy` map; keep in sync with enum policy_verdict in
+// hostrouting.c.
+const (
+	policyAllow uint32 = 1
+	policyDeny  uint32 = 2
 )
 
 // Attach modes reported by (*Program).AttachMode.
@@ -64,6 +77,7 @@ var legacyFilterHandle = netlink.MakeHandle(0, 1)
 type Program struct {
 	mu       sync.Mutex
 	objs     *hostroutingObjects
+	bare     bool
 	legacy   bool // use clsact + cls_bpf instead of TCX
 	attached []attachment
 	byIndex  map[int]bool
@@ -89,7 +103,7 @@ func Probe() error {
 		}
 	}
 
-	p, err := Load()
+	p, err := Load(Options{})
 	if err != nil {
 		if errors.Is(err, ErrNotSupported) {
 			return err
@@ -118,13 +132,28 @@ func Probe() error {
 // Load loads the BPF objects into the kernel. Use one Program per node
 // namespace; attach it with AttachFromPod/AttachFromWire and release it with
 // Close.
-func Load() (*Program, error) {
+func Load(opts Options) (*Program, error) {
 	// A no-op on kernels that account BPF memory to the cgroup (5.11+).
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("%w: remove memlock rlimit: %w", ErrNotSupported, err)
 	}
+	spec, err := loadHostrouting()
+	if err != nil {
+		return nil, fmt.Errorf("parse hostrouting BPF objects: %w", err)
+	}
+	bare := uint32(0)
+	if opts.Bare {
+		bare = 1
+	}
+	v, ok := spec.Variables[hostroutingVarBare]
+	if !ok {
+		return nil, fmt.Errorf("hostrouting BPF objects have no %q variable", hostroutingVarBare)
+	}
+	if err := v.Set(bare); err != nil {
+		return nil, fmt.Errorf("set hostrouting variable %s: %w", hostroutingVarBare, err)
+	}
 	var objs hostroutingObjects
-	if err := loadHostroutingObjects(&objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, os.ErrPermission) {
 			return nil, fmt.Errorf("%w: load hostrouting BPF objects (needs root or CAP_BPF+CAP_NET_ADMIN): %w", ErrNotSupported, err)
 		}
@@ -133,7 +162,57 @@ func Load() (*Program, error) {
 		}
 		return nil, fmt.Errorf("load hostrouting BPF objects: %w", err)
 	}
-	return &Program{objs: &objs, byIndex: map[int]bool{}}, nil
+	return &Program{objs: &objs, bare: opts.Bare, byIndex: map[int]bool{}}, nil
+}
+
+// Bare reports whether the program was loaded without connection tracking
+// and policy.
+func (p *Program) Bare() bool { return p.bare }
+
+// SetPolicy sets the verdict for packets from src: allowed or denied. A
+// source no prefix covers is allowed. Only the full model (not Bare) looks
+// the policy up.
+func (p *Program) SetPolicy(src netip.Prefix, allow bool) error {
+	if !src.Addr().Is4() {
+		return fmt.Errorf("hostrouting policy %s: only IPv4 prefixes", src)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.objs == nil {
+		return errors.New("set hostrouting policy: program is closed")
+	}
+	key := hostroutingPolicyKey{Prefixlen: uint32(src.Bits()), Addr: binary.NativeEndian.Uint32(src.Masked().Addr().AsSlice())}
+	verdict := policyDeny
+	if allow {
+		verdict = policyAllow
+	}
+	if err := p.objs.Policy.Update(key, verdict, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("set hostrouting policy %s: %w", src, err)
+	}
+	return nil
+}
+
+// CTEntries counts the entries of the connection-tracking map (it walks
+// the map: meant for tests and occasional checks, not per packet).
+func (p *Program) CTEntries() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.objs == nil {
+		return 0, errors.New("count hostrouting CT entries: program is closed")
+	}
+	var (
+		key hostroutingCtKey
+		val hostroutingCtEntry
+		n   int
+	)
+	it := p.objs.Ct.Iterate()
+	for it.Next(&key, &val) {
+		n++
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("walk hostrouting CT map: %w", err)
+	}
+	return n, nil
 }
 
 // AttachFromPod attaches the program at tc ingress of a host-side pod veth
@@ -237,6 +316,10 @@ func (p *Program) Counters() (Counters, error) {
 		PassTTL:       raw[cntPassTTL],
 		PassEgress:    raw[cntPassEgress],
 		Drop:          raw[cntDrop],
+		CTNew:         raw[cntCTNew],
+		CTEstablished: raw[cntCTEstablished],
+		CTReply:       raw[cntCTReply],
+		PolicyDenied:  raw[cntPolicyDenied],
 	}
 	c.Pass = c.PassNotIPv4 + c.PassFIB + c.PassTTL + c.PassEgress
 	return c, nil

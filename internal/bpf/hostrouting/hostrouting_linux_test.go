@@ -50,12 +50,13 @@ func TestProbe(t *testing.T) {
 
 func TestAttachValidation(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
+	testutil.NeedProgram(t, "nft", "nsenter")
 	prefix := testPrefix(t)
 	l := &lab{prefix: prefix}
 	n := l.newNode(t, "n1", "198.18.1.0/24")
 	pd := l.newPod(t, n, "p1", "198.18.1.10", "cnbh1")
 
-	p, err := Load()
+	p, err := Load(Options{})
 	testutil.SkipIfNotSupported(t, err, ErrNotSupported)
 	defer p.Close()
 	for _, idx := range []int{0, -1} {

@@ -4,6 +4,7 @@ package hostrouting
 
 import (
 	"fmt"
+	"net/netip"
 	"runtime"
 )
 
@@ -22,7 +23,20 @@ type Program struct{}
 func Probe() error { return errNotSupportedOnOS }
 
 // Load always fails with ErrNotSupported on this platform.
-func Load() (*Program, error) { return nil, errNotSupportedOnOS }
+func Load(Options) (*Program, error) { return nil, errNotSupportedOnOS }
+
+// Bare reports false on this platform.
+func (p *Program) Bare() bool { return false }
+
+// SetPolicy always fails with ErrNotSupported on this platform.
+func (p *Program) SetPolicy(src netip.Prefix, _ bool) error {
+	return fmt.Errorf("set hostrouting policy %s: %w", src, errNotSupportedOnOS)
+}
+
+// CTEntries always fails with ErrNotSupported on this platform.
+func (p *Program) CTEntries() (int, error) {
+	return 0, fmt.Errorf("count hostrouting CT entries: %w", errNotSupportedOnOS)
+}
 
 // AttachFromPod always fails with ErrNotSupported on this platform.
 func (p *Program) AttachFromPod(ifindex int) error {

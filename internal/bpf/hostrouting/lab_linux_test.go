@@ -45,11 +45,7 @@ const (
 
 func skipUnlessTool(t *testing.T, names ...string) {
 	t.Helper()
-	for _, n := range names {
-		if _, err := exec.LookPath(n); err != nil {
-			t.Skipf("needs the %s binary: %v", n, err)
-		}
-	}
+	testutil.NeedProgram(t, names...)
 }
 
 // testPrefix returns a fresh "cnb-hr<hex>" prefix and registers (first, so
@@ -143,6 +139,7 @@ func (n *netNS) sysctl(t *testing.T, key, value string) {
 
 func (n *netNS) run(t *testing.T, stdin string, name string, args ...string) string {
 	t.Helper()
+	testutil.NeedProgram(t, "nsenter", name)
 	full := append([]string{"--net=" + filepath.Join(nsRunDir, n.name), name}, args...)
 	cmd := exec.Command("nsenter", full...)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -332,7 +329,13 @@ func (l *lab) newPod(t *testing.T, n *node, role, ip, hostIf string) *pod {
 // detach function (for the negative control).
 func attach(t *testing.T, n *node, legacy bool) *Program {
 	t.Helper()
-	p, err := Load()
+	return attachWith(t, n, legacy, Options{})
+}
+
+// attachWith is attach with load options.
+func attachWith(t *testing.T, n *node, legacy bool, opts Options) *Program {
+	t.Helper()
+	p, err := Load(opts)
 	testutil.SkipIfNotSupported(t, err, ErrNotSupported)
 	t.Cleanup(func() {
 		if err := p.Close(); err != nil {
