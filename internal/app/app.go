@@ -1,5 +1,5 @@
 // Package app is cnibench's top level: it builds the command tree, runs it
-// with a context cancelled on SIGINT/SIGTERM, prints errors once and maps
+// with a context cancelled on SIGINT/SIGTERM/SIGHUP, prints errors once and maps
 // them to exit codes. Nothing below this package exits the process.
 package app
 
@@ -17,9 +17,17 @@ import (
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 )
 
+// stopSignals stop a command the way Ctrl-C does: the context is cancelled,
+// what was measured is kept and printed, everything the command created is
+// removed, and the exit status is 130. SIGHUP is one of them: a closed
+// terminal or SSH session must not leave a lab behind.
+func stopSignals() []os.Signal {
+	return []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+}
+
 // Main runs cnibench with the process's arguments and exits.
 func Main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	streams := cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
 	err := Run(ctx, logger, streams, os.Args[1:])
@@ -42,7 +50,7 @@ func Run(ctx context.Context, logger *slog.Logger, streams cli.IOStreams, args [
 	err := cmd.ExecuteContext(ctx)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
 		// cobra's own usage errors: exit 2 like every other bad input.
-		err = clierr.Usagef("%s", strings.ReplaceAll(err.Error(), "\n", " "))
+		err = clierr.Usagef("%s", unknownCommand(err.Error()))
 	}
 	if err != nil {
 		printError(streams.ErrOut, err)
@@ -52,4 +60,26 @@ func Run(ctx context.Context, logger *slog.Logger, streams cli.IOStreams, args [
 
 func printError(w io.Writer, err error) {
 	fmt.Fprintf(w, "cnibench: %v\n", err)
+}
+
+// unknownCommand rewrites cobra's multi-line "unknown command" error
+// ("...\n\nDid you mean this?\n\trun\n") as one line:
+// `unknown command "runn" for "cnibench"; did you mean "run"?`.
+func unknownCommand(msg string) string {
+	first, rest, _ := strings.Cut(msg, "\n")
+	first = strings.TrimSpace(first)
+	_, after, ok := strings.Cut(rest, "Did you mean this?")
+	if !ok {
+		return first + " (see 'cnibench --help')"
+	}
+	var suggestions []string
+	for _, l := range strings.Split(after, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			suggestions = append(suggestions, fmt.Sprintf("%q", l))
+		}
+	}
+	if len(suggestions) == 0 {
+		return first + " (see 'cnibench --help')"
+	}
+	return first + "; did you mean " + strings.Join(suggestions, " or ") + "?"
 }

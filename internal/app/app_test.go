@@ -55,7 +55,9 @@ func TestBadInputIsOneLineAndExit2(t *testing.T) {
 		{[]string{"serve", "--listen", "256.1.1.1:1"}, "--listen"},
 		{[]string{"suite", "--profile", "huge"}, "--profile huge"},
 		{[]string{"suite", "--flows", "1,x"}, "--flows"},
-		{[]string{"nosuchcommand"}, "unknown command"},
+		{[]string{"nosuchcommand"}, `unknown command "nosuchcommand" for "cnibench" (see 'cnibench --help')`},
+		{[]string{"runn"}, `unknown command "runn" for "cnibench"; did you mean "run"?`},
+		{[]string{"lab", "up", "--datapath"}, `unknown flag: --datapath (see 'cnibench lab up --help')`},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -181,5 +183,35 @@ func TestInterruptExit130(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "interrupted") || strings.Contains(stderr.String(), "goroutine") {
 		t.Fatalf("stderr: %s", stderr.String())
+	}
+}
+
+// A backquoted word in a flag's usage becomes its value name in --help:
+// --http-keepalive is a bool and must show none.
+func TestRunHelpKeepaliveHasNoValueName(t *testing.T) {
+	out, _, err := run("run", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "--http-keepalive" {
+			if f[1] != "reuse" {
+				t.Fatalf("run --help: %q: want the description right after the flag", l)
+			}
+			return
+		}
+	}
+	t.Fatalf("run --help shows no --http-keepalive:\n%s", out)
+}
+
+func TestUnknownCommandOneLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"unknown command \"runn\" for \"cnibench\"\n\nDid you mean this?\n\trun\n":          `unknown command "runn" for "cnibench"; did you mean "run"?`,
+		"unknown command \"su\" for \"cnibench\"\n\nDid you mean this?\n\tsuite\n\tserve\n": `unknown command "su" for "cnibench"; did you mean "suite" or "serve"?`,
+		"unknown command \"x\" for \"cnibench\"":                                            `unknown command "x" for "cnibench" (see 'cnibench --help')`,
+	} {
+		if got := unknownCommand(in); got != want {
+			t.Errorf("unknownCommand(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -36,7 +36,7 @@ func NewCommand(logger *slog.Logger, s IOStreams) *cobra.Command {
 	root.SetErr(s.ErrOut)
 	root.SetIn(s.In)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return clierr.Usagef("%s (see 'cnibench %s --help')", strings.TrimSpace(err.Error()), c.Name())
+		return clierr.Usagef("%s (see '%s --help')", strings.TrimSpace(err.Error()), c.CommandPath())
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
 	for _, add := range subcommands {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // NoTrack is the datapath variant the conntrack scenario compares with
@@ -19,10 +20,51 @@ import (
 // fixes it).
 const NoTrack = "veth-routing-notrack"
 
+// variantSuffixes mark datapaths that change one thing of another (their
+// base): conntrack bypassed (-notrack), or the eBPF program without its
+// conntrack and policy maps (-bare).
+var variantSuffixes = []string{"-notrack", "-bare"}
+
+// variantBase returns the datapath that name is a variant of, "" if name is
+// not a variant of a known datapath.
+func variantBase(name string, known []string) string {
+	for _, suf := range variantSuffixes {
+		if base, ok := strings.CutSuffix(name, suf); ok && slices.Contains(known, base) {
+			return base
+		}
+	}
+	return ""
+}
+
+// defaultDatapaths is the matrix without --datapaths: every known datapath
+// except the variants, which join through the conntrack scenario.
+func defaultDatapaths(known []string) []string {
+	var out []string
+	for _, d := range known {
+		if variantBase(d, known) == "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// scenarioVariants returns the variants of the selected datapaths that are
+// not selected themselves: the conntrack scenario runs them on the tcp_crr
+// cross-node cells only, next to their base.
+func scenarioVariants(selected, known []string) []string {
+	var out []string
+	for _, d := range known {
+		if b := variantBase(d, known); b != "" && slices.Contains(selected, b) && !slices.Contains(selected, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // Options configure a suite run.
 type Options struct {
 	Profile   string
-	Datapaths []string // empty: every registered datapath except NoTrack
+	Datapaths []string // empty: every registered datapath except the variants (-notrack, -bare)
 	Tests     []string
 	// Flows are the flow counts of the tcp tests (the seeds use 1 and 32).
 	Flows []int
@@ -34,12 +76,38 @@ type Options struct {
 	// MTUs: the first is the main matrix; every further one re-runs the
 	// MTU-sensitive subset (tcp_stream, tcp_rr at 1 flow) on a fresh lab.
 	MTUs []int
-	// Conntrack adds NoTrack to the tcp_crr cells (the conntrack scenario).
+	// Conntrack adds the variants of the selected datapaths (NoTrack,
+	// bridge-notrack, …, ebpf-host-routing-bare) to the tcp_crr cross-node
+	// cells (the conntrack scenario).
 	Conntrack bool
-	OutDir    string
+	// NoBaseline keeps a --datapaths subset without the baseline datapath,
+	// which is otherwise added for the graded summary.
+	NoBaseline bool
+	// Seed orders the cells of every repeat (schedule); 0 draws a random
+	// one. The seed used is recorded in the results' config.
+	Seed uint64
+	// Pin places the suite's servers and clients on CPUs: PinNone (the
+	// scheduler decides), PinSame (both on one CPU) or PinSplit (servers on
+	// one CPU, clients on another), as `make bench -pin` does; empty
+	// means PinNone.
+	Pin string
+	// Wire is the lab's wire mode (lab.Wires), recorded in the results;
+	// empty means lab.DefaultWire.
+	Wire   string
+	OutDir string
 	// Binary is the cnibench executable run inside the namespaces.
 	Binary string
 }
+
+// CPU placements (Options.Pin).
+const (
+	PinNone  = "none"
+	PinSame  = "same"
+	PinSplit = "split"
+)
+
+// Pins lists the accepted --pin values.
+var Pins = []string{PinNone, PinSame, PinSplit}
 
 // Profile returns the defaults of a named profile.
 func Profile(name string) (Options, error) {
@@ -49,13 +117,20 @@ func Profile(name string) (Options, error) {
 		Flows:       []int{1, 32},
 		HTTPClients: 32,
 		Conntrack:   true,
+		Pin:         PinNone,
+		Wire:        lab.DefaultWire, // NIC-like in both profiles: the comparison the findings need
 	}
 	switch name {
 	case "quick":
 		// Short windows: a first look in under 3 minutes, not a verdict.
-		o.Repeat, o.Duration, o.Warmup, o.MTUs = 3, 400*time.Millisecond, 150*time.Millisecond, []int{1500}
+		// 5 repeats, so that two quick runs can be compared (3 against 3
+		// can never be significant): 80 cells × 5 repeats × ~0.4 s per
+		// client run ≈ 160 s on 2 cores.
+		o.Repeat, o.Duration, o.Warmup, o.MTUs = 5, 200*time.Millisecond, 100*time.Millisecond, []int{1500}
 	case "standard":
-		o.Repeat, o.Duration, o.Warmup, o.MTUs = 5, 1500*time.Millisecond, 300*time.Millisecond, []int{1500, 9000}
+		// 2 s windows (1.5 s before): 98 cells (80 + 18 at MTU 9000) × 5
+		// repeats × ~2.35 s per client run ≈ 19.3 min on 2 cores.
+		o.Repeat, o.Duration, o.Warmup, o.MTUs = 5, 2*time.Second, 250*time.Millisecond, []int{1500, 9000}
 	default:
 		return o, fmt.Errorf("unknown profile %q: use quick or standard", name)
 	}
@@ -69,6 +144,9 @@ type cell struct {
 	Test     string
 	Flows    int
 	MTU      int
+	// timeWait is the number of TIME_WAIT sockets when the cell starts, -1
+	// if unknown (not a label).
+	timeWait int
 }
 
 func (c cell) labels() map[string]string {
@@ -166,6 +244,12 @@ func (o Options) validate(known []string) error {
 	}
 	if o.OutDir == "" {
 		return fmt.Errorf("--out: an output directory is required")
+	}
+	if o.Pin != "" && !slices.Contains(Pins, o.Pin) {
+		return fmt.Errorf("--pin %q: must be one of %s", o.Pin, strings.Join(Pins, ", "))
+	}
+	if o.Wire != "" && !slices.Contains(lab.Wires, o.Wire) {
+		return fmt.Errorf("--wire %q: must be one of %s", o.Wire, strings.Join(lab.Wires, ", "))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,8 @@ func TestValidateOptions(t *testing.T) {
 		{func(o *Options) { o.MTUs = []int{100} }, "--mtu 100"},
 		{func(o *Options) { o.HTTPClients = 0 }, "--http-clients"},
 		{func(o *Options) { o.OutDir = "" }, "--out"},
+		{func(o *Options) { o.Pin = "both" }, "--pin"},
+		{func(o *Options) { o.Wire = "fibre" }, "--wire"},
 	}
 	for _, c := range cases {
 		o := base
@@ -59,10 +62,84 @@ func TestValidateOptions(t *testing.T) {
 	}
 }
 
-func TestBPFDelta(t *testing.T) {
-	got := bpfDelta(map[string]uint64{"node1.redirect_peer": 5, "node2.redirect_peer": 1},
-		map[string]uint64{"node1.redirect_peer": 15, "node2.redirect_peer": 4, "node1.pass": 2})
-	if got["bpf_redirect_peer_packets"] != 13 || got["bpf_pass_packets"] != 2 {
-		t.Fatalf("bpfDelta = %v", got)
+func TestSchedule(t *testing.T) {
+	var cells []cell
+	for _, d := range []string{"baseline", "veth-routing", "bridge"} {
+		for _, test := range []string{"tcp_rr", "tcp_crr", "tcp_stream"} {
+			for _, mtu := range []int{1500, 9000} {
+				cells = append(cells, cell{Datapath: d, Path: "cross-node", Test: test, Flows: 1, MTU: mtu})
+			}
+		}
+	}
+	a := schedule(cells, 5, 42)
+	if len(a) != 5 {
+		t.Fatalf("%d repeats, want 5", len(a))
+	}
+	key := func(c cell) string { return c.String() }
+	for r, order := range a {
+		// Every repeat runs every cell exactly once.
+		got := map[string]int{}
+		for _, c := range order {
+			got[key(c)]++
+		}
+		for _, c := range cells {
+			if got[key(c)] != 1 {
+				t.Errorf("repeat %d runs %s %d times", r, c, got[key(c)])
+			}
+		}
+		if len(order) != len(cells) {
+			t.Errorf("repeat %d has %d cells, want %d", r, len(order), len(cells))
+		}
+	}
+	// Orders differ between repeats and from the matrix's (no block of a
+	// datapath, no MTU after the whole main matrix).
+	if slices.Equal(a[0], a[1]) || slices.Equal(a[0], cells) {
+		t.Error("repeats are not shuffled")
+	}
+	firstHalf := a[0][:len(cells)/2]
+	if !slices.ContainsFunc(firstHalf, func(c cell) bool { return c.MTU == 9000 }) {
+		t.Error("MTU 9000 cells not interleaved with the main matrix")
+	}
+	// The same seed replays the same order; another seed does not.
+	for r := range a {
+		if !slices.Equal(a[r], schedule(cells, 5, 42)[r]) {
+			t.Errorf("seed 42 does not replay repeat %d", r)
+		}
+	}
+	if slices.Equal(a[0], schedule(cells, 5, 43)[0]) {
+		t.Error("seeds 42 and 43 give the same order")
+	}
+}
+
+func TestNewSeedAndToken(t *testing.T) {
+	s1, err1 := newSeed()
+	s2, err2 := newSeed()
+	if err1 != nil || err2 != nil || s1 == 0 || s1 == s2 {
+		t.Errorf("seeds %d, %d (%v, %v)", s1, s2, err1, err2)
+	}
+	t1, _ := newToken()
+	t2, _ := newToken()
+	if len(t1) != 32 || t1 == t2 {
+		t.Errorf("tokens %q, %q", t1, t2)
+	}
+}
+
+func TestVariants(t *testing.T) {
+	known := []string{"baseline", "veth-routing", "veth-routing-notrack", "bridge", "bridge-notrack", "vxlan",
+		"vxlan-notrack", "ebpf-host-routing", "ebpf-host-routing-bare", "netkit", "odd-notrack"}
+	if got := defaultDatapaths(known); !slices.Equal(got, []string{"baseline", "veth-routing", "bridge", "vxlan", "ebpf-host-routing", "netkit", "odd-notrack"}) {
+		t.Errorf("defaultDatapaths = %v", got)
+	}
+	for _, tc := range []struct {
+		selected, want []string
+	}{
+		{[]string{"baseline", "veth-routing"}, []string{"veth-routing-notrack"}},
+		{[]string{"ebpf-host-routing", "bridge"}, []string{"bridge-notrack", "ebpf-host-routing-bare"}},
+		{[]string{"veth-routing", "veth-routing-notrack"}, nil}, // listed: runs the whole matrix
+		{[]string{"baseline", "netkit"}, nil},
+	} {
+		if got := scenarioVariants(tc.selected, known); !slices.Equal(got, tc.want) {
+			t.Errorf("scenarioVariants(%v) = %v, want %v", tc.selected, got, tc.want)
+		}
 	}
 }

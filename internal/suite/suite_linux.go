@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cnibench/cnibench/internal/buildinfo"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/hostinfo"
@@ -31,6 +33,9 @@ type Runner struct {
 	Logger *slog.Logger
 	// Progress receives one line per measurement (and ETA).
 	Progress io.Writer
+	// LockPath is the lock held for the whole run (one suite per host);
+	// empty means DefaultLockPath.
+	LockPath string
 }
 
 // Outcome is what a suite run produced.
@@ -55,11 +60,24 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Outcome, error) {
 		return nil, err
 	}
 	if len(o.Datapaths) == 0 {
-		for _, d := range known {
-			if d != NoTrack {
-				o.Datapaths = append(o.Datapaths, d)
-			}
+		o.Datapaths = defaultDatapaths(known)
+	}
+	if len(o.Datapaths) > 0 && !o.NoBaseline && !slices.Contains(o.Datapaths, "baseline") && slices.Contains(known, "baseline") {
+		// The graded summary compares every datapath with the baseline.
+		o.Datapaths = append([]string{"baseline"}, o.Datapaths...)
+	}
+	if o.Pin == "" {
+		o.Pin = PinNone
+	}
+	if o.Wire == "" {
+		o.Wire = lab.DefaultWire
+	}
+	if o.Seed == 0 {
+		seed, err := newSeed()
+		if err != nil {
+			return nil, err
 		}
+		o.Seed = seed
 	}
 	if o.Binary == "" {
 		exe, err := os.Executable()
@@ -67,6 +85,23 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Outcome, error) {
 			return nil, fmt.Errorf("find the cnibench binary: %w", err)
 		}
 		o.Binary = exe
+	}
+	clientCPUs, serverCPUs, err := pinCPUs(o.Pin)
+	if err != nil {
+		return nil, &ValidationError{err.Error()}
+	}
+	lockPath := r.LockPath
+	if lockPath == "" {
+		lockPath = DefaultLockPath
+	}
+	release, err := acquireSuiteLock(lockPath)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	token, err := newToken()
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create --out %s: %w", o.OutDir, err)
@@ -80,20 +115,24 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Outcome, error) {
 		Config: o.configMap(),
 	}
 	out.Set = set
-	st := &state{r: r, o: o, set: set, out: out, runs: map[string]*result.Run{}, log: log}
+	st := &state{r: r, o: o, set: set, out: out, runs: map[string]*result.Run{}, log: log,
+		token: token, clientCPUs: clientCPUs, serverCPUs: serverCPUs, rank: map[string]int{}, scenario: map[string]bool{}}
 	st.total = st.plannedRuns()
 	st.started = time.Now()
+	st.noteLeakedLabs()
+	st.warnCPUs()
 
-	var runErr error
-	for i, mtu := range o.MTUs {
-		if err := st.runMTU(ctx, mtu, i == 0); err != nil {
-			runErr = err
-			break
-		}
-		if ctx.Err() != nil {
-			break
-		}
+	sp, err := lab.NewSpawner()
+	if err != nil {
+		return nil, err
 	}
+	st.spawner = sp
+	if _, err := sp.Cgroup(); err != nil {
+		log.Debug("children run without a cgroup of their own (the parent-death signal still ends them)", "reason", err)
+	}
+	runErr := st.runAll(ctx)
+	// Servers and labs are down by now; this kills anything that is not.
+	sp.Close()
 	if ctx.Err() != nil {
 		set.Interrupted = true
 		runErr = ctx.Err()
@@ -124,7 +163,11 @@ func (o Options) configMap() map[string]string {
 		"warmup":       o.Warmup.String(),
 		"mtus":         ints(o.MTUs),
 		"conntrack":    strconv.FormatBool(o.Conntrack),
-		"interleaving": "each repeat runs every cell once, in an order rotated per repeat",
+		"interleaving": "each repeat runs every cell of every MTU once, in an order shuffled per repeat (seed); every cell starts with flushed conntrack tables; TIME_WAIT sockets cannot be flushed and are recorded per repeat (time_wait_at_start)",
+		"seed":         strconv.FormatUint(o.Seed, 10),
+		"pin":          o.Pin,
+		"wire":         o.Wire,
+		"baseline":     strconv.FormatBool(!o.NoBaseline),
 	}
 }
 
@@ -141,6 +184,12 @@ type state struct {
 	total   int
 	done    int
 	started time.Time
+
+	rank                   map[string]int  // run key → position in the matrix
+	scenario               map[string]bool // variants run only on the conntrack scenario's cells
+	token                  string          // CNIBENCH_TOKEN of this run's servers and clients
+	spawner                *lab.Spawner
+	clientCPUs, serverCPUs *unix.CPUSet // nil: not pinned
 }
 
 // plannedRuns estimates the number of client runs (for the ETA).
@@ -156,10 +205,10 @@ func (st *state) plannedRuns() int {
 func (st *state) plannedFor(main bool) int {
 	n := 0
 	for _, d := range st.datapathsFor(main) {
-		switch d {
-		case "baseline":
+		switch {
+		case d == "baseline":
 			n += len(st.o.testVariants(main)) * st.o.Repeat
-		case NoTrack:
+		case st.scenario[d]:
 			n += len(st.o.Flows) * st.o.Repeat
 		default:
 			n += 2 * len(st.o.testVariants(main)) * st.o.Repeat
@@ -170,9 +219,11 @@ func (st *state) plannedFor(main bool) int {
 
 func (st *state) datapathsFor(main bool) []string {
 	dps := slices.Clone(st.o.Datapaths)
-	if main && st.o.Conntrack && slices.Contains(st.o.Tests, engine.TCPCRR) && !slices.Contains(dps, NoTrack) &&
-		slices.Contains(dps, "veth-routing") {
-		dps = append(dps, NoTrack)
+	if main && st.o.Conntrack && slices.Contains(st.o.Tests, engine.TCPCRR) {
+		for _, v := range scenarioVariants(dps, lab.Names()) {
+			dps = append(dps, v)
+			st.scenario[v] = true
+		}
 	}
 	return dps
 }
@@ -182,89 +233,6 @@ type server struct {
 	cmd  *exec.Cmd
 	addr string
 	done chan struct{}
-}
-
-func (st *state) runMTU(ctx context.Context, mtu int, main bool) error {
-	l := lab.New(st.log)
-	dps := st.datapathsFor(main)
-	st.progressf("lab: building %d datapath(s) with wire MTU %d", len(dps), mtu)
-	if err := l.Up(ctx, lab.Options{Datapaths: dps, MTU: mtu}); err != nil {
-		return fmt.Errorf("bring the lab up (MTU %d): %w", mtu, err)
-	}
-	// Whatever happens from here, the lab comes down.
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := l.Down(dctx); err != nil {
-			st.log.Error("lab teardown failed; run 'cnibench lab down'", "err", err)
-			st.set.Warnings = append(st.set.Warnings, "lab teardown failed: "+err.Error())
-		}
-	}()
-	st.recordDatapaths(l, dps)
-
-	// One server per endpoint, started once.
-	var cells []cell
-	byPod := map[string]*server{}   // one server per pod and address
-	servers := map[string]*server{} // datapath/path → its server
-	defer func() {
-		for _, s := range byPod {
-			s.stop()
-		}
-	}()
-	for _, dp := range l.Datapaths() {
-		_, topo, err := l.Datapath(dp)
-		if err != nil {
-			return err
-		}
-		for _, ep := range topo.Paths {
-			key := dp + "/" + string(ep.Kind)
-			// Paths may share a server pod.
-			pod := ep.Server.Name + "/" + ep.ServerIP.String()
-			s, ok := byPod[pod]
-			if !ok {
-				var err error
-				if s, err = st.startServer(ctx, ep); err != nil {
-					return fmt.Errorf("start the server of %s: %w", key, err)
-				}
-				byPod[pod] = s
-			}
-			servers[key] = s
-			for _, tv := range st.o.testVariants(main) {
-				if dp == NoTrack && (tv[0] != engine.TCPCRR || ep.Kind != lab.CrossNode) {
-					continue
-				}
-				f, _ := strconv.Atoi(tv[1])
-				cells = append(cells, cell{Datapath: dp, Path: string(ep.Kind), Test: tv[0], Flows: f, MTU: mtu})
-			}
-		}
-	}
-	// Correct the ETA's plan for datapaths that turned out to be skipped.
-	st.mu.Lock()
-	st.total += len(cells)*st.o.Repeat - st.plannedFor(main)
-	st.mu.Unlock()
-	if len(cells) == 0 {
-		st.progressf("lab: no datapath can run here")
-		return nil
-	}
-	// Repeats interleaved: every repeat runs every cell once, starting at a
-	// different cell each time, so slow drifts of the machine spread evenly.
-	for rep := 0; rep < st.o.Repeat; rep++ {
-		off := (rep * len(cells)) / st.o.Repeat
-		for k := range cells {
-			c := cells[(k+off)%len(cells)]
-			if ctx.Err() != nil {
-				return nil
-			}
-			ep, err := l.Endpoint(c.Datapath, lab.PathKind(c.Path))
-			if err != nil {
-				return err
-			}
-			_, topo, _ := l.Datapath(c.Datapath)
-			dp, _, _ := l.Datapath(c.Datapath)
-			st.measure(ctx, c, rep, ep, topo, dp, servers[c.Datapath+"/"+c.Path])
-		}
-	}
-	return nil
 }
 
 func (st *state) recordDatapaths(l *lab.Lab, dps []string) {
@@ -292,11 +260,12 @@ func (st *state) startServer(ctx context.Context, ep lab.Endpoint) (*server, err
 	addr := fmt.Sprintf("%s:%d", ep.ServerIP, servePort)
 	cmd := exec.Command(st.o.Binary, "serve", "--listen", addr)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = st.childEnv()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := ep.Server.Start(cmd); err != nil {
+	if err := st.spawner.Start(ep.Server, cmd, st.serverCPUs); err != nil {
 		return nil, err
 	}
 	s := &server{cmd: cmd, addr: addr, done: make(chan struct{})}
@@ -363,13 +332,14 @@ func (st *state) measure(ctx context.Context, c cell, rep int, ep lab.Endpoint, 
 	// Own process group: the terminal's Ctrl-C reaches only the suite, which
 	// then interrupts the client so that it reports what it measured.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = st.childEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 
-	ctBefore := conntrackCount(topo)
-	bpfBefore := bpfCounters(dp)
+	// Path evidence (lab counters) around the client's whole run.
+	ev := lab.BeginEvidence(dp, topo)
 	t0 := time.Now()
-	err := ep.Client.Start(cmd)
+	err := st.spawner.Start(ep.Client, cmd, st.clientCPUs)
 	if err == nil {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -386,6 +356,7 @@ func (st *state) measure(ctx context.Context, c cell, rep int, ep lab.Endpoint, 
 		}
 	}
 	el := time.Since(t0)
+	evidence, evWarnings := ev.End()
 	var res result.Result
 	if jerr := json.Unmarshal(stdout.Bytes(), &res); jerr != nil || res.Schema != result.SchemaResult {
 		msg := strings.TrimSpace(stderr.String())
@@ -398,21 +369,23 @@ func (st *state) measure(ctx context.Context, c cell, rep int, ep lab.Endpoint, 
 		st.record(c, rep, nil, fmt.Sprintf("client failed: %s", firstLine(msg)), el)
 		return
 	}
-	if len(res.Repeats) > 0 {
+	if len(res.Repeats) > 0 && res.Repeats[0].Metrics != nil {
 		m := res.Repeats[0].Metrics
-		if m != nil && topo != nil && ctBefore >= 0 {
-			if after := conntrackCount(topo); after >= 0 {
-				m[result.ConntrackEntries] = float64(after)
-			}
+		for k, v := range evidence {
+			m[k] = v
 		}
-		if m != nil && bpfBefore != nil {
-			for k, v := range bpfDelta(bpfBefore, bpfCounters(dp)) {
-				m[k] = v
-			}
-		}
+		res.Warnings = append(res.Warnings, evWarnings...)
+		res.Warnings = append(res.Warnings, lab.CheckPath(c.Datapath, lab.PathKind(c.Path), m)...)
+	}
+	if len(res.Repeats) > 0 && res.Repeats[0].Metrics != nil && c.timeWait >= 0 {
+		res.Repeats[0].Metrics[TimeWaitAtStart] = float64(c.timeWait)
+	}
+	if res.Config == nil {
+		res.Config = map[string]string{}
 	}
 	res.Config["expected_path_mtu"] = strconv.Itoa(topo.PathMTU)
 	res.Config["pod_mtu"] = strconv.Itoa(topo.PodMTU)
+	res.Config["wire"] = topo.Wire
 	st.record(c, rep, &res, "", el)
 }
 
@@ -421,55 +394,6 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-// conntrackCount sums the conntrack entries of both nodes, -1 if unknown.
-func conntrackCount(topo *lab.Topology) int {
-	if topo == nil {
-		return -1
-	}
-	n := 0
-	for _, node := range topo.Nodes {
-		if node == nil {
-			continue
-		}
-		c, err := node.ConntrackCount()
-		if err != nil {
-			return -1
-		}
-		n += c
-	}
-	return n
-}
-
-func bpfCounters(dp lab.Datapath) map[string]uint64 {
-	cr, ok := dp.(lab.CounterReporter)
-	if !ok {
-		return nil
-	}
-	c, err := cr.Counters()
-	if err != nil {
-		return nil
-	}
-	return c
-}
-
-// bpfDelta sums per-node counters ("node1.redirect_peer") into metrics
-// ("bpf_redirect_peer_packets").
-func bpfDelta(before, after map[string]uint64) map[string]float64 {
-	out := map[string]float64{}
-	for k, a := range after {
-		_, name, ok := strings.Cut(k, ".")
-		if !ok {
-			name = k
-		}
-		d := float64(a) - float64(before[k])
-		if d < 0 {
-			d = 0
-		}
-		out["bpf_"+name+"_packets"] += d
-	}
-	return out
 }
 
 // record adds one repeat to its cell's run and writes results.json.
@@ -528,6 +452,8 @@ func (st *state) record(c cell, rep int, res *result.Result, failure string, too
 // flush writes results.json atomically.
 func (st *state) flush() error {
 	st.mu.Lock()
+	// The matrix's order, not the shuffled order of measurement.
+	slices.SortStableFunc(st.order, func(a, b string) int { return st.rank[a] - st.rank[b] })
 	st.set.Runs = st.set.Runs[:0]
 	for _, k := range st.order {
 		st.set.Runs = append(st.set.Runs, *st.runs[k])

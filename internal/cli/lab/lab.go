@@ -22,6 +22,10 @@ import (
 
 // NewCommand returns the lab command and its subcommands.
 func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
+	return newCommand(logger, s, hostPrivileges())
+}
+
+func newCommand(logger *slog.Logger, s streams.IOStreams, p privileges) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "lab",
 		Short: "Build, inspect and remove the local namespace lab",
@@ -30,29 +34,31 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 			"with no link to the host's network. See docs/lab.md.",
 		Args: cobra.NoArgs,
 	}
-	c.AddCommand(newUp(logger, s), newDown(logger, s), newStatus(logger, s), newDatapaths(logger, s))
+	c.AddCommand(newUp(logger, s, p), newDown(logger, s, p), newStatus(logger, s, p), newDatapaths(logger, s, p))
 	return c
 }
 
 type upFlags struct {
 	datapaths string
 	mtu       int
+	wire      string
 	runID     string
 	hold      bool
 }
 
-func newUp(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
+func newUp(logger *slog.Logger, s streams.IOStreams, p privileges) *cobra.Command {
 	f := &upFlags{}
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Build the lab and leave it up (remove it with 'cnibench lab down')",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runUp(cmd.Context(), logger, s, f)
+			return runUp(cmd.Context(), logger, s, f, p)
 		},
 	}
 	c.Flags().StringVar(&f.datapaths, "datapaths", "", "comma-separated datapaths to build (default: all; see 'cnibench lab datapaths')")
 	c.Flags().IntVar(&f.mtu, "mtu", lab.DefaultMTU, fmt.Sprintf("MTU of the wire between the nodes (%d-%d)", lab.MinMTU, lab.MaxMTU))
+	c.Flags().StringVar(&f.wire, "wire", lab.DefaultWire, "node-to-node wire: "+strings.Join(lab.Wires, " or ")+" (nic: segmented to the MTU by the sender, GRO at the receiver, like a NIC; veth: bare veth pair; see docs/lab.md)")
 	c.Flags().StringVar(&f.runID, "run-id", "", "run id naming the namespaces (default: random)")
 	c.Flags().BoolVar(&f.hold, "hold", false, "stay in the foreground and remove the lab on Ctrl-C (needed for datapaths whose BPF programs live in this process)")
 	return c
@@ -60,9 +66,12 @@ func newUp(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 
 // parseUpOptions turns flags into lab options; bad values are usage errors.
 func parseUpOptions(f *upFlags) (lab.Options, error) {
-	opts := lab.Options{MTU: f.mtu, RunID: f.runID, Detached: !f.hold}
+	opts := lab.Options{MTU: f.mtu, Wire: f.wire, RunID: f.runID, Detached: !f.hold}
 	if f.mtu < lab.MinMTU || f.mtu > lab.MaxMTU {
 		return opts, clierr.Usagef("--mtu %d: must be between %d and %d", f.mtu, lab.MinMTU, lab.MaxMTU)
+	}
+	if f.wire != "" && !slices.Contains(lab.Wires, f.wire) {
+		return opts, clierr.Usagef("--wire %s: must be one of %s", f.wire, strings.Join(lab.Wires, ", "))
 	}
 	if f.runID != "" {
 		if err := lab.ValidateRunID(f.runID); err != nil {
@@ -85,9 +94,12 @@ func parseUpOptions(f *upFlags) (lab.Options, error) {
 	return opts, nil
 }
 
-func runUp(ctx context.Context, logger *slog.Logger, s streams.IOStreams, f *upFlags) error {
+func runUp(ctx context.Context, logger *slog.Logger, s streams.IOStreams, f *upFlags, p privileges) error {
 	opts, err := parseUpOptions(f)
 	if err != nil {
+		return err
+	}
+	if err := p.check("up"); err != nil {
 		return err
 	}
 	l := lab.New(logger)
@@ -144,7 +156,7 @@ type downFlags struct {
 	force bool
 }
 
-func newDown(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
+func newDown(_ *slog.Logger, s streams.IOStreams, p privileges) *cobra.Command {
 	f := &downFlags{}
 	c := &cobra.Command{
 		Use:   "down",
@@ -158,6 +170,9 @@ func newDown(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 				if err := lab.ValidateRunID(f.runID); err != nil {
 					return clierr.Usagef("--run-id: %v", err)
 				}
+			}
+			if err := p.check("down"); err != nil {
+				return err
 			}
 			res, err := lab.Cleanup(cmd.Context(), lab.CleanupOptions{RunID: f.runID, Force: f.force})
 			for _, id := range res.Removed {
@@ -180,13 +195,22 @@ func newDown(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 	return c
 }
 
-func newStatus(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
+func newStatus(_ *slog.Logger, s streams.IOStreams, p privileges) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "List this machine's labs and whether they are leaked",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			// Without root, lab.Status cannot tell a lab in use from a
+			// leaked one, nor see every lab: it must not say "no lab".
+			if err := p.check("status"); err != nil {
+				return err
+			}
 			runs, err := lab.Status()
+			if err != nil && len(runs) == 0 {
+				// Nothing seen and something unreadable: "no lab" would be a guess.
+				return fmt.Errorf("lab status: %w", err)
+			}
 			if perr := printStatus(s.Out, runs); perr != nil {
 				return perr
 			}
@@ -235,29 +259,5 @@ func runState(r lab.RunStatus) string {
 		return "up (lab up)"
 	default:
 		return "in use"
-	}
-}
-
-func newDatapaths(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
-	return &cobra.Command{
-		Use:   "datapaths",
-		Short: "List the datapaths and whether this machine can run them",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "DATAPATH\tHERE\tDESCRIPTION")
-			for _, name := range lab.Names() {
-				dp, err := lab.NewDatapath(name)
-				if err != nil {
-					return err
-				}
-				here := "yes"
-				if err := dp.Probe(); err != nil {
-					here = "no: " + err.Error()
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", name, here, dp.Description())
-			}
-			return tw.Flush()
-		},
 	}
 }

@@ -20,6 +20,7 @@ func TestParseUpOptions(t *testing.T) {
 	ok := []upFlags{
 		{mtu: 1500},
 		{mtu: 9000, datapaths: "baseline, vxlan", runID: "abc1"},
+		{mtu: 1500, wire: "veth"},
 	}
 	for _, f := range ok {
 		if _, err := parseUpOptions(&f); err != nil {
@@ -35,6 +36,7 @@ func TestParseUpOptions(t *testing.T) {
 		{upFlags{mtu: 1500, datapaths: "baseline,nope"}, `unknown datapath "nope"`},
 		{upFlags{mtu: 1500, datapaths: "vxlan,vxlan"}, "listed twice"},
 		{upFlags{mtu: 1500, runID: "Bad-Id"}, "--run-id"},
+		{upFlags{mtu: 1500, wire: "fiber"}, "--wire fiber: must be one of nic, veth"},
 	} {
 		_, err := parseUpOptions(&tc.f)
 		var ue *clierr.UsageError

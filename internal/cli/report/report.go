@@ -32,13 +32,16 @@ func NewCommand(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 		Long: `Render a cnibench results file.
 
 html: one self-contained page (inline SVG charts, no scripts or network access):
-      a graded summary relative to the node-to-node baseline, bar charts per test
+      a graded summary relative to the node-to-node baseline (a cell whose 95 %
+      interval spans two grades names both) and, per datapath, why: statements
+      from the run's own counters and costs; bar charts per test
       and flow count with confidence intervals, normalised CPU cost, latency
       percentiles, the MTU sweep and scenario charts, host facts, packet paths,
       skipped items and noise warnings.
 md:   the same tables as Markdown, for a GitHub issue.
-text: the same tables for a terminal (coloured when standard output is a
-      terminal and NO_COLOR is not set).
+text: the same tables for a terminal, within 100 columns (long texts become
+      footnotes, wide tables are split; warnings are counted by kind), coloured
+      when standard output is a terminal and NO_COLOR is not set.
 
 Without --format the format follows the -o file's extension (.html, .md, .txt),
 or is text on standard output.`,

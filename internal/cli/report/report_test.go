@@ -137,3 +137,46 @@ func TestUseColor(t *testing.T) {
 		t.Error("a regular file is not a terminal")
 	}
 }
+
+// A subset run without the baseline still reports, and says in one line
+// why there is no graded summary and how to get one.
+func TestSubsetWithoutBaseline(t *testing.T) {
+	set, err := result.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []result.Run
+	for _, r := range set.Runs {
+		if r.Labels["datapath"] == "veth-routing" || r.Labels["datapath"] == "ebpf-host-routing" {
+			runs = append(runs, r)
+		}
+	}
+	set.Runs = runs
+	path := filepath.Join(t.TempDir(), "subset.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := result.Write(f, set); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"text", "md", "html"} {
+		out, errOut, code := execute(t, "--format", format, path)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", format, code, errOut)
+		}
+		note := report.NoBaselineNote
+		if format == "html" {
+			note = strings.ReplaceAll(note, `"`, "&#34;")
+		}
+		if format == "md" {
+			note = strings.ReplaceAll(note, "_", `\_`)
+		}
+		if !strings.Contains(out, note) {
+			t.Errorf("%s: the no-baseline note is missing", format)
+		}
+	}
+}

@@ -31,6 +31,7 @@ type flagpole struct {
 	Rate                   string
 	Format, Output         string
 	Quiet                  bool
+	Token                  string
 }
 
 // NewCommand returns the run command.
@@ -44,7 +45,7 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 			"  tcp_stream  bulk TCP throughput (sender and receiver side, retransmits)\n" +
 			"  tcp_rr      request/response on one persistent connection per flow\n" +
 			"  tcp_crr     a new connection per transaction (also connect-time percentiles)\n" +
-			"  udp_stream  fixed-size datagrams (default 1470 B); loss %\n" +
+			"  udp_stream  datagrams sized to the path MTU (no fragmentation); received goodput, sent rate, exact loss %\n" +
 			"  udp_rr      request/response over UDP\n" +
 			"  http        HTTP/1.1 GET; --flows concurrent clients, keep-alive off by default",
 		Args: cobra.NoArgs,
@@ -57,21 +58,22 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 	fl.StringVar(&f.Test, "test", engine.TCPRR, "test to run: "+strings.Join(engine.Tests, ", "))
 	fl.DurationVar(&f.Duration, "duration", 10*time.Second, "length of each measured window")
 	fl.DurationVar(&f.Warmup, "warmup", time.Second, "traffic before each window opens (not measured)")
-	fl.IntVar(&f.Repeat, "repeat", 3, "number of measured windows")
+	fl.IntVar(&f.Repeat, "repeat", engine.DefaultRepeat, "number of measured windows (5 or more each side for compare to reach a verdict)")
 	fl.IntVar(&f.Flows, "flows", 0, "parallel connections, 1..256 (http: concurrent clients, default 32)")
 	fl.StringVar(&f.ReqSize, "request-size", "1", "request bytes (rr tests)")
 	fl.StringVar(&f.RespSize, "response-size", "1", "response bytes (rr tests)")
-	fl.StringVar(&f.Msg, "message-size", "", "write size for tcp_stream (default 128K) or datagram size for udp_stream (default 1470)")
+	fl.StringVar(&f.Msg, "message-size", "", "write size for tcp_stream (default 128K) or datagram size for udp_stream (default: the path MTU less the IP and UDP headers; larger fragments, with a warning)")
 	fl.StringVar(&f.HTTPBody, "http-body", "1024", "HTTP response body bytes")
 	fl.StringVar(&f.HTTPPath, "http-path", "", "HTTP request path (default /, or the path of --url)")
 	fl.StringVar(&f.URL, "url", "", "http test against an external HTTP server, e.g. http://198.18.0.10:8080/ (instead of --target; server CPU is then not measured)")
-	fl.BoolVar(&f.KeepAlive, "http-keepalive", false, "reuse HTTP connections (default: a new connection per request, as `hey -disable-keepalive`)")
-	fl.StringVar(&f.Rate, "rate", "0", "fixed offered load: bit/s for stream tests (e.g. 1G), trans/s otherwise (e.g. 20k); 0 = as fast as possible")
+	fl.BoolVar(&f.KeepAlive, "http-keepalive", false, "reuse HTTP connections (default: a new connection per request, as 'hey -disable-keepalive')")
+	fl.StringVar(&f.Rate, "rate", "0", "fixed offered load: bit/s for stream tests (e.g. 1G), trans/s otherwise (e.g. 20k), latency then timed from each scheduled send (open loop, as wrk2); 0 = as fast as possible (closed loop: one transaction in flight per flow)")
 	fl.BoolVar(&f.BusyPoll, "busy-poll", false, "spin on non-blocking sockets instead of blocking in the kernel (recorded in the result)")
 	fl.DurationVar(&f.Timeout, "timeout", 5*time.Second, "bound on one blocking socket operation")
 	fl.StringVar(&f.Format, "format", "text", "output format: text or json (a cnibench/result/v1 document)")
 	fl.StringVarP(&f.Output, "output", "o", "", "also write the JSON result to this file")
 	fl.BoolVarP(&f.Quiet, "quiet", "q", false, "no progress on stderr")
+	fl.StringVar(&f.Token, "token", "", "shared secret the server requires (default $"+engine.TokenEnv+"; the variable keeps it out of the process list)")
 	return cmd
 }
 
@@ -136,7 +138,11 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 	if err != nil {
 		return err
 	}
-	cl := &engine.Client{Logger: logger}
+	token := f.Token
+	if token == "" {
+		token = os.Getenv(engine.TokenEnv)
+	}
+	cl := &engine.Client{Logger: logger, Token: token}
 	if !f.Quiet {
 		cl.Progress = func(e engine.Event) { printProgress(s.ErrOut, cfg, e) }
 	}
@@ -197,12 +203,14 @@ func PrimaryMetric(test string) string {
 
 // metricOrder lists metrics in the order the text table shows them.
 var metricOrder = []string{
-	result.ThroughputBitsPerSec, result.ThroughputRxBitsPerSec, result.TransPerSec,
+	result.ThroughputBitsPerSec, result.ThroughputRxBitsPerSec, result.ThroughputTxBitsPerSec, result.TransPerSec,
 	result.LatencyUsMean, result.LatencyUsP50, result.LatencyUsP90, result.LatencyUsP99, result.LatencyUsP999, result.LatencyUsMax,
 	result.ConnectUsP50, result.ConnectUsP90, result.ConnectUsP99, result.ConnectUsMax,
-	result.LossPct, result.DatagramsSent, result.DatagramsReceived, result.TCPRetransmits, result.Errors,
+	result.LossPct, result.DatagramsSent, result.DatagramsReceived, result.DatagramsLost, result.DatagramsDuplicated,
+	result.DatagramsReordered, result.TCPRetransmits, result.Errors,
 	result.CPUPctPer100Gbit, result.CPUUsPerTrans, result.HostCPUPct, result.HostCPUUserPct, result.HostCPUSysPct,
-	result.HostCPUSoftirqPct, result.HostCPUIrqPct, result.ClientCPUPct, result.ServerCPUPct, result.ClientRSSBytes,
+	result.HostCPUSoftirqPct, result.HostCPUIrqPct, result.RemoteHostCPUPct, result.RemoteHostCPUSysPct,
+	result.RemoteHostCPUSoftirqPct, result.ClientCPUPct, result.ServerCPUPct, result.ClientRSSBytes,
 }
 
 // PrintText writes a readable table of res.

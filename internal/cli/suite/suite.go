@@ -5,24 +5,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 	"github.com/cnibench/cnibench/internal/cli/streams"
-	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/suite"
-	"github.com/cnibench/cnibench/pkg/result"
 )
 
 type flagpole struct {
@@ -36,21 +32,35 @@ type flagpole struct {
 	Warmup      time.Duration
 	MTU         string
 	NoConntrack bool
+	NoBaseline  bool
+	Seed        uint64
+	Pin         string
+	Wire        string
 	Out         string
 }
 
 // NewCommand returns the suite command.
 func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
+	cmd, _ := newCommand(logger, s)
+	return cmd
+}
+
+func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flagpole) {
 	f := &flagpole{}
 	cmd := &cobra.Command{
 		Use:   "suite",
 		Short: "Run the benchmark matrix on the local namespace lab (needs root)",
 		Long: "Suite brings the local lab up (nodes and pods as network namespaces, one set per\n" +
 			"datapath), runs tcp_stream, tcp_rr and tcp_crr at 1 and 32 flows, udp_stream and http\n" +
-			"across every datapath, cross-node and same-node, with repeats interleaved across\n" +
-			"datapaths, writes DIR/results.json, prints a table and tears the lab down.\n\n" +
-			"Profiles: quick (3 repeats of 0.4 s, under 3 minutes on 2 cores) and standard\n" +
-			"(5 repeats of 1.5 s, plus an MTU 9000 sweep; under 20 minutes).",
+			"across every datapath, cross-node and same-node, writes DIR/results.json, prints a\n" +
+			"table and tears the lab down. Every repeat runs every cell once, in an order shuffled\n" +
+			"per repeat (--seed replays it), each cell from flushed conntrack tables; further MTUs'\n" +
+			"labs are interleaved with the main one. A --datapaths subset gets the baseline added\n" +
+			"for the graded summary (--no-baseline: not). One suite per host: a second one is\n" +
+			"refused. Its processes die with it, whatever kills it; SIGINT, SIGTERM and SIGHUP\n" +
+			"keep what was measured and exit 130.\n\n" +
+			"Profiles: quick (5 repeats of 0.2 s, under 3 minutes on 2 cores) and standard\n" +
+			"(5 repeats of 2 s, plus an MTU 9000 sweep; under 20 minutes).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runE(cmd, logger, s, f)
@@ -67,23 +77,34 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 	fl.DurationVar(&f.Warmup, "warmup", 0, "warm-up before each window (default: the profile's)")
 	fl.StringVar(&f.MTU, "mtu", "", "comma-separated wire MTUs; the first runs the whole matrix, others the MTU-sensitive tests (default: the profile's)")
 	fl.BoolVar(&f.NoConntrack, "no-conntrack-scenario", false, "skip the NOTRACK comparison on tcp_crr")
+	fl.BoolVar(&f.NoBaseline, "no-baseline", false, "with --datapaths, do not add the baseline datapath (the graded summary then has no reference)")
+	fl.Uint64Var(&f.Seed, "seed", 0, "seed of the cell order (shuffled per repeat); 0 draws one. The results record it: pass it again to replay an order")
+	fl.StringVar(&f.Pin, "pin", suite.PinNone, "CPU placement: none (the scheduler decides), same (servers and clients on one CPU), split (servers on one CPU, clients on another)")
+	fl.StringVar(&f.Wire, "wire", "", "wire mode between the lab's nodes (default: the profile's; "+strings.Join(lab.Wires, ", ")+")")
 	fl.StringVar(&f.Out, "out", "", "output directory (default: cnibench-results/<time>)")
-	return cmd
+	return cmd, f
 }
 
-func splitList(s string) []string {
+// splitList splits a comma-separated flag value; an empty element (a,,b,
+// a trailing comma, or an empty value) is an error naming the flag.
+func splitList(flag, s string) ([]string, error) {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
+		if p = strings.TrimSpace(p); p == "" {
+			return nil, clierr.Usagef("--%s %q: empty element; separate values with single commas, e.g. --%s a,b", flag, s, flag)
 		}
+		out = append(out, p)
 	}
-	return out
+	return out, nil
 }
 
 func ints(flag, s string) ([]int, error) {
+	list, err := splitList(flag, s)
+	if err != nil {
+		return nil, err
+	}
 	var out []int
-	for _, p := range splitList(s) {
+	for _, p := range list {
 		v, err := strconv.Atoi(p)
 		if err != nil {
 			return nil, clierr.Usagef("--%s %s: %q is not a whole number", flag, s, p)
@@ -98,18 +119,23 @@ func (f *flagpole) options(cmd *cobra.Command) (suite.Options, error) {
 	if err != nil {
 		return o, clierr.Usagef("--profile %s: must be quick or standard", f.Profile)
 	}
-	if f.Datapaths != "" {
-		o.Datapaths = splitList(f.Datapaths)
+	changed := cmd.Flags().Changed
+	if changed("datapaths") {
+		if o.Datapaths, err = splitList("datapaths", f.Datapaths); err != nil {
+			return o, err
+		}
 	}
-	if f.Tests != "" {
-		o.Tests = splitList(f.Tests)
+	if changed("tests") {
+		if o.Tests, err = splitList("tests", f.Tests); err != nil {
+			return o, err
+		}
 	}
-	if f.Flows != "" {
+	if changed("flows") {
 		if o.Flows, err = ints("flows", f.Flows); err != nil {
 			return o, err
 		}
 	}
-	if f.MTU != "" {
+	if changed("mtu") {
 		if o.MTUs, err = ints("mtu", f.MTU); err != nil {
 			return o, err
 		}
@@ -127,6 +153,12 @@ func (f *flagpole) options(cmd *cobra.Command) (suite.Options, error) {
 		o.Warmup = f.Warmup
 	}
 	o.Conntrack = !f.NoConntrack
+	o.NoBaseline = f.NoBaseline
+	o.Seed = f.Seed
+	o.Pin = f.Pin
+	if changed("wire") {
+		o.Wire = f.Wire
+	}
 	o.OutDir = f.Out
 	if o.OutDir == "" {
 		o.OutDir = filepath.Join("cnibench-results", time.Now().Format("20060102-150405"))
@@ -178,97 +210,4 @@ func writeReports(out *suite.Outcome) ([]string, error) {
 		return nil, err
 	}
 	return []string{html, md}, nil
-}
-
-// Table prints the primary metric of every run: one row per datapath and
-// path, one column per test and flow count.
-func Table(w io.Writer, set *result.Set) error {
-	type col struct {
-		test  string
-		flows int
-		mtu   string
-	}
-	rows := map[string]map[col]string{}
-	var rowKeys []string
-	cols := map[col]bool{}
-	for _, r := range set.Runs {
-		l := r.Labels
-		rk := l["datapath"] + " " + l["path"]
-		f, _ := strconv.Atoi(l["flows"])
-		c := col{l["test"], f, l["mtu"]}
-		if rows[rk] == nil {
-			rows[rk] = map[col]string{}
-			rowKeys = append(rowKeys, rk)
-		}
-		primary := result.TransPerSec
-		if engine.IsStream(c.test) {
-			primary = result.ThroughputBitsPerSec
-		}
-		sm, ok := r.Summary[primary]
-		if !ok || sm.N == 0 {
-			rows[rk][c] = "failed"
-		} else {
-			rows[rk][c] = result.Format(primary, sm.Median)
-			if sm.CoV > 0.1 {
-				rows[rk][c] += " ±" + strconv.Itoa(int(100*sm.CoV+0.5)) + "%"
-			}
-		}
-		cols[c] = true
-	}
-	var cl []col
-	for c := range cols {
-		cl = append(cl, c)
-	}
-	testRank := map[string]int{}
-	for i, t := range engine.Tests {
-		testRank[t] = i
-	}
-	sort.Slice(cl, func(i, j int) bool {
-		a, b := cl[i], cl[j]
-		if a.mtu != b.mtu {
-			return a.mtu < b.mtu
-		}
-		if a.test != b.test {
-			return testRank[a.test] < testRank[b.test]
-		}
-		return a.flows < b.flows
-	})
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "datapath path")
-	multiMTU := false
-	for _, c := range cl {
-		if c.mtu != cl[0].mtu {
-			multiMTU = true
-		}
-	}
-	for _, c := range cl {
-		h := fmt.Sprintf("\t%s ×%d", c.test, c.flows)
-		if multiMTU {
-			h += " mtu " + c.mtu
-		}
-		fmt.Fprint(tw, h)
-	}
-	fmt.Fprintln(tw)
-	for _, rk := range rowKeys {
-		fmt.Fprint(tw, rk)
-		for _, c := range cl {
-			v := rows[rk][c]
-			if v == "" {
-				v = "-"
-			}
-			fmt.Fprint(tw, "\t"+v)
-		}
-		fmt.Fprintln(tw)
-	}
-	for _, sk := range set.Skipped {
-		fmt.Fprintf(tw, "%s\t%s\n", sk.Labels["datapath"], sk.Reason)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "(median of the repeats; ±N% = coefficient of variation above 10%; throughput for stream tests, trans/s otherwise)")
-	if set.Interrupted {
-		fmt.Fprintln(w, "interrupted: the table covers what was measured before the interruption")
-	}
-	return nil
 }

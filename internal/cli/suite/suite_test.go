@@ -1,0 +1,47 @@
+package suite
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cnibench/cnibench/internal/cli/streams"
+	"github.com/cnibench/cnibench/internal/testutil"
+)
+
+// Bad list flags get one line naming the flag, exit status 2, and never
+// reach the lab (these run without root).
+func TestListFlagsRejectEmptyElements(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--datapaths", "veth-routing,,bridge"}, "--datapaths"},
+		{[]string{"--datapaths", "veth-routing,"}, "--datapaths"},
+		{[]string{"--datapaths", ""}, "--datapaths"},
+		{[]string{"--tests", ",tcp_rr"}, "--tests"},
+		{[]string{"--flows", "1,,32"}, "--flows"},
+		{[]string{"--mtu", "1500, ,9000"}, "--mtu"},
+		{[]string{"--flows", "1,x"}, "--flows"},
+		{[]string{"--pin", "both"}, "--pin"},
+		{[]string{"--wire", "fibre"}, "--wire"},
+	} {
+		_, stderr, code := testutil.Execute(t, NewCommand, append(tc.args, "--out", t.TempDir())...)
+		if code != 2 || !strings.HasPrefix(stderr, "cnibench: "+tc.flag) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line starting with %q", tc.args, code, stderr, tc.flag)
+		}
+	}
+}
+
+func TestOptionsFromFlags(t *testing.T) {
+	cmd, f := newCommand(nil, streams.IOStreams{})
+	if err := cmd.ParseFlags([]string{"--profile", "standard", "--datapaths", "veth-routing, bridge", "--seed", "42", "--pin", "split", "--no-baseline"}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := f.options(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(o.Datapaths, ",") != "veth-routing,bridge" || o.Seed != 42 || o.Pin != "split" || !o.NoBaseline || o.Repeat != 5 {
+		t.Errorf("options: %+v", o)
+	}
+}

@@ -1,0 +1,95 @@
+package suite
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/cnibench/cnibench/internal/report"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// fixture is the report's synthetic suite result without its scenario
+// runs (the suite's own matrix), optionally only some datapaths.
+func fixture(t *testing.T, datapaths ...string) *result.Set {
+	t.Helper()
+	set, err := result.ReadFile("../../report/testdata/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := func(l map[string]string) bool {
+		if len(datapaths) == 0 {
+			return true
+		}
+		for _, d := range datapaths {
+			if l["datapath"] == d {
+				return true
+			}
+		}
+		return false
+	}
+	var runs []result.Run
+	for _, r := range set.Runs {
+		if r.Labels["scenario"] == "" && keep(r.Labels) {
+			runs = append(runs, r)
+		}
+	}
+	set.Runs = runs
+	var skipped []result.Skip
+	for _, s := range set.Skipped {
+		if keep(s.Labels) {
+			skipped = append(skipped, s)
+		}
+	}
+	set.Skipped = skipped
+	return set
+}
+
+func TestTableGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		set  *result.Set
+	}{
+		{"table-all", fixture(t)},
+		{"table-subset", fixture(t, "veth-routing", "ebpf-host-routing", "netkit")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := Table(&b, tt.set); err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(b.String(), "\n") {
+				if n := utf8.RuneCountInString(line); n > report.TerminalWidth {
+					t.Errorf("line %d is %d columns wide (max %d): %q", i+1, n, report.TerminalWidth, line)
+				}
+			}
+			if n := strings.Count(b.String(), "no netkit"); n != 1 {
+				t.Errorf("the netkit skip is printed %d times, want once", n)
+			}
+			golden := filepath.Join("testdata", tt.name+".golden")
+			if *update {
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if b.String() != string(want) {
+				t.Errorf("output differs from %s (run go test -update if intended):\n%s", golden, b.String())
+			}
+		})
+	}
+}
