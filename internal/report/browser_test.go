@@ -11,19 +11,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/testutil"
 )
 
 var screenshot = flag.String("screenshot", "", "also copy the browser test's PNG screenshot of report.html to this file")
-
-// chromium returns the path of a Chromium binary, or "" when there is none.
-func chromium() string {
-	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
 
 func runChromium(t *testing.T, bin string, args ...string) []byte {
 	t.Helper()
@@ -50,12 +42,9 @@ func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping the browser test in -short mode")
 	}
-	bin := chromium()
-	if bin == "" {
-		t.Skip("no Chromium binary (/usr/bin/chromium, Debian package chromium): skipping the browser test")
-	}
+	bin := testutil.NeedAnyProgram(t, "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
 	dir := t.TempDir()
-	htmlPath, _, err := WriteFiles(loadFixture(t, "results.json"), dir)
+	htmlPath, _, err := WriteFiles(loadFixture(t, "results-evidence.json"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -79,6 +80,8 @@ func GradeExplanation() string {
 		"(the baseline has no container network, so its path is node-to-node; the other labels must match). "+
 		"The ratio is datapath ÷ baseline (baseline ÷ datapath for metrics where lower is better); with several flow counts "+
 		"it is their geometric mean. Very good: ≥ %.0f %% of the baseline; Good: ≥ %.0f %%; Fair: ≥ %.0f %%; Poor: below %.0f %%. "+
+		"A cell names two grades (\"Good–Very good\") when the ratio's 95 %% confidence interval crosses a threshold: "+
+		"the data cannot tell the two apart, and repeated runs may land on either side. "+
 		"Same-node traffic never leaves the host and can beat the baseline (more than 100 %%).",
 		100*VeryGoodRatio, 100*GoodRatio, 100*FairRatio, 100*FairRatio)
 }
@@ -87,14 +90,59 @@ func GradeExplanation() string {
 type gradeCell struct {
 	Grade Grade
 	Ratio float64 // NaN without data
-	Flows int     // flow counts that entered the ratio
+	// Lo and Hi bound the ratio's 95 % interval (see ratioInterval); when
+	// they fall in different grades the cell shows the span of grades.
+	Lo, Hi float64
+	Flows  int // flow counts that entered the ratio
 }
 
+// span is the best and worst grade the ratio's interval reaches.
+func (c gradeCell) span() (best, worst Grade) {
+	best, worst = c.Grade, c.Grade
+	if c.Grade == NoGrade || math.IsNaN(c.Lo) || math.IsNaN(c.Hi) {
+		return best, worst
+	}
+	if g := GradeOf(c.Hi); g != NoGrade && g < best {
+		best = g
+	}
+	if g := GradeOf(c.Lo); g != NoGrade && g > worst {
+		worst = g
+	}
+	return best, worst
+}
+
+// text is "Very good (94 %)", or "Good–Very good (88 %)" when the
+// interval spans two grades (the worse grade first).
 func (c gradeCell) text() string {
 	if c.Grade == NoGrade {
 		return "—"
 	}
-	return fmt.Sprintf("%s (%.0f %%)", c.Grade, 100*c.Ratio)
+	best, worst := c.span()
+	name := c.Grade.String()
+	if best != worst {
+		name = worst.String() + "–" + best.String()
+	}
+	return fmt.Sprintf("%s (%.0f %%)", name, 100*c.Ratio)
+}
+
+// class colours the cell by its median's grade, or by the boundary class
+// when the interval spans grades.
+func (c gradeCell) class() string {
+	best, worst := c.span()
+	if best != worst {
+		return worst.class() + "-" + best.class()[2:]
+	}
+	return c.Grade.class()
+}
+
+// logHalfWidth is the half-width of a summary's 95 % interval on a log
+// scale: the larger of ln(high/median) and ln(median/low); NaN when the
+// interval is unusable.
+func logHalfWidth(s stats.Summary) float64 {
+	if s.Median <= 0 || s.CI95Low <= 0 || s.CI95High <= 0 {
+		return math.NaN()
+	}
+	return math.Max(math.Log(s.CI95High/s.Median), math.Log(s.Median/s.CI95Low))
 }
 
 type gradeTable struct {
@@ -149,7 +197,7 @@ func (m *model) grades() []gradeTable {
 func (m *model) grade(dp, path, test string) gradeCell {
 	metric := PrimaryMetric(test)
 	better := result.Info(metric).Better
-	logSum, n := 0.0, 0
+	logSum, varSum, n := 0.0, 0.0, 0
 	for _, r := range filter(m.main, map[string]string{LabelDatapath: dp, LabelPath: path, LabelTest: test}) {
 		b := baselineRun(m.main, r.Labels)
 		if b == nil {
@@ -165,11 +213,19 @@ func (m *model) grade(dp, path, test string) gradeCell {
 			ratio = sb.Median / sd.Median
 		}
 		logSum += math.Log(ratio)
+		// The ratio's interval on a log scale: the two medians' interval
+		// half-widths added in quadrature (independent samples).
+		hd, hb := logHalfWidth(sd), logHalfWidth(sb)
+		varSum += hd*hd + hb*hb
 		n++
 	}
 	if n == 0 {
-		return gradeCell{Grade: NoGrade, Ratio: math.NaN()}
+		return gradeCell{Grade: NoGrade, Ratio: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 	}
-	ratio := math.Exp(logSum / float64(n))
-	return gradeCell{Grade: GradeOf(ratio), Ratio: ratio, Flows: n}
+	mean := logSum / float64(n)
+	// The geometric mean over flow counts: the mean of n independent log
+	// ratios has half-width sqrt(Σ h²) / n.
+	hw := math.Sqrt(varSum) / float64(n)
+	ratio := math.Exp(mean)
+	return gradeCell{Grade: GradeOf(ratio), Ratio: ratio, Lo: math.Exp(mean - hw), Hi: math.Exp(mean + hw), Flows: n}
 }

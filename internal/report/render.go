@@ -20,7 +20,7 @@ func HTML(w io.Writer, set *result.Set) error {
 	p("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
 	p("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
 	p("<meta name=\"generator\" content=\"cnibench\">\n")
-	p("<title>%s</title>\n<style>\n%s</style>\n</head>\n<body>\n", esc(d.Title), css)
+	p("<title>%s</title>\n<style>\n%s%s</style>\n</head>\n<body>\n", esc(d.Title), css, gradeCSS())
 	p("<header>\n<h1>%s</h1>\n<p class=\"sub\">%s</p>\n<nav>", esc(d.Title), esc(d.Subtitle))
 	for i, s := range d.Sections {
 		if i > 0 {
@@ -109,11 +109,6 @@ caption { text-align: left; font-weight: 600; padding: 4px 0; }
 th, td { border: 1px solid #d9d9d9; padding: 4px 9px; vertical-align: top; }
 th { background: #eef0f3; text-align: left; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.g-verygood { background: #f7d94c; }
-.g-good { background: #f5a55a; }
-.g-fair { background: #8fb8e8; }
-.g-poor { background: #e7736b; color: #fff; }
-.g-none { color: #777; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(620px, 1fr)); gap: 14px; }
 figure { margin: 0; background: #fff; border: 1px solid #ddd; padding: 6px; }
 svg.chart { width: 100%; height: auto; display: block; }
@@ -148,10 +143,6 @@ func Markdown(w io.Writer, set *result.Set) error {
 	return bw.Flush()
 }
 
-// mdGradeMark gives grades seed 002's colours in Markdown, which has no
-// cell colours: yellow Very good, orange Good, blue Fair, red Poor.
-var mdGradeMark = map[string]string{"g-verygood": "🟡 ", "g-good": "🟠 ", "g-fair": "🔵 ", "g-poor": "🔴 "}
-
 func mdEsc(s string) string {
 	r := strings.NewReplacer("|", `\|`, "*", `\*`, "_", `\_`, "<", "&lt;", ">", "&gt;")
 	return r.Replace(s)
@@ -177,22 +168,25 @@ func mdTable(w io.Writer, t *table) {
 	for _, r := range t.Rows {
 		fmt.Fprint(w, "|")
 		for _, c := range r {
-			fmt.Fprintf(w, " %s%s |", mdGradeMark[c.Class], mdEsc(c.Text))
+			fmt.Fprintf(w, " %s%s |", gradeMark(c.Class), mdEsc(c.Text))
 		}
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w)
 }
 
-// ANSI colours for the terminal (only with color).
+// ANSI colours for the terminal (only with color); grades in gradeANSI.
 var ansi = map[string]string{
-	"g-verygood": "\x1b[1;33m",
-	"g-good":     "\x1b[38;5;208m",
-	"g-fair":     "\x1b[34m",
-	"g-poor":     "\x1b[1;31m",
-	"g-none":     "\x1b[2m",
-	"bold":       "\x1b[1m",
-	"warn":       "\x1b[33m",
+	"bold": "\x1b[1m",
+	"warn": "\x1b[33m",
+}
+
+// ansiFor is the terminal colour of a class ("" for none).
+func ansiFor(class string) string {
+	if a := gradeANSI(class); a != "" {
+		return a
+	}
+	return ansi[class]
 }
 
 const ansiReset = "\x1b[0m"
@@ -202,79 +196,36 @@ const ansiReset = "\x1b[0m"
 func Text(w io.Writer, set *result.Set, color bool) error {
 	d := build(set)
 	bw := bufio.NewWriter(w)
-	col := func(class, s string) string {
-		if !color || ansi[class] == "" {
-			return s
-		}
-		return ansi[class] + s + ansiReset
-	}
+	col := colorer(color)
 	fmt.Fprintf(bw, "%s\n", col("bold", d.Title))
 	if d.Subtitle != "" {
 		fmt.Fprintf(bw, "%s\n", d.Subtitle)
 	}
 	for _, s := range d.Sections {
 		fmt.Fprintf(bw, "\n%s\n%s\n", col("bold", s.Title), strings.Repeat("=", len([]rune(s.Title))))
+		details := 0
 		for _, b := range s.Blocks {
+			if b.Detail {
+				details += len(b.List)
+				continue
+			}
 			switch {
 			case b.Para != "":
-				fmt.Fprintf(bw, "%s\n\n", wrap(b.Para, 100))
+				fmt.Fprintf(bw, "%s\n\n", wrap(b.Para, TerminalWidth))
 			case b.List != nil:
 				for _, it := range b.List {
-					line := wrap("- "+it, 100)
-					fmt.Fprintf(bw, "%s\n", strings.ReplaceAll(line, "\n", "\n  "))
+					fmt.Fprintf(bw, "%s\n", hanging("- "+it, TerminalWidth, 2))
 				}
 				fmt.Fprintln(bw)
 			case b.Table != nil:
-				textTable(bw, b.Table, col)
+				textTable(bw, b.Table, col, TerminalWidth)
 			}
+		}
+		if details > 0 {
+			fmt.Fprintf(bw, "%s\n\n", wrap(fmt.Sprintf("The %d individual items are listed in the HTML and Markdown reports (cnibench report --format md RESULTS.json).", details), TerminalWidth))
 		}
 	}
 	return bw.Flush()
-}
-
-func textTable(w io.Writer, t *table, col func(class, s string) string) {
-	if t.Caption != "" {
-		fmt.Fprintf(w, "%s\n", t.Caption)
-	}
-	width := make([]int, len(t.Header))
-	for i, h := range t.Header {
-		width[i] = runeLen(h)
-	}
-	for _, r := range t.Rows {
-		for i, c := range r {
-			if i < len(width) {
-				width[i] = max(width[i], runeLen(c.Text))
-			}
-		}
-	}
-	pad := func(s string, i int) string {
-		n := width[i] - runeLen(s)
-		if i < len(t.Right) && t.Right[i] {
-			return strings.Repeat(" ", n) + s
-		}
-		if i == len(width)-1 {
-			return s
-		}
-		return s + strings.Repeat(" ", n)
-	}
-	var hs []string
-	for i, h := range t.Header {
-		hs = append(hs, pad(h, i))
-	}
-	fmt.Fprintln(w, strings.TrimRight(strings.Join(hs, "  "), " "))
-	var rule []string
-	for _, n := range width {
-		rule = append(rule, strings.Repeat("-", n))
-	}
-	fmt.Fprintln(w, strings.Join(rule, "  "))
-	for _, r := range t.Rows {
-		var cs []string
-		for i, c := range r {
-			cs = append(cs, col(c.Class, pad(c.Text, i)))
-		}
-		fmt.Fprintln(w, strings.TrimRight(strings.Join(cs, "  "), " "))
-	}
-	fmt.Fprintln(w)
 }
 
 func runeLen(s string) int { return len([]rune(s)) }
@@ -283,7 +234,9 @@ func runeLen(s string) int { return len([]rune(s)) }
 func wrap(s string, n int) string {
 	var b strings.Builder
 	line := 0
-	for i, word := range strings.Fields(s) {
+	// Split at ASCII white space only: a no-break space joins its words.
+	words := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '\n' || r == '\t' })
+	for i, word := range words {
 		l := runeLen(word)
 		if i > 0 {
 			if line+1+l > n {

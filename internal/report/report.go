@@ -36,6 +36,9 @@ type block struct {
 	List   []string
 	Table  *table
 	Charts []chart
+	// Detail blocks are left out of the terminal output (which points to
+	// the HTML and Markdown reports for them).
+	Detail bool
 }
 
 type chart interface {
@@ -48,6 +51,12 @@ type table struct {
 	Header  []string
 	Right   []bool // right-align column
 	Rows    [][]cell
+	// Keys leading columns identify a row (repeated when the terminal
+	// table is split to fit the width; default 1).
+	Keys int
+	// Records: on a terminal, a table too wide is shown as one record per
+	// row instead (for tables of long texts).
+	Records bool
 }
 
 type cell struct {
@@ -104,7 +113,8 @@ func (m *model) summarySection() section {
 	s := section{ID: "summary", Title: "Summary"}
 	gts := m.grades()
 	if len(gts) == 0 {
-		s.Blocks = append(s.Blocks, block{Para: "No graded summary: the set has no node-to-node \"baseline\" datapath to compare with."})
+		s.Blocks = append(s.Blocks, block{Para: m.noGradesNote()})
+		s.Blocks = append(s.Blocks, m.whyBlocks()...)
 		return s
 	}
 	for _, gt := range gts {
@@ -117,15 +127,29 @@ func (m *model) summarySection() section {
 		for _, r := range gt.Rows {
 			row := []cell{txt(r.Datapath)}
 			for _, c := range r.Cells {
-				row = append(row, cell{Text: c.text(), Class: c.Grade.class()})
+				row = append(row, cell{Text: c.text(), Class: c.class()})
 			}
 			t.Rows = append(t.Rows, row)
 		}
 		s.Blocks = append(s.Blocks, block{Table: t})
 	}
+	s.Blocks = append(s.Blocks, m.whyBlocks()...)
 	s.Blocks = append(s.Blocks, block{Para: GradeExplanation()})
 	return s
 }
+
+// noGradesNote says in one line why there is no graded summary and how to
+// get one.
+func (m *model) noGradesNote() string {
+	if !m.measured(BaselineDatapath) {
+		return NoBaselineNote
+	}
+	return "No graded summary: the baseline has no runs that match the other datapaths' tests, flow counts and MTU."
+}
+
+// NoBaselineNote explains a missing graded summary (a subset run without
+// the baseline datapath); the suite prints it too.
+const NoBaselineNote = "No graded summary: the \"baseline\" datapath was not run (cnibench suite --datapaths baseline,…)."
 
 func (m *model) hostSection() section {
 	set := m.set
@@ -167,7 +191,7 @@ func (m *model) hostSection() section {
 }
 
 func (m *model) datapathSection() section {
-	t := &table{Header: []string{"Datapath", "Description", "Packet path", "Status"}}
+	t := &table{Header: []string{"Datapath", "Description", "Packet path", "Status"}, Records: true}
 	for _, dp := range m.datapaths {
 		info := m.dpInfo[dp]
 		status := "measured"
@@ -252,7 +276,7 @@ func (m *model) testSection(test string) (section, bool) {
 	s.Blocks = append(s.Blocks, block{Para: fmt.Sprintf("%s in %s (%s)%s. Values are medians ± the half-width of their 95 %% confidence interval; \"of baseline\" is the share of the node-to-node baseline's %s.",
 		MetricTitle(primary), ScaleFor(primary, 0).Unit, BetterText(primary), mtu, strings.ToLower(MetricTitle(primary)))})
 	metrics := testMetrics(test, runs)
-	t := &table{Header: []string{"Flows", "Datapath", "Path"}, Right: []bool{true, false, false}}
+	t := &table{Header: []string{"Flows", "Datapath", "Path"}, Right: []bool{true, false, false}, Keys: 3}
 	for i, mt := range metrics {
 		t.Header = append(t.Header, MetricTitle(mt))
 		t.Right = append(t.Right, true)
@@ -345,413 +369,6 @@ func slug(s string) string {
 	return b.String()
 }
 
-// skippedNote lists the skipped datapaths for a chart caption.
-func (m *model) skippedNote() string {
-	var parts []string
-	for _, dp := range m.datapaths {
-		if r := m.skipReason(dp); r != "" {
-			parts = append(parts, dp+" skipped: "+r)
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
-// datapathBarChart: one group per datapath, one bar per path, CI error
-// bars, the baseline's median as a dashed line.
-func (m *model) datapathBarChart(kind, test, fl, metric string, runs []*result.Run) *barChart {
-	sel := filter(runs, map[string]string{LabelFlows: fl})
-	paths := values(sel, LabelPath)
-	maxV := 0.0
-	for _, r := range sel {
-		if s, ok := Summary(r, metric); ok {
-			maxV = math.Max(maxV, s.Median)
-		}
-	}
-	sc := ScaleFor(metric, maxV)
-	c := &barChart{
-		ID: kind + "-" + slug(test) + "-" + fl + "f", Kind: kind,
-		Title:    fmt.Sprintf("%s — %s, %s", MetricTitle(metric), test, flowsText(fl)),
-		Subtitle: fmt.Sprintf("median with 95 %% CI, MTU %s; %s", orDash(m.defaultMTU), BetterText(metric)),
-		YLabel:   MetricTitle(metric) + " (" + AxisUnit(metric, sc) + ")",
-		Series:   showAll(paths),
-		Note:     m.skippedNote(),
-	}
-	if kind == "primary" {
-		c.YLabel = MetricTitle(metric) + " (" + AxisUnit(metric, sc) + ")"
-	} else {
-		c.YLabel = AxisUnit(metric, sc)
-		if metric == result.CPUUsPerTrans {
-			c.YLabel = "CPU time per transaction (" + AxisUnit(metric, sc) + ")"
-		} else if metric == result.CPUPctPer100Gbit {
-			c.YLabel = "host CPU (% of one core)"
-		}
-	}
-	anyWarn := false
-	for _, dp := range m.datapaths {
-		var vals []bar
-		any := false
-		for _, p := range paths {
-			r := find(sel, map[string]string{LabelDatapath: dp, LabelPath: p})
-			var b bar
-			if r != nil {
-				if s, ok := Summary(r, metric); ok {
-					b = barOf(s, sc.Div)
-					any = true
-					anyWarn = anyWarn || b.Warn
-				}
-			}
-			vals = append(vals, b)
-		}
-		if any {
-			c.Categories = append(c.Categories, show(dp))
-			c.Vals = append(c.Vals, vals)
-		}
-		if dp == BaselineDatapath && any {
-			for _, b := range vals {
-				if b.OK {
-					c.RefValue, c.HasRef, c.RefLabel = b.V, true, "baseline median "+Num(b.V)
-				}
-			}
-		}
-	}
-	if anyWarn {
-		c.Note = strings.TrimPrefix(c.Note+"; "+noteMark+" noisy or too few repeats, see Warnings", "; ")
-	}
-	if c.points() == 0 {
-		return nil
-	}
-	return c
-}
-
-// latencyChart: percentiles per datapath for one path (the baseline shown
-// for reference).
-func (m *model) latencyChart(test, fl, path string, runs []*result.Run) *barChart {
-	sel := filter(runs, map[string]string{LabelFlows: fl})
-	maxV := 0.0
-	for _, r := range sel {
-		for _, mt := range LatencyMetrics {
-			if s, ok := Summary(r, mt); ok {
-				maxV = math.Max(maxV, s.Median)
-			}
-		}
-	}
-	sc := ScaleFor(result.LatencyUsP50, maxV)
-	c := &barChart{
-		ID: "latency-" + slug(test) + "-" + fl + "f-" + slug(path), Kind: "latency",
-		Title:    fmt.Sprintf("Latency percentiles — %s, %s, %s", test, flowsText(fl), path),
-		Subtitle: fmt.Sprintf("median over repeats with 95 %% CI, MTU %s; baseline is node-to-node; lower is better", orDash(m.defaultMTU)),
-		YLabel:   "latency (" + sc.Unit + ")",
-		Series:   []string{"p50", "p90", "p99", "p99.9"},
-		Note:     m.skippedNote(),
-	}
-	anyWarn := false
-	for _, dp := range m.datapaths {
-		var r *result.Run
-		if dp == BaselineDatapath {
-			r = baselineRun(sel, map[string]string{LabelDatapath: dp, LabelPath: path, LabelTest: test, LabelFlows: fl, LabelMTU: m.defaultMTU})
-			if r == nil {
-				r = find(sel, map[string]string{LabelDatapath: dp})
-			}
-		} else {
-			r = find(sel, map[string]string{LabelDatapath: dp, LabelPath: path})
-		}
-		if r == nil {
-			continue
-		}
-		var vals []bar
-		any := false
-		for _, mt := range LatencyMetrics {
-			var b bar
-			if s, ok := Summary(r, mt); ok {
-				b = barOf(s, sc.Div)
-				any = true
-				anyWarn = anyWarn || b.Warn
-			}
-			vals = append(vals, b)
-		}
-		if any {
-			c.Categories = append(c.Categories, show(dp))
-			c.Vals = append(c.Vals, vals)
-		}
-	}
-	if anyWarn {
-		c.Note = strings.TrimPrefix(c.Note+"; "+noteMark+" noisy or too few repeats, see Warnings", "; ")
-	}
-	if c.points() == 0 {
-		return nil
-	}
-	return c
-}
-
-// sweepGroup is a set of runs that differ only in one label (the x axis).
-type sweepGroup struct {
-	key  string // the varying label
-	runs []*result.Run
-}
-
-// mtuSections: runs that differ only in the mtu label, per test and flows.
-func (m *model) mtuSections() []section {
-	var all []*result.Run
-	for i := range m.set.Runs {
-		all = append(all, &m.set.Runs[i])
-	}
-	// Group by all labels except mtu; keep groups with several MTUs.
-	groups := map[string][]*result.Run{}
-	for _, r := range all {
-		groups[labelsExcept(r.Labels, LabelMTU)] = append(groups[labelsExcept(r.Labels, LabelMTU)], r)
-	}
-	var sweep []*result.Run
-	for _, k := range keys(groups) {
-		if len(values(groups[k], LabelMTU)) > 1 {
-			sweep = append(sweep, groups[k]...)
-		}
-	}
-	if len(sweep) == 0 {
-		return nil
-	}
-	s := section{ID: "mtu-sweep", Title: "MTU sweep"}
-	s.Blocks = append(s.Blocks, block{Para: "Runs that differ only in the MTU. The baseline is node-to-node; the other datapaths use the path shown."})
-	mtus := values(sweep, LabelMTU)
-	for _, scen := range values(sweep, LabelScenario) {
-		for _, test := range values(sweep, LabelTest) {
-			for _, fl := range values(sweep, LabelFlows) {
-				sel := filter(sweep, map[string]string{LabelTest: test, LabelFlows: fl, LabelScenario: scen})
-				if len(sel) == 0 {
-					continue
-				}
-				metric := PrimaryMetric(test)
-				t := &table{Caption: fmt.Sprintf("%s, %s, %s", MetricTitle(metric), test, flowsText(fl)), Header: []string{"Datapath", "Path"}, Right: []bool{false, false}}
-				for _, mtu := range mtus {
-					t.Header = append(t.Header, "MTU "+mtu)
-					t.Right = append(t.Right, true)
-				}
-				lc := &lineChart{
-					ID: "mtu-" + slug(test) + "-" + fl + "f" + scenSuffix(scen), Kind: "mtu",
-					Title:    fmt.Sprintf("%s vs MTU — %s, %s", MetricTitle(metric), test, flowsText(fl)),
-					Subtitle: "median with 95 % CI; " + BetterText(metric),
-					XLabel:   "MTU (bytes)",
-				}
-				maxV := 0.0
-				for _, r := range sel {
-					if sm, ok := Summary(r, metric); ok {
-						maxV = math.Max(maxV, sm.Median)
-					}
-				}
-				sc := ScaleFor(metric, maxV)
-				lc.YLabel = MetricTitle(metric) + " (" + AxisUnit(metric, sc) + ")"
-				for _, mtu := range values(sel, LabelMTU) {
-					x, _ := strconv.ParseFloat(mtu, 64)
-					lc.XTicks = append(lc.XTicks, x)
-					lc.XTickLabels = append(lc.XTickLabels, mtu)
-				}
-				for i, dp := range m.datapaths {
-					for _, path := range values(sel, LabelPath) {
-						rs := filter(sel, map[string]string{LabelDatapath: dp, LabelPath: path})
-						if len(rs) == 0 {
-							continue
-						}
-						row := []cell{txt(show(dp)), txt(show(path))}
-						ls := lineSeries{Name: show(dp), Color: palette[i%len(palette)]}
-						if dp == BaselineDatapath {
-							ls.Color, ls.Dashed = pathColors["node-to-node"], true
-						}
-						if len(values(sel, LabelPath)) > 2 && dp != BaselineDatapath {
-							ls.Name = dp + " (" + path + ")"
-						}
-						for _, mtu := range mtus {
-							r := find(rs, map[string]string{LabelMTU: mtu})
-							if r == nil {
-								row = append(row, txt("—"))
-								continue
-							}
-							sm, ok := Summary(r, metric)
-							row = append(row, txt(fmtSummary(metric, sm, ok)))
-							if ok {
-								x, err := strconv.ParseFloat(mtu, 64)
-								if err == nil {
-									ls.Pts = append(ls.Pts, point{X: x, V: sm.Median / sc.Div, Lo: sm.CI95Low / sc.Div, Hi: sm.CI95High / sc.Div, Warn: stats.Notable(sm)})
-								}
-							}
-						}
-						t.Rows = append(t.Rows, row)
-						if len(ls.Pts) > 0 {
-							lc.Series = append(lc.Series, ls)
-						}
-					}
-				}
-				s.Blocks = append(s.Blocks, block{Table: t})
-				if lc.points() > 0 && len(lc.XTicks) > 0 {
-					s.Blocks = append(s.Blocks, block{Charts: []chart{lc}})
-				}
-			}
-		}
-	}
-	return []section{s}
-}
-
-func scenSuffix(scen string) string {
-	if scen == "" || scen == "mtu-sweep" {
-		return ""
-	}
-	return "-" + slug(scen)
-}
-
-func labelsExcept(l map[string]string, except ...string) string {
-	c := map[string]string{}
-	for k, v := range l {
-		if indexOf(except, k) < 0 {
-			c[k] = v
-		}
-	}
-	return result.LabelKey(c)
-}
-
-// standardLabels are the matrix labels; any other label of a scenario run
-// is the scenario's parameter (e.g. rules).
-var standardLabels = []string{LabelDatapath, LabelPath, LabelTest, LabelFlows, LabelMTU, LabelScenario}
-
-// scenarioSections: one section per scenario (except pure MTU sweeps);
-// a parameter label (rules, …) becomes the x axis, on a log scale for rules.
-func (m *model) scenarioSections() []section {
-	var runs []*result.Run
-	for i := range m.set.Runs {
-		r := &m.set.Runs[i]
-		if r.Labels[LabelScenario] != "" {
-			runs = append(runs, r)
-		}
-	}
-	var out []section
-	for _, scen := range values(runs, LabelScenario) {
-		sr := filter(runs, map[string]string{LabelScenario: scen})
-		// The parameter: a non-standard label with several values.
-		var params []string
-		seen := map[string]bool{}
-		for _, r := range sr {
-			for k := range r.Labels {
-				if indexOf(standardLabels, k) < 0 && !seen[k] {
-					seen[k] = true
-					params = append(params, k)
-				}
-			}
-		}
-		SortLabelKeys(params)
-		param := ""
-		for _, p := range params {
-			if len(values(sr, p)) > 1 {
-				param = p
-				break
-			}
-		}
-		if param == "" && len(values(sr, LabelMTU)) > 1 {
-			continue // an MTU sweep, shown in its own section
-		}
-		s := section{ID: "scenario-" + slug(scen), Title: "Scenario " + scen}
-		for _, test := range values(sr, LabelTest) {
-			metric := PrimaryMetric(test)
-			for _, fl := range values(sr, LabelFlows) {
-				for _, path := range values(sr, LabelPath) {
-					sel := filter(sr, map[string]string{LabelTest: test, LabelFlows: fl, LabelPath: path})
-					if len(sel) == 0 {
-						continue
-					}
-					if param == "" {
-						t := &table{Caption: fmt.Sprintf("%s, %s, %s, %s", MetricTitle(metric), test, flowsText(fl), path), Header: []string{"Datapath", MetricTitle(metric), CPUMetricTitle(test)}, Right: []bool{false, true, true}}
-						for _, dp := range m.datapaths {
-							if r := find(sel, map[string]string{LabelDatapath: dp}); r != nil {
-								s1, ok1 := Summary(r, metric)
-								s2, ok2 := Summary(r, CPUMetric(test))
-								t.Rows = append(t.Rows, []cell{txt(show(dp)), txt(fmtSummary(metric, s1, ok1)), txt(fmtSummary(CPUMetric(test), s2, ok2))})
-							}
-						}
-						s.Blocks = append(s.Blocks, block{Table: t})
-						if c := m.datapathBarChart("scenario", test, fl, metric, sel); c != nil {
-							c.ID = "scenario-" + slug(scen) + "-" + slug(test) + "-" + fl + "f-" + slug(path)
-							c.Title = fmt.Sprintf("%s — %s: %s, %s, %s", MetricTitle(metric), scen, test, flowsText(fl), path)
-							s.Blocks = append(s.Blocks, block{Charts: []chart{c}})
-						}
-						continue
-					}
-					var pvals []string
-					for _, pv := range values(sel, param) {
-						if pv != "" {
-							pvals = append(pvals, pv)
-						}
-					}
-					t := &table{Caption: fmt.Sprintf("%s by %s, %s, %s, %s", MetricTitle(metric), param, test, flowsText(fl), path), Header: []string{"Datapath"}, Right: []bool{false}}
-					for _, pv := range pvals {
-						t.Header = append(t.Header, param+" "+pv)
-						t.Right = append(t.Right, true)
-					}
-					logX := param == LabelRules
-					lc := &lineChart{
-						ID: "scenario-" + slug(scen) + "-" + slug(test) + "-" + fl + "f-" + slug(path), Kind: "scenario",
-						Title:    fmt.Sprintf("%s vs %s — %s: %s, %s, %s", MetricTitle(metric), param, scen, test, flowsText(fl), path),
-						Subtitle: "median with 95 % CI; " + BetterText(metric),
-						XLabel:   param,
-						LogX:     logX,
-					}
-					if logX {
-						lc.XLabel = "rules (log scale)"
-					}
-					maxV := 0.0
-					for _, r := range sel {
-						if sm, ok := Summary(r, metric); ok {
-							maxV = math.Max(maxV, sm.Median)
-						}
-					}
-					sc := ScaleFor(metric, maxV)
-					lc.YLabel = MetricTitle(metric) + " (" + AxisUnit(metric, sc) + ")"
-					numeric := true
-					for _, pv := range pvals {
-						x, err := strconv.ParseFloat(pv, 64)
-						if err != nil || (logX && x <= 0) {
-							numeric = false
-							break
-						}
-						lc.XTicks = append(lc.XTicks, x)
-						lc.XTickLabels = append(lc.XTickLabels, compactCount(pv))
-					}
-					for i, dp := range m.datapaths {
-						rs := filter(sel, map[string]string{LabelDatapath: dp})
-						if len(rs) == 0 {
-							continue
-						}
-						row := []cell{txt(show(dp))}
-						ls := lineSeries{Name: show(dp), Color: palette[i%len(palette)]}
-						if dp == BaselineDatapath {
-							ls.Color, ls.Dashed = pathColors["node-to-node"], true
-						}
-						for _, pv := range pvals {
-							r := find(rs, map[string]string{param: pv})
-							if r == nil {
-								row = append(row, txt("—"))
-								continue
-							}
-							sm, ok := Summary(r, metric)
-							row = append(row, txt(fmtSummary(metric, sm, ok)))
-							if x, err := strconv.ParseFloat(pv, 64); ok && err == nil && numeric {
-								ls.Pts = append(ls.Pts, point{X: x, V: sm.Median / sc.Div, Lo: sm.CI95Low / sc.Div, Hi: sm.CI95High / sc.Div})
-							}
-						}
-						t.Rows = append(t.Rows, row)
-						if len(ls.Pts) > 0 {
-							lc.Series = append(lc.Series, ls)
-						}
-					}
-					s.Blocks = append(s.Blocks, block{Table: t})
-					if numeric && lc.points() > 0 {
-						s.Blocks = append(s.Blocks, block{Charts: []chart{lc}})
-					}
-				}
-			}
-		}
-		if len(s.Blocks) > 0 {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // CPUMetricTitle is the title of the test's normalised CPU metric.
 func CPUMetricTitle(test string) string { return MetricTitle(CPUMetric(test)) }
 
@@ -809,72 +426,6 @@ func (m *model) skippedSection() section {
 		t.Rows = append(t.Rows, []cell{txt(CellName(x.Labels)), txt(orDash(x.Reason))})
 	}
 	s.Blocks = append(s.Blocks, block{Table: t})
-	return s
-}
-
-// reportMetrics are the metrics whose warnings the report lists.
-func reportMetrics(test string) []string {
-	out := []string{PrimaryMetric(test), CPUMetric(test)}
-	if !IsStream(test) {
-		out = append(out, LatencyMetrics...)
-	} else {
-		out = append(out, result.LossPct)
-	}
-	return out
-}
-
-func (m *model) warningSection() section {
-	s := section{ID: "warnings", Title: "Warnings"}
-	var items []string
-	if m.set.Interrupted {
-		items = append(items, "The suite was interrupted: the set is incomplete.")
-	}
-	items = append(items, m.set.Warnings...)
-	ranges := 0
-	rangeMsg := ""
-	for i := range m.set.Runs {
-		r := &m.set.Runs[i]
-		name := CellName(r.Labels)
-		if r.Interrupted {
-			items = append(items, name+": interrupted before all repeats finished")
-		}
-		for _, w := range r.Warnings {
-			items = append(items, name+": "+w)
-		}
-		// One item per message, naming the metrics that have it.
-		var order []string
-		byMsg := map[string][]string{}
-		for _, mt := range reportMetrics(r.Labels[LabelTest]) {
-			sum, ok := Summary(r, mt)
-			if !ok {
-				continue
-			}
-			for _, w := range sum.Warnings {
-				if stats.IsRangeNote(w) {
-					ranges++
-					rangeMsg = w
-					continue
-				}
-				if _, seen := byMsg[w]; !seen {
-					order = append(order, w)
-				}
-				byMsg[w] = append(byMsg[w], mt)
-			}
-		}
-		for _, w := range order {
-			items = append(items, fmt.Sprintf("%s — %s: %s", name, strings.Join(byMsg[w], ", "), w))
-		}
-	}
-	if ranges > 0 {
-		items = append(items, fmt.Sprintf("%d summaries have fewer than 6 repeats, so their interval is the range of the repeats: %s.", ranges, rangeMsg))
-	}
-	if len(items) == 0 {
-		s.Blocks = append(s.Blocks, block{Para: "No warnings."})
-		return s
-	}
-	s.Blocks = append(s.Blocks, block{Para: fmt.Sprintf("Values marked %s in the tables and charts have a warning below (thresholds: at least %d repeats, coefficient of variation at most %.0f %%, no repeat further than %.0f×MAD and %.0f %% from the median).",
-		noteMark, stats.MinRepeats, 100*stats.MaxCoV, stats.OutlierFactor, 100*stats.OutlierMinDeviation)})
-	s.Blocks = append(s.Blocks, block{List: items})
 	return s
 }
 

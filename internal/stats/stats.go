@@ -191,7 +191,40 @@ type Comparison struct {
 	// DeltaPct is (new/old - 1)·100 of the medians; NaN when old is 0.
 	DeltaPct    float64
 	Significant bool
-	Warnings    []string
+	// TooFew is set when the sample sizes cannot give any verdict: even
+	// completely separated samples would not reach p ≤ Alpha.
+	TooFew   bool
+	Warnings []string
+}
+
+// MinP is the smallest two-sided Mann–Whitney U p-value samples of sizes n
+// and m can reach (completely separated, no ties): 2 / C(n+m, n).
+func MinP(n, m int) float64 {
+	if n < 1 || m < 1 {
+		return 1
+	}
+	c := 1.0 // C(n+m, n), computed incrementally
+	for i := 1; i <= n; i++ {
+		c = c * float64(m+i) / float64(i)
+	}
+	return math.Min(1, 2/c)
+}
+
+// NeededEach is the smallest number of repeats per side for which a
+// significance test at alpha is possible.
+func NeededEach(alpha float64) int {
+	for k := 1; k < 100; k++ {
+		if MinP(k, k) <= alpha {
+			return k
+		}
+	}
+	return 100
+}
+
+// TooFewMessage says why n against m repeats can give no verdict at alpha.
+func TooFewMessage(n, m int, alpha float64) string {
+	return fmt.Sprintf("n=%d vs %d: too few repeats for a significance test at alpha=%g (the smallest possible p is %.2g); need >= %d each",
+		n, m, alpha, MinP(n, m), NeededEach(alpha))
 }
 
 // Compare runs a two-sided Mann–Whitney U test of old against new. NaN and
@@ -204,11 +237,18 @@ func Compare(old, new []float64) Comparison {
 		c.Warnings = append(c.Warnings, "one side has no measurements")
 		return c
 	}
+	if MinP(so.N, sn.N) > c.Alpha {
+		c.TooFew = true
+		c.Warnings = append(c.Warnings, TooFewMessage(so.N, sn.N, c.Alpha))
+	}
 	a := benchmath.NewSample(Clean(old), &benchmath.DefaultThresholds)
 	b := benchmath.NewSample(Clean(new), &benchmath.DefaultThresholds)
 	bc := benchmath.AssumeNothing.Compare(a, b)
 	c.P = bc.P
 	for _, w := range bc.Warnings {
+		if c.TooFew && strings.Contains(w.Error(), "samples to detect a difference") {
+			continue // said above, with the figures
+		}
 		c.Warnings = append(c.Warnings, w.Error())
 	}
 	if so.Median != 0 {

@@ -160,7 +160,7 @@ func TestCompare(t *testing.T) {
 		},
 		{
 			name: "too few to tell", old: []float64{1, 2}, new: []float64{3, 4},
-			significant: false, delta: 133.33333333333334, minP: 0.05, warn: "need >= 4 samples",
+			significant: false, delta: 133.33333333333334, minP: 0.05, warn: "need >= 4 each",
 		},
 		{
 			name: "empty side", old: base, new: nil,
@@ -243,5 +243,35 @@ func TestNotable(t *testing.T) {
 	}
 	if !IsRangeNote(Summarize([]float64{1, 2, 3, 4, 5}).Warnings[0]) {
 		t.Error("IsRangeNote does not recognise the range note")
+	}
+}
+
+func TestTooFewForAVerdict(t *testing.T) {
+	tests := []struct {
+		old, new []float64
+		tooFew   bool
+	}{
+		{[]float64{1, 2, 3}, []float64{10, 11, 12}, true}, // 3 vs 3: p ≥ 0.1 whatever the data
+		{[]float64{1, 2, 3, 4}, []float64{10, 11, 12, 13}, false},
+		{[]float64{1, 2, 3, 4, 5}, []float64{10, 11, 12, 13, 14}, false},
+		{[]float64{1, 2}, []float64{10, 11, 12, 13, 14, 15}, true}, // 2/C(8,2) = 0.071 > 0.05
+	}
+	for _, tt := range tests {
+		c := Compare(tt.old, tt.new)
+		want := MinP(len(tt.old), len(tt.new)) > c.Alpha
+		if c.TooFew != want {
+			t.Errorf("%d vs %d: TooFew %v, want %v (min p %.3f)", len(tt.old), len(tt.new), c.TooFew, want, MinP(len(tt.old), len(tt.new)))
+		}
+		if len(tt.old) == 3 && len(tt.new) == 3 {
+			if !c.TooFew || len(c.Warnings) == 0 || !strings.Contains(c.Warnings[0], "n=3 vs 3: too few repeats for a significance test at alpha=0.05") || !strings.Contains(c.Warnings[0], "need >= 4 each") {
+				t.Errorf("3 vs 3 warnings: %q", c.Warnings)
+			}
+		}
+	}
+	if got := MinP(3, 3); math.Abs(got-0.1) > 1e-12 {
+		t.Errorf("MinP(3,3) = %v, want 0.1", got)
+	}
+	if got := NeededEach(0.05); got != 4 {
+		t.Errorf("NeededEach(0.05) = %d, want 4", got)
 	}
 }

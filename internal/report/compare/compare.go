@@ -98,6 +98,8 @@ type Cell struct {
 	P           float64
 	Alpha       float64
 	Significant bool
+	// TooFew: the repeats on the two sides cannot give any verdict.
+	TooFew bool
 	// Better is +1 when the change is an improvement, -1 when it is a
 	// regression, 0 when not significant or neutral.
 	Better   int
@@ -265,6 +267,7 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 					cmp := stats.Compare(row.Base.Values, c.Values)
 					c.Compared = true
 					c.DeltaPct, c.P, c.Alpha, c.Significant, c.Warnings = cmp.DeltaPct, cmp.P, cmp.Alpha, cmp.Significant, cmp.Warnings
+					c.TooFew = cmp.TooFew
 					if c.Significant && !math.IsNaN(c.DeltaPct) && c.DeltaPct != 0 {
 						switch result.Info(mt).Better {
 						case result.HigherIsBetter:

@@ -124,3 +124,25 @@ func TestNothingToCompare(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestTooFewRepeatsSaySo(t *testing.T) {
+	a := set(run(map[string]string{"test": "tcp_rr"}, result.TransPerSec, 100, 101, 99))
+	b := set(run(map[string]string{"test": "tcp_rr"}, result.TransPerSec, 200, 201, 199))
+	r, err := Compare([]Input{{"a.json", a}, {"b.json", b}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.Tables[0].Rows[0].Cells[0]
+	if !c.TooFew || c.Significant {
+		t.Fatalf("3 vs 3 must give no verdict: %+v", c)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"too few repeats for a verdict", "n=3 vs 3: too few repeats for a significance test at alpha=0.05", "need >= 4 each"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, buf.String())
+		}
+	}
+}

@@ -177,6 +177,8 @@ func deltaText(base Side, c Cell, fn *footnotes) string {
 	switch {
 	case len(base.Values) == 0 || len(c.Values) == 0:
 		d = "? (no repeats to test)"
+	case c.TooFew:
+		d = fmt.Sprintf("? (%s: too few repeats for a verdict)", n)
 	case !c.Significant:
 		d = fmt.Sprintf("~ (%s %s)", report.PValue(c.P), n)
 	default:
@@ -189,6 +191,8 @@ func deltaText(base Side, c Cell, fn *footnotes) string {
 func (r *Result) notes() []string {
 	alpha := 0.05
 	small := map[int]bool{} // sample sizes below 6
+	var tooFew []string     // "n vs m" pairs that can give no verdict
+	seenTooFew := map[string]bool{}
 	note := func(s Side) {
 		if s.Present && s.Summary.N > 1 && s.Summary.N < 6 {
 			small[s.Summary.N] = true
@@ -200,6 +204,12 @@ func (r *Result) notes() []string {
 			for _, c := range row.Cells {
 				if c.Compared && c.Alpha > 0 {
 					alpha = c.Alpha
+				}
+				if c.TooFew {
+					if k := fmt.Sprintf("%d/%d", row.Base.Summary.N, c.Summary.N); !seenTooFew[k] {
+						seenTooFew[k] = true
+						tooFew = append(tooFew, stats.TooFewMessage(row.Base.Summary.N, c.Summary.N, c.Alpha))
+					}
 				}
 				note(c.Side)
 			}
@@ -214,6 +224,9 @@ func (r *Result) notes() []string {
 			}
 		}
 		notes = append(notes, "With fewer than 6 repeats no 95 % interval of the median exists; the range of the repeats is shown instead (confidence "+strings.Join(parts, ", ")+").")
+	}
+	for _, m := range tooFew {
+		notes = append(notes, "No verdict is possible: "+m+" (cnibench run --repeat, suite --repeat).")
 	}
 	if r.Mode == ByDatapath {
 		notes = append(notes, fmt.Sprintf("Each datapath's run is matched with the %s run whose labels are equal except datapath, and except path when no run of %s has the same path (the node-to-node baseline has no cross-node or same-node runs).", r.Base, r.Base))
