@@ -12,14 +12,14 @@ import (
 )
 
 // Comparison is cnibench's test A against a peer B on the same kind of
-// server, with the target for median(A/B).
+// server, with the target for the ratio A/B (see decide).
 type Comparison struct {
 	Test     string  // cnibench test, also the comparison's name
 	Peer     string  // netperf, iperf3, hey
 	PeerTest string  // how the peer is run, for the report
 	Unit     string  // of the compared value
 	Metric   string  // cnibench metric compared
-	Target   float64 // the median ratio must be >= Target
+	Target   float64 // the ratio's 95 % interval must lie at or above Target (plan.go)
 }
 
 var comparisons = []*Comparison{
@@ -66,7 +66,13 @@ type ComparisonResult struct {
 	PeerValue   *Spread   `json:"peer_value,omitempty"`
 	RatioValues []float64 `json:"ratios"`
 	Ratio       *Spread   `json:"ratio,omitempty"`
-	Met         *bool     `json:"met,omitempty"`
+	// CI is the ratio's estimate and 95 % interval (absent with too few
+	// rounds); Verdict is decide's: met, missed or inconclusive.
+	CI      *RatioCI `json:"ratio_ci,omitempty"`
+	Verdict string   `json:"verdict"`
+	// Kind is goal, stretch or exploratory (rowKind; exploratory too when
+	// the run does not follow the plan).
+	Kind string `json:"kind"`
 	// ServerVmHWM is each server's peak RSS over the comparison (bytes).
 	ServerVmHWM map[string]int64 `json:"server_vmhwm_bytes,omitempty"`
 	LoadBefore  string           `json:"loadavg_before"`
@@ -261,12 +267,13 @@ func peerTrial(ctx context.Context, o options, tools *Tools, env *Env, c *Compar
 		if n.Units != "Trans/s" {
 			return 0, m, fmt.Errorf("netperf: throughput units %q, want Trans/s", n.Units)
 		}
+		// A netperf built without --enable-histogram (e.g. one found on
+		// PATH) has no valid percentiles: they stay absent, and the
+		// report warns (Report.finish); the throughput still counts.
 		for col, k := range map[string]string{parse.NetperfP50: "latency_us_p50", parse.NetperfP99: "latency_us_p99"} {
-			v, err := n.Float(col)
-			if err != nil {
-				return 0, m, err
+			if v, err := n.Float(col); err == nil {
+				m[k] = v
 			}
-			m[k] = v
 		}
 		return n.Throughput, m, nil
 	case "iperf3":

@@ -177,14 +177,16 @@ func waitListening(ctx context.Context, ns string, port int, s *Server) error {
 		default:
 		}
 		argv := inNS(ns, []string{"ss", "-Hltn", fmt.Sprintf("sport = :%d", port)})
+		// A failed ss (seen once: killed by a signal on a busy machine) is
+		// retried until the deadline; its last error is reported.
 		out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
-		if err != nil {
-			return fmt.Errorf("ss: %w", err)
-		}
-		if len(bytes.TrimSpace(out)) > 0 {
+		if err == nil && len(bytes.TrimSpace(out)) > 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
+			if err != nil {
+				return fmt.Errorf("%s: port %d: ss: %w", s.Name, port, err)
+			}
 			return fmt.Errorf("%s: nothing listens on port %d after 10s", s.Name, port)
 		}
 		select {

@@ -7,10 +7,12 @@
 // single stream, 1000-client non-keep-alive http vs hey) it starts both
 // servers, then runs rounds of one cnibench trial and one peer trial,
 // alternating which goes first (A B, B A, A B, ...). Each round gives one
-// ratio cnibench/peer; the report gives min/median/max of those ratios and
-// the median of each side.
+// ratio cnibench/peer; the report gives a 95 % interval of the ratio
+// (Hodges–Lehmann / Wilcoxon signed-rank on the log-ratios) and a verdict
+// against the target decided by a rule and a number of rounds fixed in
+// advance (plan.go).
 //
-//	go run ./bench/cmd/peerbench -rounds 6 -duration 5s
+//	go run ./bench/cmd/peerbench
 //
 // It must run as root (namespaces). It creates only the namespaces
 // cnb-bench-a and cnb-bench-b (198.18.0.0/30 between them, no link to the
@@ -49,13 +51,14 @@ type options struct {
 	buildScript string
 	noInstall   bool
 	pin         string
+	goBin       string
 }
 
 func main() {
 	var o options
-	flag.IntVar(&o.rounds, "rounds", 6, "rounds per comparison (each round: one cnibench trial and one peer trial, order alternating); at least 5")
-	flag.DurationVar(&o.duration, "duration", 5*time.Second, "measured length of each trial (whole seconds; netperf, iperf3 and hey take seconds)")
-	flag.DurationVar(&o.warmup, "warmup", time.Second, "cnibench --warmup and iperf3 --omit before each trial's measured window (netperf and hey have none)")
+	flag.IntVar(&o.rounds, "rounds", planRounds, "rounds per comparison (each round: one cnibench trial and one peer trial, order alternating); at least 6; verdicts are exploratory unless it is the plan's")
+	flag.DurationVar(&o.duration, "duration", planDuration, "measured length of each trial (whole seconds; netperf, iperf3 and hey take seconds); verdicts are exploratory unless it is the plan's")
+	flag.DurationVar(&o.warmup, "warmup", planWarmup, "cnibench --warmup and iperf3 --omit before each trial's measured window (netperf and hey have none)")
 	flag.DurationVar(&o.pause, "pause", 500*time.Millisecond, "idle time between trials")
 	flag.IntVar(&o.httpClients, "http-clients", 1000, "concurrent HTTP clients (cnibench --flows, hey -c)")
 	flag.IntVar(&o.httpBody, "http-body", 1024, "HTTP response body bytes")
@@ -63,9 +66,10 @@ func main() {
 	flag.StringVar(&o.tests, "tests", "tcp_rr,tcp_crr,tcp_stream,http", "comparisons to run, comma-separated")
 	flag.StringVar(&o.jsonOut, "json", "", "write the full results (every trial) as JSON here (default bench/results/peerbench.json, peerbench-pin-MODE.json with -pin)")
 	flag.StringVar(&o.mdOut, "md", "", "also write the Markdown report here (default bench/results/peerbench.md, peerbench-pin-MODE.md with -pin; \"-\" = stdout only)")
-	flag.StringVar(&o.peersDir, "peers-dir", "peers-bin", "directory holding netperf and netserver (built with -peers-build if missing)")
-	flag.StringVar(&o.buildScript, "peers-build", "/work/shared/peers/build.sh", "script that builds netperf/netserver into a directory")
+	flag.StringVar(&o.peersDir, "peers-dir", "", "directory holding netperf and netserver, built there with the peers' build script if missing (default: netperf/netserver on PATH, else CHECKOUT/peers-bin)")
+	flag.StringVar(&o.buildScript, "peers-build", "", "script that builds netperf/netserver into a directory (default: ../shared/peers/build.sh next to the checkout, when present)")
 	flag.StringVar(&o.pin, "pin", "none", "CPU placement: none (the scheduler decides), same (servers and clients on CPU 0), split (servers on CPU 1, clients on CPU 0)")
+	flag.StringVar(&o.goBin, "go", "go", "the go command that builds cnibench and bench/httpserver (make bench passes its own)")
 	flag.BoolVar(&o.noInstall, "no-install", false, "do not apt-get install iperf3/hey when missing")
 	flag.Parse()
 	base := "bench/results/peerbench"
@@ -94,8 +98,8 @@ func main() {
 }
 
 func (o options) validate() error {
-	if o.rounds < 5 {
-		return fmt.Errorf("-rounds %d: at least 5 rounds are needed", o.rounds)
+	if o.rounds < minRounds {
+		return fmt.Errorf("-rounds %d: at least %d rounds are needed for a 95%% interval (the plan uses %d)", o.rounds, minRounds, planRounds)
 	}
 	if o.duration < time.Second || o.duration%time.Second != 0 {
 		return fmt.Errorf("-duration %v: must be whole seconds, at least 1s", o.duration)
@@ -151,7 +155,7 @@ func run(ctx context.Context, o options, stdout io.Writer) (err error) {
 	if runtime.GOOS != "linux" {
 		return errors.New("linux only")
 	}
-	root, err := moduleRoot(ctx)
+	root, err := moduleRoot(ctx, o.goBin)
 	if err != nil {
 		return err
 	}
@@ -165,20 +169,27 @@ func run(ctx context.Context, o options, stdout io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	if d := o.deviations(); len(d) > 0 {
+		logf("this run does not follow the plan (%s): its verdicts are exploratory", strings.Join(d, ", "))
+	}
+	nComp := len(splitList(o.envs)) * len(splitList(o.tests))
+	logf("%d comparisons × %d rounds of %v: about %v", nComp, o.rounds, o.duration, estimatedRunTime(o, nComp).Round(time.Second))
 	rep := &Report{
-		Schema: "cnibench/peerbench/v1",
+		Schema: "cnibench/peerbench/v2",
 		Start:  time.Now().UTC(),
 		Host:   hostInfo(),
 		Tools:  tools.versions(ctx),
 		Config: map[string]string{
-			"rounds":       fmt.Sprint(o.rounds),
-			"duration":     o.duration.String(),
-			"warmup":       o.warmup.String(),
-			"pause":        o.pause.String(),
-			"http_clients": fmt.Sprint(o.httpClients),
-			"http_body":    fmt.Sprint(o.httpBody),
-			"pin":          o.pin,
+			"rounds":        fmt.Sprint(o.rounds),
+			"duration":      o.duration.String(),
+			"warmup":        o.warmup.String(),
+			"pause":         o.pause.String(),
+			"http_clients":  fmt.Sprint(o.httpClients),
+			"http_body":     fmt.Sprint(o.httpBody),
+			"pin":           o.pin,
+			"plan_followed": fmt.Sprint(len(o.deviations()) == 0),
 		},
+		Plan: planHeader(o),
 	}
 	var runErrs []error
 	for _, envName := range splitList(o.envs) {
@@ -252,10 +263,10 @@ func run(ctx context.Context, o options, stdout io.Writer) (err error) {
 	return errors.Join(runErrs...)
 }
 
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+func moduleRoot(ctx context.Context, goBin string) (string, error) {
+	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+		return "", fmt.Errorf("%s env GOMOD: %w (pass -go /path/to/go)", goBin, err)
 	}
 	gomod := strings.TrimSpace(string(out))
 	if gomod == "" || gomod == os.DevNull {

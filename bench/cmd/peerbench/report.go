@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// Report is the harness's JSON output (schema cnibench/peerbench/v1).
+// Report is the harness's JSON output (schema cnibench/peerbench/v2).
 type Report struct {
 	Schema      string              `json:"schema"`
+	Plan        string              `json:"plan"`
 	Start       time.Time           `json:"start"`
 	End         time.Time           `json:"end"`
 	Host        Host                `json:"host"`
@@ -86,12 +87,29 @@ func (r *Report) finish(o options) {
 			c.PeerValue = &s
 		}
 		c.RatioValues = ratios(a, b)
+		c.Kind = rowKind(c.Test, o.pin)
+		if len(o.deviations()) > 0 {
+			c.Kind = KindExploratory
+		}
+		c.Verdict = VerdictInconclusive
 		if s, err := spread(c.RatioValues); err == nil {
 			c.Ratio = &s
-			met := s.Median >= c.Target
-			c.Met = &met
 			if s.N < o.rounds {
 				c.Warnings = append(c.Warnings, fmt.Sprintf("only %d of %d rounds have both sides", s.N, o.rounds))
+			}
+		}
+		if len(c.RatioValues) > 0 {
+			ci, err := ratioInterval(c.RatioValues, planConfidence)
+			if err != nil {
+				c.Warnings = append(c.Warnings, fmt.Sprintf("no interval: %v", err))
+			} else {
+				c.CI = &ci
+			}
+			c.Verdict = decide(ci.Lo, ci.Hi, c.Target, err == nil)
+		}
+		if c.Peer == "netperf" {
+			if _, ok := metricMedian(c, c.Peer, "latency_us_p50"); !ok {
+				c.Warnings = append(c.Warnings, "netperf reported no latency percentiles (built without --enable-histogram?): netperf's p50/p99 are absent")
 			}
 		}
 		if c.Test == "http" {
@@ -138,6 +156,18 @@ func fmtSpreadValue(s *Spread, unit string) string {
 
 func mib(v float64) string { return fmt.Sprintf("%.1f MiB", v/(1<<20)) }
 
+// fmtVerdict marks a missed target in bold.
+func fmtVerdict(v string) string {
+	switch v {
+	case "":
+		return "no data"
+	case VerdictMissed:
+		return "**missed**"
+	default:
+		return v
+	}
+}
+
 func verdict(met *bool) string {
 	switch {
 	case met == nil:
@@ -176,17 +206,28 @@ func (r *Report) writeMarkdown(w io.Writer) {
 		tv = append(tv, fmt.Sprintf("%s: %s", k, r.Tools[k]))
 	}
 	fmt.Fprintf(w, "Tools: %s.\n\n", strings.Join(tv, "; "))
+	if r.Plan != "" {
+		fmt.Fprintf(w, "%s\n\n", r.Plan)
+	}
 
-	fmt.Fprintln(w, "| env | test | cnibench (median) | peer | peer (median) | ratio min | ratio median | ratio max | target | verdict |")
-	fmt.Fprintln(w, "|---|---|---:|---|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| env | test | kind | cnibench (median) | peer | peer (median) | rounds | ratio | 95 % interval | ratio median (min–max) | target | verdict |")
+	fmt.Fprintln(w, "|---|---|---|---:|---|---:|---:|---:|---|---|---:|---|")
 	for _, c := range r.Comparisons {
-		rmin, rmed, rmax := "–", "–", "–"
+		est, ci, med := "–", "–", "–"
 		if c.Ratio != nil {
-			rmin, rmed, rmax = fmt.Sprintf("%.3f", c.Ratio.Min), fmt.Sprintf("%.3f", c.Ratio.Median), fmt.Sprintf("%.3f", c.Ratio.Max)
+			med = fmt.Sprintf("%.3f (%.3f–%.3f)", c.Ratio.Median, c.Ratio.Min, c.Ratio.Max)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | ≥ %.2f | %s |\n",
-			c.Env, c.Test, fmtSpreadValue(c.Cnibench, c.Unit), c.PeerTest, fmtSpreadValue(c.PeerValue, c.Unit),
-			rmin, rmed, rmax, c.Target, verdict(c.Met))
+		n := 0
+		if c.CI != nil {
+			n = c.CI.N
+			est = fmt.Sprintf("%.3f", c.CI.Estimate)
+			ci = fmt.Sprintf("[%.3f, %.3f]", c.CI.Lo, c.CI.Hi)
+		} else if c.Ratio != nil {
+			n = c.Ratio.N
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | ≥ %.2f | %s |\n",
+			c.Env, c.Test, c.Kind, fmtSpreadValue(c.Cnibench, c.Unit), c.PeerTest, fmtSpreadValue(c.PeerValue, c.Unit),
+			n, est, ci, med, c.Target, fmtVerdict(c.Verdict))
 	}
 	fmt.Fprintln(w)
 

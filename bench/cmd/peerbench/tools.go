@@ -11,14 +11,28 @@ import (
 
 // Tools holds the absolute paths of every program the harness runs.
 type Tools struct {
+	Go                   string // the go command that builds cnibench
 	Cnibench, HTTPServer string // built from this tree
-	Netperf, Netserver   string
-	Iperf3, Hey          string
+	Netperf, Netserver   string // "" when no selected comparison needs netperf
+	Iperf3, Hey          string // "" when not needed
 	Time                 string // GNU time, "" when not installed
+}
+
+// peersNeeded returns the peers (netperf, iperf3, hey) that the selected
+// comparisons run, in a fixed order.
+func peersNeeded(tests []string) map[string]bool {
+	need := map[string]bool{}
+	for _, t := range tests {
+		if c := comparisonByTest(t); c != nil {
+			need[c.Peer] = true
+		}
+	}
+	return need
 }
 
 func prepareTools(ctx context.Context, o options, root, tmp string) (*Tools, error) {
 	t := &Tools{
+		Go:         o.goBin,
 		Cnibench:   filepath.Join(tmp, "cnibench"),
 		HTTPServer: filepath.Join(tmp, "httpserver"),
 	}
@@ -27,62 +41,70 @@ func prepareTools(ctx context.Context, o options, root, tmp string) (*Tools, err
 		{t.HTTPServer, "./bench/httpserver"},
 	} {
 		logf("go build -o %s %s", b.out, b.pkg)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.out, b.pkg)
+		cmd := exec.CommandContext(ctx, t.Go, "build", "-o", b.out, b.pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("go build %s: %w: %s", b.pkg, err, out)
 		}
 	}
 
-	peers := o.peersDir
-	if !filepath.IsAbs(peers) {
-		peers = filepath.Join(root, peers)
-	}
-	t.Netperf = filepath.Join(peers, "netperf")
-	t.Netserver = filepath.Join(peers, "netserver")
-	if !isExec(t.Netperf) || !isExec(t.Netserver) {
-		logf("netperf/netserver missing in %s: building with %s", peers, o.buildScript)
-		cmd := exec.CommandContext(ctx, "bash", o.buildScript, peers)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("build peers (%s %s): %w", o.buildScript, peers, err)
+	need := peersNeeded(splitList(o.tests))
+	if need["netperf"] {
+		np, err := locateNetperf(o.peersDir, o.buildScript, root, exec.LookPath, isExec)
+		if err != nil {
+			return nil, err
 		}
-		if !isExec(t.Netperf) || !isExec(t.Netserver) {
-			return nil, fmt.Errorf("%s did not produce netperf and netserver in %s", o.buildScript, peers)
+		if np.BuildInto != "" {
+			logf("netperf/netserver missing: building them into %s with %s", np.BuildInto, np.Script)
+			cmd := exec.CommandContext(ctx, "bash", np.Script, np.BuildInto)
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Run(); err != nil {
+				return nil, fmt.Errorf("build peers (%s %s): %w", np.Script, np.BuildInto, err)
+			}
+			if !isExec(np.Netperf) || !isExec(np.Netserver) {
+				return nil, fmt.Errorf("%s did not produce netperf and netserver in %s", np.Script, np.BuildInto)
+			}
 		}
+		t.Netperf, t.Netserver = np.Netperf, np.Netserver
+		logf("netperf: %s, netserver: %s", t.Netperf, t.Netserver)
 	}
 
 	var missing []string
 	for _, p := range []string{"iperf3", "hey"} {
-		if _, err := exec.LookPath(p); err != nil {
+		if _, err := exec.LookPath(p); err != nil && need[p] {
 			missing = append(missing, p)
 		}
 	}
 	if len(missing) > 0 {
-		if o.noInstall {
-			return nil, fmt.Errorf("missing %s (and -no-install given): apt-get install -y %s", strings.Join(missing, " "), strings.Join(missing, " "))
+		_, aptErr := exec.LookPath("apt-get")
+		if o.noInstall || aptErr != nil {
+			return nil, fmt.Errorf("%s not found on PATH: %s", strings.Join(missing, " and "), howToGet(missing))
 		}
 		if err := aptInstall(ctx, missing); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w; %s", err, howToGet(missing))
 		}
 	}
 	var err error
-	if t.Iperf3, err = exec.LookPath("iperf3"); err != nil {
-		return nil, err
+	if need["iperf3"] {
+		if t.Iperf3, err = exec.LookPath("iperf3"); err != nil {
+			return nil, fmt.Errorf("iperf3: %w; %s", err, howToGet([]string{"iperf3"}))
+		}
 	}
-	if t.Hey, err = exec.LookPath("hey"); err != nil {
-		return nil, err
+	if need["hey"] {
+		if t.Hey, err = exec.LookPath("hey"); err != nil {
+			return nil, fmt.Errorf("hey: %w; %s", err, howToGet([]string{"hey"}))
+		}
 	}
 	if isExec("/usr/bin/time") {
 		t.Time = "/usr/bin/time"
 	} else {
 		logf("GNU time (/usr/bin/time) not installed: no client CPU/RSS cross-check (apt-get install -y time)")
 	}
-	need := []string{"ip", "ss", "sysctl"}
+	sys := []string{"ip", "ss", "sysctl"}
 	if o.pin != "none" {
-		need = append(need, "taskset")
+		sys = append(sys, "taskset")
 	}
-	for _, p := range need {
+	for _, p := range sys {
 		if _, err := exec.LookPath(p); err != nil {
 			return nil, fmt.Errorf("%s not found (iproute2/procps needed)", p)
 		}
@@ -133,9 +155,18 @@ func (t *Tools) versions(ctx context.Context) map[string]string {
 		return s
 	}
 	v["cnibench"] = first(t.Cnibench, "version")
-	v["netperf"] = first(t.Netperf, "-V")
-	v["iperf3"] = first(t.Iperf3, "--version")
-	v["hey"] = first("dpkg-query", "-W", "-f", "${Package} ${Version}", "hey")
-	v["go"] = first("go", "version")
+	if t.Netperf != "" {
+		v["netperf"] = first(t.Netperf, "-V") + " (" + t.Netperf + ")"
+	}
+	if t.Iperf3 != "" {
+		v["iperf3"] = first(t.Iperf3, "--version")
+	}
+	if t.Hey != "" {
+		v["hey"] = first("dpkg-query", "-W", "-f", "${Package} ${Version}", "hey")
+		if strings.HasPrefix(v["hey"], "unknown") {
+			v["hey"] = t.Hey + " (not a Debian package)"
+		}
+	}
+	v["go"] = first(t.Go, "version")
 	return v
 }
