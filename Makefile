@@ -1,12 +1,17 @@
 # cnibench — container network datapath benchmark.
 #
 #   sudo make quick      build, then run the quick lab suite with a report
-#   sudo make test       every test (privileged ones need root)
-#   make bench           cnibench against netperf, neper, iperf3 and hey (docs/benchmarks.md)
+#   sudo make test       every test (privileged ones need root); installs what they run (make deps)
+#   sudo make fresh-test the README's commands on a fresh minimal Debian 12 root (what CI runs)
+#   sudo make bench      cnibench against netperf, iperf3 and hey (docs/benchmarks.md)
 
 SHELL   := /bin/bash
-GOBIN_DIR := $(shell hack/ensure-go.sh 2>/dev/null || true)
-GO      := $(if $(GOBIN_DIR),$(GOBIN_DIR)/go,go)
+# The Go toolchain: hack/ensure-go.sh finds or installs one new enough for
+# go.mod (as root in /usr/local/lib/cnibench-go<version>; see README.md) and
+# prints its bin directory. Run at most once per make, only by a target that
+# needs Go; its errors are shown and stop make. `make GO=/path/to/go` skips it.
+GO = $(eval GO := $(ensure_go))$(GO)
+ensure_go = $(shell hack/ensure-go.sh)/go$(if $(filter-out 0,$(.SHELLSTATUS)),$(error hack/ensure-go.sh failed (the reason is above); fix it, or pass GO=/path/to/go))
 BIN     := bin/cnibench
 VERSION ?= 0.1.0
 COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
@@ -14,7 +19,12 @@ LDFLAGS := -X github.com/cnibench/cnibench/internal/buildinfo.Version=$(VERSION)
            -X github.com/cnibench/cnibench/internal/buildinfo.Commit=$(COMMIT)
 OUT     ?= cnibench-results/quick-$(shell date +%Y%m%d-%H%M%S)
 
-.PHONY: all build quick standard test test-short fuzz generate vet bench clean
+comma   := ,
+# CNIBENCH_QUICK_SHORT=1 shortens `make quick` to two datapaths and one test
+# (the fresh-machine test uses it); QUICK_ARGS adds any suite flags.
+QUICK_ARGS ?= $(if $(filter 1 true,$(CNIBENCH_QUICK_SHORT)),--datapaths baseline$(comma)veth-routing --tests tcp_rr)
+
+.PHONY: all build quick standard test test-short fuzz generate vet bench clean deps fresh-test
 
 all: build
 
@@ -23,28 +33,52 @@ build:
 
 # The main job: the quick lab suite (needs root), results and report in $(OUT).
 quick: build
-	$(BIN) suite --profile quick --out $(OUT)
+	$(BIN) suite --profile quick --out $(OUT) $(QUICK_ARGS)
 
 standard: build
 	$(BIN) suite --profile standard --out $(subst quick,standard,$(OUT))
 
 # Unit, integration and privileged tests (the latter skip with a reason
-# unless run as root), then a short run of every fuzz target.
-test: vet
+# unless run as root), then a short run of every fuzz target. `deps` installs
+# the programs the tests run; with CI=true a test missing one fails.
+test: deps vet
 	$(GO) test -count=1 -timeout 20m ./...
-	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+	$(MAKE) --no-print-directory fuzz FUZZTIME=5s GO=$(GO)
+
+# Debian packages the tests need (nftables, iproute2, iptables, ipset, procps,
+# chromium); quick when they are installed.
+deps:
+	hack/deps.sh
+
+# The README's two commands on a minimal Debian 12 root built with
+# debootstrap from this machine's mirror (needs root; hack/freshroot.sh).
+fresh-test:
+	hack/freshroot.sh
 
 test-short:
 	$(GO) test -short -count=1 ./...
 
 FUZZTIME ?= 30s
+# Every fuzz target in the tree (control protocol, admission, the parsers of
+# the HTTP responses, /proc/net/snmp and conntrack statistics).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadMsg$$' -fuzztime $(FUZZTIME) ./internal/engine/
+	$(GO) test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadResponse$$' -fuzztime $(FUZZTIME) ./internal/engine/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSNMP$$' -fuzztime $(FUZZTIME) ./internal/engine/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseCTStats$$' -fuzztime $(FUZZTIME) ./internal/lab/
+
+# The control-protocol fuzz targets for a fixed number of executions each
+# (>= 1,000,000 in all; docs/security.md records a run).
+FUZZ_EXECS ?= 500000
+.PHONY: fuzz-long
+fuzz-long:
+	$(GO) test -run '^$$' -fuzz '^FuzzReadMsg$$' -fuzztime $(FUZZ_EXECS)x ./internal/engine/
+	$(GO) test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime $(FUZZ_EXECS)x ./internal/engine/
 
 vet:
 	$(GO) vet ./...
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	@gofmt=$(dir $(GO))gofmt; test -z "$$($$gofmt -l $$(git ls-files '*.go'))" || { $$gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
 # Regenerate the BPF objects (needs clang and libbpf-dev; the generated files are committed).
 generate:
@@ -55,10 +89,11 @@ clean:
 
 # cnibench side by side with netperf (tcp_rr, tcp_crr), iperf3 (tcp_stream)
 # and hey (1000-client http), alternating A B / B A, on loopback and across a
-# veth pair between two namespaces; needs root, ~12 min with the defaults.
-# Writes bench/results/peerbench.{md,json}; see docs/benchmarks.md.
-BENCH_ROUNDS   ?= 6
-BENCH_DURATION ?= 5s
+# veth pair between two namespaces; needs root, ~21 min. The rounds, trial
+# length, targets and verdict rule are fixed in bench/cmd/peerbench/plan.go;
+# BENCH_ARGS adds flags (e.g. the stretch goals: BENCH_ARGS="-pin same -tests
+# tcp_rr,tcp_crr", ~11 min); changing -rounds/-duration makes the verdicts
+# exploratory. Writes bench/results/peerbench*.{md,json}; see docs/benchmarks.md.
 BENCH_ARGS     ?=
 bench:
-	$(GO) run ./bench/cmd/peerbench -rounds $(BENCH_ROUNDS) -duration $(BENCH_DURATION) $(BENCH_ARGS)
+	$(GO) run ./bench/cmd/peerbench -go $(GO) $(BENCH_ARGS)

@@ -56,7 +56,7 @@ func Format(metric string, v float64) string {
 		}
 	case "":
 		return fmt.Sprintf("%.4g", v)
-	case "datagrams", "segments", "errors", "entries", "packets":
+	case "datagrams", "segments", "errors", "entries", "packets", "fragments", "failures":
 		return fmt.Sprintf("%.0f %s", v, info.Unit)
 	default:
 		return fmt.Sprintf("%.4g %s", v, info.Unit)

@@ -20,41 +20,49 @@ type MetricInfo struct {
 
 // Metric names. The unit is part of the name.
 const (
-	ThroughputBitsPerSec   = "throughput_bits_per_sec"
-	ThroughputRxBitsPerSec = "throughput_rx_bits_per_sec"
-	TransPerSec            = "trans_per_sec"
-	LatencyUsMean          = "latency_us_mean"
-	LatencyUsP50           = "latency_us_p50"
-	LatencyUsP90           = "latency_us_p90"
-	LatencyUsP99           = "latency_us_p99"
-	LatencyUsP999          = "latency_us_p99.9"
-	LatencyUsMax           = "latency_us_max"
-	ConnectUsP50           = "connect_us_p50"
-	ConnectUsP90           = "connect_us_p90"
-	ConnectUsP99           = "connect_us_p99"
-	ConnectUsMax           = "connect_us_max"
-	LossPct                = "loss_pct"
-	DatagramsSent          = "datagrams_sent"
-	DatagramsReceived      = "datagrams_received"
-	TCPRetransmits         = "tcp_retransmits"
-	Errors                 = "errors"
-	ClientCPUPct           = "client_cpu_pct"
-	ServerCPUPct           = "server_cpu_pct"
-	HostCPUPct             = "host_cpu_pct"
-	HostCPUUserPct         = "host_cpu_user_pct"
-	HostCPUSysPct          = "host_cpu_sys_pct"
-	HostCPUSoftirqPct      = "host_cpu_softirq_pct"
-	HostCPUIrqPct          = "host_cpu_irq_pct"
-	CPUPctPer100Gbit       = "cpu_pct_per_100gbit"
-	CPUUsPerTrans          = "cpu_us_per_trans"
-	ClientRSSBytes         = "client_max_rss_bytes"
-	ConntrackEntries       = "conntrack_entries"
+	ThroughputBitsPerSec    = "throughput_bits_per_sec"
+	ThroughputRxBitsPerSec  = "throughput_rx_bits_per_sec"
+	ThroughputTxBitsPerSec  = "throughput_tx_bits_per_sec"
+	TransPerSec             = "trans_per_sec"
+	LatencyUsMean           = "latency_us_mean"
+	LatencyUsP50            = "latency_us_p50"
+	LatencyUsP90            = "latency_us_p90"
+	LatencyUsP99            = "latency_us_p99"
+	LatencyUsP999           = "latency_us_p99.9"
+	LatencyUsMax            = "latency_us_max"
+	ConnectUsP50            = "connect_us_p50"
+	ConnectUsP90            = "connect_us_p90"
+	ConnectUsP99            = "connect_us_p99"
+	ConnectUsMax            = "connect_us_max"
+	LossPct                 = "loss_pct"
+	DatagramsSent           = "datagrams_sent"
+	DatagramsReceived       = "datagrams_received"
+	DatagramsLost           = "datagrams_lost"
+	DatagramsDuplicated     = "datagrams_duplicated"
+	DatagramsReordered      = "datagrams_reordered"
+	TCPRetransmits          = "tcp_retransmits"
+	Errors                  = "errors"
+	ClientCPUPct            = "client_cpu_pct"
+	ServerCPUPct            = "server_cpu_pct"
+	HostCPUPct              = "host_cpu_pct"
+	HostCPUUserPct          = "host_cpu_user_pct"
+	HostCPUSysPct           = "host_cpu_sys_pct"
+	HostCPUSoftirqPct       = "host_cpu_softirq_pct"
+	HostCPUIrqPct           = "host_cpu_irq_pct"
+	RemoteHostCPUPct        = "remote_host_cpu_pct"
+	RemoteHostCPUSysPct     = "remote_host_cpu_sys_pct"
+	RemoteHostCPUSoftirqPct = "remote_host_cpu_softirq_pct"
+	CPUPctPer100Gbit        = "cpu_pct_per_100gbit"
+	CPUUsPerTrans           = "cpu_us_per_trans"
+	ClientRSSBytes          = "client_max_rss_bytes"
+	ConntrackEntries        = "conntrack_entries"
 )
 
 // Metrics documents every metric cnibench reports. docs/results.md mirrors it.
 var Metrics = map[string]MetricInfo{
-	ThroughputBitsPerSec:         {"bit/s", HigherIsBetter, "payload bits per second written by the senders during the measured window (goodput, no headers)"},
-	ThroughputRxBitsPerSec:       {"bit/s", HigherIsBetter, "payload bits per second read by the receivers during the measured window"},
+	ThroughputBitsPerSec:         {"bit/s", HigherIsBetter, "the headline throughput, payload bits per second (goodput, no headers): tcp_stream and http, what the senders wrote in the window; udp_stream, what the receiver got (throughput_rx_bits_per_sec), the sent rate being throughput_tx_bits_per_sec"},
+	ThroughputRxBitsPerSec:       {"bit/s", HigherIsBetter, "payload bits per second read by the receivers during the measured window (udp_stream: unique datagrams of the measured phase)"},
+	ThroughputTxBitsPerSec:       {"bit/s", Neutral, "payload bits per second written by the senders during the measured window (stream tests; for udp_stream the offered load, of which loss_pct did not arrive)"},
 	TransPerSec:                  {"trans/s", HigherIsBetter, "transactions per second: request/response pairs (rr), connect+request+response+close (crr), HTTP requests (http), messages or datagrams sent (stream tests)"},
 	LatencyUsMean:                {"µs", LowerIsBetter, "mean transaction latency"},
 	LatencyUsP50:                 {"µs", LowerIsBetter, "median transaction latency"},
@@ -66,9 +74,12 @@ var Metrics = map[string]MetricInfo{
 	ConnectUsP90:                 {"µs", LowerIsBetter, "90th percentile connect time"},
 	ConnectUsP99:                 {"µs", LowerIsBetter, "99th percentile connect time"},
 	ConnectUsMax:                 {"µs", LowerIsBetter, "largest connect time"},
-	LossPct:                      {"%", LowerIsBetter, "UDP datagrams sent in the window but not received, in percent of those sent"},
+	LossPct:                      {"%", LowerIsBetter, "UDP datagrams sent in the window but not received, in percent of those sent (exact: sequence numbers and a phase byte in every datagram)"},
 	DatagramsSent:                {"datagrams", Neutral, "UDP datagrams sent in the measured window"},
-	DatagramsReceived:            {"datagrams", Neutral, "UDP datagrams of the measured window that the receiver got"},
+	DatagramsReceived:            {"datagrams", Neutral, "distinct UDP datagrams of the measured window that the receiver got (duplicates not counted)"},
+	DatagramsLost:                {"datagrams", LowerIsBetter, "UDP datagrams sent in the measured window that never arrived: datagrams_sent − datagrams_received, counted after the receiver's queues drained"},
+	DatagramsDuplicated:          {"datagrams", LowerIsBetter, "UDP datagrams of the measured window that arrived more than once (extra copies)"},
+	DatagramsReordered:           {"datagrams", LowerIsBetter, "UDP datagrams of the measured window that arrived after a later one of their flow (out of order, as iperf3 counts)"},
 	TCPRetransmits:               {"segments", LowerIsBetter, "TCP segments retransmitted by the senders during the window (TCP_INFO total_retrans)"},
 	Errors:                       {"errors", LowerIsBetter, "failed transactions (connect or I/O errors, bad HTTP status)"},
 	ClientCPUPct:                 {"% of a core", LowerIsBetter, "client process user+sys CPU time over the window (getrusage), 100 = one core"},
@@ -78,13 +89,39 @@ var Metrics = map[string]MetricInfo{
 	HostCPUSysPct:                {"% of a core", LowerIsBetter, "host-wide system CPU over the window"},
 	HostCPUSoftirqPct:            {"% of a core", LowerIsBetter, "host-wide softirq CPU over the window (most of the network stack)"},
 	HostCPUIrqPct:                {"% of a core", LowerIsBetter, "host-wide hard-irq CPU over the window"},
-	CPUPctPer100Gbit:             {"% of a core", LowerIsBetter, "host CPU needed for 100 Gbit/s: host_cpu_pct × 100 Gbit/s ÷ throughput (seed 000's normalisation)"},
-	CPUUsPerTrans:                {"µs", LowerIsBetter, "host CPU time spent per transaction: host busy CPU time ÷ transactions"},
+	RemoteHostCPUPct:             {"% of a core", LowerIsBetter, "the server host's busy CPU over its window from its /proc/stat; absent when client and server share one host (host_cpu_pct then covers both)"},
+	RemoteHostCPUSysPct:          {"% of a core", LowerIsBetter, "the server host's system CPU over its window (absent on a shared host)"},
+	RemoteHostCPUSoftirqPct:      {"% of a core", LowerIsBetter, "the server host's softirq CPU over its window (absent on a shared host)"},
+	CPUPctPer100Gbit:             {"% of a core", LowerIsBetter, "host CPU needed for 100 Gbit/s: busy CPU of the client's and (if another) the server's host × 100 Gbit/s ÷ throughput_bits_per_sec (for udp_stream, bits received) (seed 000's normalisation)"},
+	CPUUsPerTrans:                {"µs", LowerIsBetter, "host CPU time spent per transaction: busy CPU time of the client's and (if another) the server's host ÷ transactions"},
 	ClientRSSBytes:               {"bytes", LowerIsBetter, "client process peak resident set size"},
+	"client_ip_frag_creates":     {"fragments", LowerIsBetter, "IP fragments created in the client's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},
+	"client_ip_frag_oks":         {"datagrams", LowerIsBetter, "IP datagrams fragmented in the client's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},
+	"client_ip_reasm_reqds":      {"fragments", LowerIsBetter, "IP fragments received that needed reassembly in the client's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},
+	"client_ip_reasm_oks":        {"datagrams", LowerIsBetter, "IP datagrams reassembled in the client's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},
+	"client_ip_reasm_fails":      {"failures", LowerIsBetter, "IP reassembly failures in the client's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},
+	"server_ip_frag_creates":     {"fragments", LowerIsBetter, "IP fragments created in the server's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},
+	"server_ip_frag_oks":         {"datagrams", LowerIsBetter, "IP datagrams fragmented in the server's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},
+	"server_ip_reasm_reqds":      {"fragments", LowerIsBetter, "IP fragments received that needed reassembly in the server's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},
+	"server_ip_reasm_oks":        {"datagrams", LowerIsBetter, "IP datagrams reassembled in the server's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},
+	"server_ip_reasm_fails":      {"failures", LowerIsBetter, "IP reassembly failures in the server's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},
 	ConntrackEntries:             {"entries", Neutral, "connection-tracking entries in the two node namespaces right after the repeat (shows whether a datapath engages conntrack)"},
+	"time_wait_at_start":         {"sockets", Neutral, "TCP sockets in TIME_WAIT in the datapath's namespaces when the repeat started (the suite flushes conntrack before every cell but cannot remove TIME_WAIT sockets, so it records them)"},
 	"bpf_redirect_peer_packets":  {"packets", Neutral, "packets the eBPF datapath redirected straight into a pod (bpf_redirect_peer) during the repeat"},
 	"bpf_redirect_neigh_packets": {"packets", Neutral, "packets the eBPF datapath redirected out of a node (bpf_redirect_neigh) during the repeat"},
 	"bpf_pass_packets":           {"packets", Neutral, "packets the eBPF datapath handed to the node's stack during the repeat"},
+	"bpf_drop_packets":           {"packets", Neutral, "packets the eBPF datapath dropped because a redirect helper refused them, during the repeat (path proof: should be 0)"},
+	"bpf_ct_new_packets":         {"packets", Neutral, "packets that created an entry in the eBPF datapath's connection-tracking map during the repeat (new connections, per node)"},
+	"bpf_ct_established_packets": {"packets", Neutral, "packets found in the eBPF datapath's connection-tracking map in the original direction during the repeat"},
+	"bpf_ct_reply_packets":       {"packets", Neutral, "packets found in the eBPF datapath's connection-tracking map in the reply direction during the repeat"},
+	"bpf_policy_denied_packets":  {"packets", Neutral, "packets the eBPF datapath's policy map dropped during the repeat (path proof: should be 0)"},
+	"conntrack_new_packets":      {"packets", Neutral, "packets the nodes forwarded in conntrack state new (nft forward-chain counter) during the repeat: > 0 proves conntrack engaged, 0 expected on NOTRACK and eBPF datapaths"},
+	"conntrack_drops":            {"packets", LowerIsBetter, "conntrack drop + early_drop + insert_failed in the nodes during the repeat (/proc/net/stat/nf_conntrack; table full or clashes)"},
+	"conntrack_invalid_packets":  {"packets", Neutral, "packets conntrack found invalid in the nodes during the repeat (/proc/net/stat/nf_conntrack)"},
+	"nft_forward_packets":        {"packets", Neutral, "packets the nodes' nft forward chain accepted or dropped during the repeat (0 expected on eBPF datapaths, whose redirect bypasses it)"},
+	"vxlan_tx_packets":           {"packets", Neutral, "packets the nodes' VXLAN devices sent during the repeat (path proof of the vxlan datapaths on cross-node paths)"},
+	"wire_tx_packets":            {"packets", Neutral, "packets the two nodes sent on the node-to-node wire during the repeat (with wire_tx_bytes: frame size on the wire, at most MTU + 14 on the NIC-like wire)"},
+	"wire_tx_bytes":              {"bytes", Neutral, "bytes (Ethernet frames) the two nodes sent on the node-to-node wire during the repeat"},
 }
 
 // Info returns the metric's documentation, with a generic entry for

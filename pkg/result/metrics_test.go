@@ -36,6 +36,7 @@ func TestFormat(t *testing.T) {
 		{LatencyUsP99, 15300, "15.3 ms"},
 		{LossPct, 0.5, "0.5 %"},
 		{DatagramsSent, 419500, "419500 datagrams"},
+		{"client_ip_frag_creates", 190900, "190900 fragments"},
 		{ClientRSSBytes, 20 << 20, "20.0 MiB"},
 		{"unknown_thing", 3, "3"},
 	}

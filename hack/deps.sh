@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install the Debian packages the tests run (`make deps`; `make test` runs it):
+#   nftables  nft        the BPF host-routing tests' forward counters
+#   iproute2  ip         lab tests and the fresh-machine test's network check
+#   iptables, ipset      the filter scenarios' backends
+#   procps    pgrep      the suite tests' "no process left behind" check
+#   chromium             the report's browser test
+# Quick when all are there (one dpkg-query); as non-root it only says what is
+# missing (the tests that need it then skip, or fail with CI=true).
+set -euo pipefail
+pkgs=(nftables iproute2 iptables ipset procps chromium ca-certificates)
+missing=()
+for p in "${pkgs[@]}"; do
+  st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$st" = installed ] || missing+=("$p")
+done
+[ "${#missing[@]}" -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps: missing ${missing[*]}; not root, so not installing them: the tests that need them skip (run 'sudo make deps')" >&2
+  [ "${CI:-}" = true ] && { echo "deps: CI=true: failing instead" >&2; exit 1; }
+  exit 0
+fi
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+install() { apt-get install -y -q --no-install-recommends "${missing[@]}" >&2; }
+if ! install; then
+  echo "deps: install failed; running apt-get update and trying again" >&2
+  apt-get update -q >&2
+  install || { echo "deps: apt-get install ${missing[*]} failed (see above)" >&2; exit 1; }
+fi
