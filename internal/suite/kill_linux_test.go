@@ -30,7 +30,44 @@ func suiteCmd(t *testing.T, bin string) *exec.Cmd {
 	// Its own process group, so that signals sent here reach only it; its
 	// children are in groups of their own anyway.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Last line of defence, and a check: once the test is over, no lab of
+	// this suite process may remain. One that does is removed (so that no
+	// later test or CI check trips on it) and fails the test.
+	t.Cleanup(func() {
+		if cmd.Process == nil {
+			return
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		runs, err := statusSettled()
+		if err != nil {
+			t.Errorf("lab status after the test: %v", err)
+		}
+		for _, r := range runs {
+			if r.State == nil || r.State.PID != cmd.Process.Pid {
+				continue
+			}
+			out, err := exec.Command(bin, "lab", "down", "--run-id", r.RunID).CombinedOutput()
+			t.Errorf("the lab of suite pid %d (run %s, %d namespaces) was left behind; removed it (lab down: %v %s)",
+				cmd.Process.Pid, r.RunID, len(r.Namespaces), err, bytes.TrimSpace(out))
+		}
+	})
 	return cmd
+}
+
+// statusSettled is lab.Status, retried while it fails (a namespace or state
+// file of a parallel test may vanish while it is read), so that a check
+// never passes for want of an answer.
+func statusSettled() ([]lab.RunStatus, error) {
+	var err error
+	for i := 0; i < 20; i++ {
+		var runs []lab.RunStatus
+		if runs, err = lab.Status(); err == nil {
+			return runs, nil
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return nil, err
 }
 
 // procsOf lists the live processes running bin.
@@ -93,9 +130,9 @@ func linkIDs(pid int) []link.ID {
 // ids.
 func labDownDeadRuns(t *testing.T, bin string, before []string, pid int) []string {
 	t.Helper()
-	runs, err := lab.Status()
+	runs, err := statusSettled()
 	if err != nil {
-		t.Logf("lab status: %v", err)
+		t.Fatalf("lab status: %v", err)
 	}
 	var ids []string
 	for _, r := range runs {
@@ -159,7 +196,11 @@ func TestSuiteKilledAnywhereLeavesNoProcess(t *testing.T) {
 					t.Errorf("run %s: state file left after lab down", id)
 				}
 			}
-			if runs, _ := lab.Status(); slices.ContainsFunc(runs, func(r lab.RunStatus) bool { return r.State != nil && r.State.PID == pid }) {
+			runs, err := statusSettled()
+			if err != nil {
+				t.Fatalf("lab status: %v", err)
+			}
+			if slices.ContainsFunc(runs, func(r lab.RunStatus) bool { return r.State != nil && r.State.PID == pid }) {
 				t.Errorf("a lab state of the killed suite (pid %d) is left after lab down", pid)
 			}
 			for id := range links {
@@ -170,7 +211,7 @@ func TestSuiteKilledAnywhereLeavesNoProcess(t *testing.T) {
 			}
 			for _, ns := range labNamespaces(t) {
 				if !slices.Contains(before, ns) {
-					if runs, _ := lab.Status(); slices.ContainsFunc(runs, func(r lab.RunStatus) bool {
+					if slices.ContainsFunc(runs, func(r lab.RunStatus) bool {
 						return r.Leaked && slices.Contains(r.Namespaces, ns)
 					}) {
 						t.Errorf("leaked namespace %s left after lab down", ns)
