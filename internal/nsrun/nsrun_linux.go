@@ -72,7 +72,12 @@ func NewScratch() (netns.NsHandle, error) { return create(netns.New) }
 
 // NewNamed creates a named network namespace (bind-mounted under
 // /run/netns, as `ip netns add` does) without moving the caller's thread.
+// /run/netns is made a shared mount point first, as iproute2 does, so that a
+// later `ip netns add` cannot hide the namespace (see ensureRunDir).
 func NewNamed(name string) (netns.NsHandle, error) {
+	if err := ensureRunDir(RunDir); err != nil {
+		return netns.None(), err
+	}
 	return create(func() (netns.NsHandle, error) { return netns.NewNamed(name) })
 }
 
