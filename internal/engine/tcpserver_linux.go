@@ -201,11 +201,7 @@ func (ts *tcpServer) write(fd int, buf []byte) error {
 	for waited := 0; off < len(buf); {
 		n, err := unix.Write(fd, buf[off:])
 		if err != nil {
-			if err == unix.EINTR {
-				continue
-			}
-			if errTimeout(err) && !ts.closed.Load() && waited < ts.idleTicks {
-				waited++
+			if ts.retry(err, &waited) {
 				continue
 			}
 			return err
@@ -216,6 +212,20 @@ func (ts *tcpServer) write(fd int, buf []byte) error {
 	return nil
 }
 
+// retry reports whether a failed read or write on a data connection is tried
+// again: after EINTR, and after a socket timeout while the server runs and the
+// peer has been silent for fewer than idleTicks ticks in a row.
+func (ts *tcpServer) retry(err error, waited *int) bool {
+	if err == unix.EINTR {
+		return true
+	}
+	if errTimeout(err) && !ts.closed.Load() && *waited < ts.idleTicks {
+		*waited++
+		return true
+	}
+	return false
+}
+
 // sink reads a stream until the peer closes it.
 func (ts *tcpServer) sink(fd int, buf []byte) {
 	var y yielder
@@ -224,11 +234,7 @@ func (ts *tcpServer) sink(fd int, buf []byte) {
 		y.yield()
 		n, err := unix.Read(fd, buf)
 		if err != nil {
-			if err == unix.EINTR {
-				continue
-			}
-			if errTimeout(err) && !ts.closed.Load() && waited < ts.idleTicks {
-				waited++
+			if ts.retry(err, &waited) {
 				continue
 			}
 			return
@@ -263,11 +269,7 @@ func (ts *tcpServer) readReq(fd int, req []byte) error {
 	for off := 0; off < len(req); {
 		n, err := unix.Read(fd, req[off:])
 		if err != nil {
-			if err == unix.EINTR {
-				continue
-			}
-			if errTimeout(err) && !ts.closed.Load() && waited < ts.idleTicks {
-				waited++
+			if ts.retry(err, &waited) {
 				continue
 			}
 			return err
