@@ -27,13 +27,7 @@ func (m *model) skippedNote() string {
 func (m *model) datapathBarChart(kind, test, fl, metric string, runs []*result.Run) *barChart {
 	sel := filter(runs, map[string]string{LabelFlows: fl})
 	paths := values(sel, LabelPath)
-	maxV := 0.0
-	for _, r := range sel {
-		if s, ok := Summary(r, metric); ok {
-			maxV = math.Max(maxV, s.Median)
-		}
-	}
-	sc := ScaleFor(metric, maxV)
+	sc := scaleOf(sel, metric)
 	c := &barChart{
 		ID: kind + "-" + slug(test) + "-" + fl + "f", Kind: kind,
 		Title:    fmt.Sprintf("%s — %s, %s", MetricTitle(metric), test, flowsText(fl)),
@@ -93,15 +87,7 @@ func (m *model) datapathBarChart(kind, test, fl, metric string, runs []*result.R
 // for reference).
 func (m *model) latencyChart(test, fl, path string, runs []*result.Run) *barChart {
 	sel := filter(runs, map[string]string{LabelFlows: fl})
-	maxV := 0.0
-	for _, r := range sel {
-		for _, mt := range LatencyMetrics {
-			if s, ok := Summary(r, mt); ok {
-				maxV = math.Max(maxV, s.Median)
-			}
-		}
-	}
-	sc := ScaleFor(result.LatencyUsP50, maxV)
+	sc := scaleOf(sel, result.LatencyUsP50, LatencyMetrics...)
 	c := &barChart{
 		ID: "latency-" + slug(test) + "-" + fl + "f-" + slug(path), Kind: "latency",
 		Title:    fmt.Sprintf("Latency percentiles — %s, %s, %s", test, flowsText(fl), path),
@@ -147,4 +133,21 @@ func (m *model) latencyChart(test, fl, path string, runs []*result.Run) *barChar
 		return nil
 	}
 	return c
+}
+
+// scaleOf is the display scale of metric for the largest median among runs
+// of the metrics given (metric itself when none are).
+func scaleOf(runs []*result.Run, metric string, of ...string) Scale {
+	if len(of) == 0 {
+		of = []string{metric}
+	}
+	maxV := 0.0
+	for _, r := range runs {
+		for _, mt := range of {
+			if s, ok := Summary(r, mt); ok {
+				maxV = math.Max(maxV, s.Median)
+			}
+		}
+	}
+	return ScaleFor(metric, maxV)
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 
 	"github.com/cnibench/cnibench/internal/stats"
@@ -60,13 +59,7 @@ func (m *model) mtuSections() []section {
 					Subtitle: "median with 95 % CI; " + BetterText(metric),
 					XLabel:   "MTU (bytes)",
 				}
-				maxV := 0.0
-				for _, r := range sel {
-					if sm, ok := Summary(r, metric); ok {
-						maxV = math.Max(maxV, sm.Median)
-					}
-				}
-				sc := ScaleFor(metric, maxV)
+				sc := scaleOf(sel, metric)
 				lc.YLabel = MetricTitle(metric) + " (" + AxisUnit(metric, sc) + ")"
 				for _, mtu := range values(sel, LabelMTU) {
 					x, _ := strconv.ParseFloat(mtu, 64)
@@ -222,13 +215,7 @@ func (m *model) scenarioSections() []section {
 					if logX {
 						lc.XLabel = "rules (log scale)"
 					}
-					maxV := 0.0
-					for _, r := range sel {
-						if sm, ok := Summary(r, metric); ok {
-							maxV = math.Max(maxV, sm.Median)
-						}
-					}
-					sc := ScaleFor(metric, maxV)
+					sc := scaleOf(sel, metric)
 					lc.YLabel = MetricTitle(metric) + " (" + AxisUnit(metric, sc) + ")"
 					numeric := true
 					for _, pv := range pvals {
