@@ -131,6 +131,12 @@ func (cl *Client) Run(ctx context.Context, cfg Config) (*result.Result, error) {
 		return nil, fmt.Errorf("resolve %s: %w", host, err)
 	}
 	ip := ips[0].Unmap()
+	if cfg.Test == ICMPEcho {
+		// Fail before any repeat when ICMP datagram sockets are refused.
+		if err := checkICMPSocket(ip); err != nil {
+			return nil, err
+		}
+	}
 	var ct *control
 	if ext == nil {
 		ct, err = dialControl(ctx, ip.String(), port, cfg.Timeout, newHello(cfg, cl.Token))

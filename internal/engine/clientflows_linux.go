@@ -52,6 +52,8 @@ func (w *workload) runFlow(i int, ip netip.Addr, port int, ready chan<- error) {
 		w.udpStream(i, ip, port, ready)
 	case UDPRR:
 		w.udpRR(i, ip, port, ready)
+	case ICMPEcho:
+		w.icmpEcho(i, ip, ready)
 	default:
 		ready <- fmt.Errorf("test %s has no socket flow", w.cfg.Test)
 	}

@@ -1,7 +1,8 @@
 // Package engine is cnibench's native workload engine: a server that serves
 // any number of clients and tests at once, and a client that runs
 // netperf-style tests (tcp_stream, tcp_rr, tcp_crr, udp_stream, udp_rr,
-// http) against it, measuring throughput, transaction rates, latency
+// http) and ICMP echo (icmp_echo, the kernel of the server's namespace
+// answering) against it, measuring throughput, transaction rates, latency
 // histograms and CPU over exactly the measured window.
 package engine
 
@@ -22,10 +23,11 @@ const (
 	UDPStream = "udp_stream"
 	UDPRR     = "udp_rr"
 	HTTP      = "http"
+	ICMPEcho  = "icmp_echo"
 )
 
 // Tests lists every test the engine runs.
-var Tests = []string{TCPStream, TCPRR, TCPCRR, UDPStream, UDPRR, HTTP}
+var Tests = []string{TCPStream, TCPRR, TCPCRR, UDPStream, UDPRR, HTTP, ICMPEcho}
 
 // DefaultRepeat is the number of measured windows of a run: at least 5,
 // so that two default runs can be compared (a Mann–Whitney U test of 3
@@ -98,6 +100,9 @@ func Defaults(cfg Config) Config {
 	}
 	if cfg.ReqSize == 0 {
 		cfg.ReqSize = 1
+		if cfg.Test == ICMPEcho {
+			cfg.ReqSize = icmpDefaultPayload // as ping
+		}
 	}
 	if cfg.RespSize == 0 {
 		cfg.RespSize = 1
@@ -187,6 +192,9 @@ func (cfg Config) validateRest() error {
 	if cfg.Test == UDPRR && (cfg.ReqSize > MaxUDPSize || cfg.RespSize > MaxUDPSize) {
 		return &FieldError{"request-size", strconv.Itoa(cfg.ReqSize), fmt.Sprintf("udp_rr sizes must be at most %d bytes", MaxUDPSize)}
 	}
+	if cfg.Test == ICMPEcho && cfg.ReqSize > MaxICMPPayload {
+		return &FieldError{"request-size", strconv.Itoa(cfg.ReqSize), fmt.Sprintf("icmp_echo payloads must be at most %d bytes", MaxICMPPayload)}
+	}
 	switch cfg.Test {
 	case UDPStream:
 		if cfg.MsgSize != 0 && (cfg.MsgSize < udpStreamHeader || cfg.MsgSize > MaxUDPSize) {
@@ -270,6 +278,10 @@ func (cfg Config) Map() map[string]string {
 		m["request_size"] = strconv.Itoa(cfg.ReqSize)
 		m["response_size"] = strconv.Itoa(cfg.RespSize)
 		m["request_size_on_wire"] = strconv.Itoa(udpRRWireSize(cfg.ReqSize))
+	case ICMPEcho:
+		m["request_size"] = strconv.Itoa(cfg.ReqSize)
+		m["request_size_on_wire"] = strconv.Itoa(icmpWireSize(cfg.ReqSize))
+		m["socket_model"] = "one blocking ICMP datagram socket per flow on its own OS thread; the server's kernel answers"
 	case TCPRR, TCPCRR:
 		m["request_size"] = strconv.Itoa(cfg.ReqSize)
 		m["response_size"] = strconv.Itoa(cfg.RespSize)

@@ -18,7 +18,10 @@ type flowCounters struct {
 	measured atomic.Uint64 // udp_stream: datagrams sent in the measured phase
 	errors   atomic.Uint64
 	fd       atomic.Int64 // current socket, for TCP_INFO (-1 when none)
-	_        [88]byte
+	// icmp_echo: requests sent, requests lost (no reply within --timeout),
+	// late replies and mismatched messages.
+	sent, lost, late, mismatched atomic.Uint64
+	_                            [56]byte
 }
 
 // workload is the shared state of one repeat's client side.
@@ -120,7 +123,9 @@ func (w *workload) halt() {
 // clientCounters is a snapshot of all flows.
 type clientCounters struct {
 	TxBytes, Trans, Measured, Errors uint64
-	Retrans                          uint64
+	// icmp_echo's requests sent and lost, late and mismatched replies.
+	Sent, Lost, Late, Mismatched uint64
+	Retrans                      uint64
 	// RetransErr counts sockets whose TCP_INFO could not be read (the
 	// retransmit figure is then not measured).
 	RetransErr int
@@ -134,6 +139,10 @@ func (w *workload) snapshot() clientCounters {
 		c.Trans += f.trans.Load()
 		c.Measured += f.measured.Load()
 		c.Errors += f.errors.Load()
+		c.Sent += f.sent.Load()
+		c.Lost += f.lost.Load()
+		c.Late += f.late.Load()
+		c.Mismatched += f.mismatched.Load()
 		if w.cfg.Test == TCPStream {
 			if fd := f.fd.Load(); fd >= 0 {
 				if r, err := tcpRetrans(int(fd)); err == nil {

@@ -354,6 +354,9 @@ func newDataPlane(ctx context.Context, si sessionInfo, s *Setup, log *slog.Logge
 		return newUDPServer(ip, si, s, timeout, log)
 	case HTTP:
 		return newHTTPServer(ctx, si, s, log)
+	case ICMPEcho:
+		// The kernel answers echo requests: only the control session runs.
+		return noDataPlane{}, nil
 	}
 	return nil, fmt.Errorf("unknown test %q", s.Test)
 }

@@ -71,8 +71,10 @@ func windowMetrics(in windowIn) windowOut {
 		udpStreamMetrics(&o, in, sec)
 	case HTTP:
 		m[result.ThroughputBitsPerSec] = float64(tx) * 8 / sec
+	case ICMPEcho:
+		icmpMetrics(&o, in)
 	}
-	if in.Test == UDPStream || in.Test == UDPRR {
+	if in.Test == UDPStream || in.Test == UDPRR || in.Test == ICMPEcho {
 		fragMetrics(&o, in)
 	}
 	if !IsStream(in.Test) {

@@ -102,9 +102,11 @@ var nodeSysctls = [][2]string{
 }
 
 // clientSysctls are set in client pods: tcp_crr opens tens of thousands of
-// connections per second.
+// connections per second; icmp_echo sends from an ICMP datagram socket, which
+// the kernel grants only to groups in ping_group_range (root's included).
 var clientSysctls = [][2]string{
 	{"net/ipv4/tcp_tw_reuse", "1"},
+	{"net/ipv4/ping_group_range", "0 2147483647"},
 }
 
 // buildNodes creates node1 and node2 joined by the wire, with addresses

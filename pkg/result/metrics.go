@@ -56,6 +56,10 @@ const (
 	CPUUsPerTrans           = "cpu_us_per_trans"
 	ClientRSSBytes          = "client_max_rss_bytes"
 	ConntrackEntries        = "conntrack_entries"
+	EchoRequestsSent        = "echo_requests_sent"
+	EchoRequestsLost        = "echo_requests_lost"
+	EchoRepliesLate         = "echo_replies_late"
+	EchoRepliesMismatched   = "echo_replies_mismatched"
 )
 
 // Metrics documents every metric cnibench reports. docs/results.md mirrors it.
@@ -63,7 +67,7 @@ var Metrics = map[string]MetricInfo{
 	ThroughputBitsPerSec:         {"bit/s", HigherIsBetter, "the headline throughput, payload bits per second (goodput, no headers): tcp_stream and http, what the senders wrote in the window; udp_stream, what the receiver got (throughput_rx_bits_per_sec), the sent rate being throughput_tx_bits_per_sec"},
 	ThroughputRxBitsPerSec:       {"bit/s", HigherIsBetter, "payload bits per second read by the receivers during the measured window (udp_stream: unique datagrams of the measured phase)"},
 	ThroughputTxBitsPerSec:       {"bit/s", Neutral, "payload bits per second written by the senders during the measured window (stream tests; for udp_stream the offered load, of which loss_pct did not arrive)"},
-	TransPerSec:                  {"trans/s", HigherIsBetter, "transactions per second: request/response pairs (rr), connect+request+response+close (crr), HTTP requests (http), messages or datagrams sent (stream tests)"},
+	TransPerSec:                  {"trans/s", HigherIsBetter, "transactions per second: request/response pairs (rr), connect+request+response+close (crr), HTTP requests (http), ICMP echo request/reply pairs (icmp_echo), messages or datagrams sent (stream tests)"},
 	LatencyUsMean:                {"µs", LowerIsBetter, "mean transaction latency"},
 	LatencyUsP50:                 {"µs", LowerIsBetter, "median transaction latency"},
 	LatencyUsP90:                 {"µs", LowerIsBetter, "90th percentile transaction latency"},
@@ -105,6 +109,10 @@ var Metrics = map[string]MetricInfo{
 	"server_ip_reasm_reqds":      {"fragments", LowerIsBetter, "IP fragments received that needed reassembly in the server's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},
 	"server_ip_reasm_oks":        {"datagrams", LowerIsBetter, "IP datagrams reassembled in the server's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},
 	"server_ip_reasm_fails":      {"failures", LowerIsBetter, "IP reassembly failures in the server's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},
+	EchoRequestsSent:             {"requests", Neutral, "ICMP echo requests sent in the measured window (icmp_echo)"},
+	EchoRequestsLost:             {"requests", LowerIsBetter, "ICMP echo requests that got no reply within --timeout, counted in the window where the timeout expired (icmp_echo)"},
+	EchoRepliesLate:              {"replies", LowerIsBetter, "ICMP echo replies that came after their request was counted lost, or duplicates (icmp_echo)"},
+	EchoRepliesMismatched:        {"messages", LowerIsBetter, "messages read from the ICMP sockets that were no intact echo reply of this flow and session: wrong type, size, cookie, sequence or payload (icmp_echo)"},
 	ConntrackEntries:             {"entries", Neutral, "connection-tracking entries in the two node namespaces right after the repeat (shows whether a datapath engages conntrack)"},
 	"time_wait_at_start":         {"sockets", Neutral, "TCP sockets in TIME_WAIT in the datapath's namespaces when the repeat started (the suite flushes conntrack before every cell but cannot remove TIME_WAIT sockets, so it records them)"},
 	"bpf_redirect_peer_packets":  {"packets", Neutral, "packets the eBPF datapath redirected straight into a pod (bpf_redirect_peer) during the repeat"},

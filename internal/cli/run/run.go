@@ -47,6 +47,7 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 			"  tcp_crr     a new connection per transaction (also connect-time percentiles)\n" +
 			"  udp_stream  datagrams sized to the path MTU (no fragmentation); received goodput, sent rate, exact loss %\n" +
 			"  udp_rr      request/response over UDP\n" +
+			"  icmp_echo   ICMP echo request/reply from an ICMP datagram socket, as ping -f (the target's kernel answers)\n" +
 			"  http        HTTP/1.1 GET; --flows concurrent clients, keep-alive off by default",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,8 +61,8 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 	fl.DurationVar(&f.Warmup, "warmup", time.Second, "traffic before each window opens (not measured)")
 	fl.IntVar(&f.Repeat, "repeat", engine.DefaultRepeat, "number of measured windows (5 or more each side for compare to reach a verdict)")
 	fl.IntVar(&f.Flows, "flows", 0, "parallel connections, 1..256 (http: concurrent clients, default 32)")
-	fl.StringVar(&f.ReqSize, "request-size", "1", "request bytes (rr tests)")
-	fl.StringVar(&f.RespSize, "response-size", "1", "response bytes (rr tests)")
+	fl.StringVar(&f.ReqSize, "request-size", "", "request bytes (rr tests; default 1) or ICMP echo payload bytes (icmp_echo; default 56, as ping)")
+	fl.StringVar(&f.RespSize, "response-size", "", "response bytes (rr tests; default 1)")
 	fl.StringVar(&f.Msg, "message-size", "", "write size for tcp_stream (default 128K) or datagram size for udp_stream (default: the path MTU less the IP and UDP headers; larger fragments, with a warning)")
 	fl.StringVar(&f.HTTPBody, "http-body", "1024", "HTTP response body bytes")
 	fl.StringVar(&f.HTTPPath, "http-path", "", "HTTP request path (default /, or the path of --url)")
