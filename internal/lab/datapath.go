@@ -65,6 +65,13 @@ type Endpoint struct {
 	Client   *NS
 	Server   *NS
 	ServerIP netip.Addr
+	// ClientNode is the namespace of the node the client pod runs on and
+	// ClientNodeDev the node-side interface of the client pod's veth (where
+	// the pod's egress enters the node): where an egress filter goes. Only
+	// the routed datapaths (veth-routing family) fill them; nil and "" for
+	// the others.
+	ClientNode    *NS
+	ClientNodeDev string
 }
 
 // Path returns the endpoint of a kind.

@@ -166,8 +166,19 @@ func (r *Routed) Setup(ctx context.Context, env *Env) (*Topology, error) {
 			}
 		}
 	}
+	paths := podEndpoints(podNS)
+	for i := range paths {
+		// Where the client pod's egress enters its node: what an egress
+		// filter hooks (AddServerAddress needs them too).
+		for _, p := range pods {
+			if podNS[p.role] == paths[i].Client {
+				paths[i].ClientNode = nodes[p.node]
+				paths[i].ClientNodeDev = p.hostIf()
+			}
+		}
+	}
 	return &Topology{
-		Paths:   podEndpoints(podNS),
+		Paths:   paths,
 		PodMTU:  env.WireMTU,
 		PathMTU: env.WireMTU,
 		Nodes:   nodes,
