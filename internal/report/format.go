@@ -51,6 +51,14 @@ func ScaleFor(metric string, mag float64) Scale {
 			return Scale{1 << 10, "KiB"}
 		}
 		return Scale{1, "B"}
+	case "s":
+		switch {
+		case a >= 1 || a == 0:
+			return Scale{1, "s"}
+		case a >= 1e-3:
+			return Scale{1e-3, "ms"}
+		}
+		return Scale{1e-6, "µs"}
 	case "% of a core":
 		return Scale{1, "%"}
 	case "%":

@@ -145,6 +145,10 @@ func (m *model) scenarioSections() []section {
 	var out []section
 	for _, scen := range values(runs, LabelScenario) {
 		sr := filter(runs, map[string]string{LabelScenario: scen})
+		if len(values(sr, LabelMechanism)) > 1 || values(sr, LabelMechanism)[0] != "" {
+			out = append(out, m.filterScenarioSection(scen, sr))
+			continue
+		}
 		// The parameter: a non-standard label with several values.
 		var params []string
 		seen := map[string]bool{}

@@ -95,6 +95,16 @@ type Options struct {
 	// empty means lab.DefaultWire.
 	Wire   string
 	OutDir string
+	// Scenario, when not empty, runs that scenario instead of the matrix
+	// (ScenarioEgress; see scenario_linux.go), with its options below.
+	Scenario string
+	// Mechanisms, Rules and FilterTraversals are the egress-filter
+	// scenario's --mechanisms, --rules and --filter-traversal (empty: its
+	// defaults); FilterSeed generates its deny sets (0: Seed).
+	Mechanisms       []string
+	Rules            []int
+	FilterTraversals []string
+	FilterSeed       uint64
 	// Binary is the cnibench executable run inside the namespaces.
 	Binary string
 }
@@ -147,19 +157,31 @@ type cell struct {
 	// timeWait is the number of TIME_WAIT sockets when the cell starts, -1
 	// if unknown (not a label).
 	timeWait int
+	// sc is a scenario's part of the cell (its labels, the client's
+	// --rate, what it adds to each repeat); nil outside scenarios.
+	sc *scenarioCell
 }
 
 func (c cell) labels() map[string]string {
-	return map[string]string{
+	l := map[string]string{
 		"datapath": c.Datapath,
 		"path":     c.Path,
 		"test":     c.Test,
 		"flows":    strconv.Itoa(c.Flows),
 		"mtu":      strconv.Itoa(c.MTU),
 	}
+	if c.sc != nil {
+		for k, v := range c.sc.labels {
+			l[k] = v
+		}
+	}
+	return l
 }
 
 func (c cell) String() string {
+	if c.sc != nil {
+		return c.scenarioString()
+	}
 	return fmt.Sprintf("%s %s %s ×%d mtu %d", c.Datapath, c.Path, c.Test, c.Flows, c.MTU)
 }
 
@@ -251,5 +273,5 @@ func (o Options) validate(known []string) error {
 	if o.Wire != "" && !slices.Contains(lab.Wires, o.Wire) {
 		return fmt.Errorf("--wire %q: must be one of %s", o.Wire, strings.Join(lab.Wires, ", "))
 	}
-	return nil
+	return o.validateScenario()
 }

@@ -59,6 +59,9 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := o.Validate(known); err != nil {
 		return nil, err
 	}
+	if o.Scenario != "" {
+		o = o.withScenarioDefaults()
+	}
 	if len(o.Datapaths) == 0 {
 		o.Datapaths = defaultDatapaths(known)
 	}
@@ -130,7 +133,12 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Outcome, error) {
 	if _, err := sp.Cgroup(); err != nil {
 		log.Debug("children run without a cgroup of their own (the parent-death signal still ends them)", "reason", err)
 	}
-	runErr := st.runAll(ctx)
+	var runErr error
+	if o.Scenario != "" {
+		runErr = st.runScenario(ctx)
+	} else {
+		runErr = st.runAll(ctx)
+	}
 	// Servers and labs are down by now; this kills anything that is not.
 	sp.Close()
 	if ctx.Err() != nil {
@@ -152,7 +160,7 @@ func (o Options) configMap() map[string]string {
 		}
 		return strings.Join(s, ",")
 	}
-	return map[string]string{
+	m := map[string]string{
 		"profile":      o.Profile,
 		"datapaths":    strings.Join(o.Datapaths, ","),
 		"tests":        strings.Join(o.Tests, ","),
@@ -169,6 +177,8 @@ func (o Options) configMap() map[string]string {
 		"wire":         o.Wire,
 		"baseline":     strconv.FormatBool(!o.NoBaseline),
 	}
+	o.scenarioConfig(m)
+	return m
 }
 
 // state is one suite run in progress.
@@ -328,6 +338,9 @@ func (st *state) measure(ctx context.Context, c cell, rep int, ep lab.Endpoint, 
 	args := []string{"run", "--target", srv.addr, "--test", c.Test,
 		"--flows", strconv.Itoa(c.Flows), "--duration", st.o.Duration.String(),
 		"--warmup", st.o.Warmup.String(), "--repeat", "1", "--format", "json", "-q"}
+	if c.sc != nil && c.sc.rate != "" {
+		args = append(args, "--rate", c.sc.rate)
+	}
 	cmd := exec.Command(st.o.Binary, args...)
 	// Own process group: the terminal's Ctrl-C reaches only the suite, which
 	// then interrupts the client so that it reports what it measured.
@@ -386,6 +399,7 @@ func (st *state) measure(ctx context.Context, c cell, rep int, ep lab.Endpoint, 
 	res.Config["expected_path_mtu"] = strconv.Itoa(topo.PathMTU)
 	res.Config["pod_mtu"] = strconv.Itoa(topo.PodMTU)
 	res.Config["wire"] = topo.Wire
+	c.sc.apply(c, &res)
 	st.record(c, rep, &res, "", el)
 }
 

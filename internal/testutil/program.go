@@ -11,14 +11,18 @@ import (
 // packages names the Debian package that provides each external program the
 // tests run (hack/deps.sh installs them), for the skip message.
 var packages = map[string]string{
-	"nft":      "nftables",
-	"nsenter":  "util-linux",
-	"ip":       "iproute2",
-	"iptables": "iptables",
-	"ipset":    "ipset",
-	"pgrep":    "procps",
-	"chromium": "chromium",
-	"go":       "a Go toolchain (hack/ensure-go.sh)",
+	"nft":                     "nftables",
+	"nsenter":                 "util-linux",
+	"ip":                      "iproute2",
+	"iptables":                "iptables",
+	"iptables-nft":            "iptables",
+	"iptables-nft-restore":    "iptables",
+	"iptables-legacy":         "iptables",
+	"iptables-legacy-restore": "iptables",
+	"ipset":                   "ipset",
+	"pgrep":                   "procps",
+	"chromium":                "chromium",
+	"go":                      "a Go toolchain (hack/ensure-go.sh)",
 }
 
 // InCI reports whether the tests run in CI (CI set to a true value), where

@@ -60,6 +60,19 @@ const (
 	EchoRequestsLost        = "echo_requests_lost"
 	EchoRepliesLate         = "echo_replies_late"
 	EchoRepliesMismatched   = "echo_replies_mismatched"
+
+	// The egress-filter scenario (internal/scenario/egress): set-up costs
+	// of the filter at one (mechanism, rules) point, attached to every
+	// repeat measured at it.
+	FilterSetupSeconds           = "filter_setup_seconds"
+	FilterSetupReturnedSeconds   = "filter_setup_returned_seconds"
+	FilterSetupResolutionSeconds = "filter_setup_resolution_seconds"
+	FilterUpdateAddSeconds       = "filter_update_add_seconds"
+	FilterUpdateRemoveSeconds    = "filter_update_remove_seconds"
+	FilterKernelBytes            = "filter_kernel_bytes"
+	FilterLoaderRSSBytes         = "filter_loader_rss_bytes"
+	FilterTeardownSeconds        = "filter_teardown_seconds"
+	DatagramsReceivedPerSec      = "datagrams_received_per_sec"
 )
 
 // Metrics documents every metric cnibench reports. docs/results.md mirrors it.
@@ -113,6 +126,15 @@ var Metrics = map[string]MetricInfo{
 	EchoRequestsLost:             {"requests", LowerIsBetter, "ICMP echo requests that got no reply within --timeout, counted in the window where the timeout expired (icmp_echo)"},
 	EchoRepliesLate:              {"replies", LowerIsBetter, "ICMP echo replies that came after their request was counted lost, or duplicates (icmp_echo)"},
 	EchoRepliesMismatched:        {"messages", LowerIsBetter, "messages read from the ICMP sockets that were no intact echo reply of this flow and session: wrong type, size, cookie, sequence or payload (icmp_echo)"},
+	FilterSetupSeconds:           {"s", LowerIsBetter, "egress-filter scenario: time from the start of loading the deny set until enforcement was proven (a probe to the server's address inside a deny CIDR no longer arrives while its ordinary address still answers); the probe that located it is filter_setup_resolution_seconds after the previous one"},
+	FilterSetupReturnedSeconds:   {"s", LowerIsBetter, "egress-filter scenario: time from the start of loading the deny set until the loader returned (filter_setup_seconds is when it was proven to enforce)"},
+	FilterSetupResolutionSeconds: {"s", Neutral, "egress-filter scenario: resolution of filter_setup_seconds, the gap between the first dropped probe and the one before it"},
+	FilterUpdateAddSeconds:       {"s", LowerIsBetter, "egress-filter scenario: time from the start of adding one /32 to the loaded set until a probe to it was proven dropped"},
+	FilterUpdateRemoveSeconds:    {"s", LowerIsBetter, "egress-filter scenario: time from the start of removing that /32 again until probes to it arrived again"},
+	FilterKernelBytes:            {"bytes", LowerIsBetter, "egress-filter scenario: kernel memory of the filter's rules or maps as the kernel reports it (BPF map memory, ipset size in memory); absent when the mechanism cannot tell"},
+	FilterLoaderRSSBytes:         {"bytes", LowerIsBetter, "egress-filter scenario: peak RSS of the loader; an external loader's own peak (ipset, iptables-restore), or for in-process loaders the suite's peak RSS during the load minus its RSS before"},
+	FilterTeardownSeconds:        {"s", LowerIsBetter, "egress-filter scenario: time to remove the filter after the point's cells"},
+	DatagramsReceivedPerSec:      {"datagrams/s", HigherIsBetter, "packet rate: distinct UDP datagrams the receiver got per second of the measured window (datagrams_received ÷ window; udp_stream in scenarios)"},
 	ConntrackEntries:             {"entries", Neutral, "connection-tracking entries in the two node namespaces right after the repeat (shows whether a datapath engages conntrack)"},
 	"time_wait_at_start":         {"sockets", Neutral, "TCP sockets in TIME_WAIT in the datapath's namespaces when the repeat started (the suite flushes conntrack before every cell but cannot remove TIME_WAIT sockets, so it records them)"},
 	"bpf_redirect_peer_packets":  {"packets", Neutral, "packets the eBPF datapath redirected straight into a pod (bpf_redirect_peer) during the repeat"},

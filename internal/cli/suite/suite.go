@@ -18,6 +18,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/report"
+	"github.com/cnibench/cnibench/internal/scenario/egress"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -37,6 +38,10 @@ type flagpole struct {
 	Pin         string
 	Wire        string
 	Out         string
+	Scenario    string
+	Mechanisms  string
+	Rules       string
+	Traversal   string
 }
 
 // NewCommand returns the suite command.
@@ -82,6 +87,10 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 	fl.StringVar(&f.Pin, "pin", suite.PinNone, "CPU placement: none (the scheduler decides), same (servers and clients on one CPU), split (servers on one CPU, clients on another)")
 	fl.StringVar(&f.Wire, "wire", "", "wire mode between the lab's nodes (default: the profile's; "+strings.Join(lab.Wires, ", ")+")")
 	fl.StringVar(&f.Out, "out", "", "output directory (default: cnibench-results/<time>)")
+	fl.StringVar(&f.Scenario, "scenario", "", "run a scenario instead of the matrix: "+strings.Join(suite.Scenarios, ", ")+" (see docs/scenarios.md; default datapath "+suite.ScenarioDatapath+")")
+	fl.StringVar(&f.Mechanisms, "mechanisms", "", "egress-filter: comma-separated filter mechanisms (default: all: "+strings.Join(egress.Mechanisms(), ",")+")")
+	fl.StringVar(&f.Rules, "rules", "", "egress-filter: comma-separated deny-set sizes (default: 10,1000 with the quick profile, 10,100,1000,10000,100000,1000000 with standard)")
+	fl.StringVar(&f.Traversal, "filter-traversal", "", "egress-filter: every-packet and/or new-connection (a leading 'ct state established accept'); default every-packet")
 	return cmd, f
 }
 
@@ -159,6 +168,9 @@ func (f *flagpole) options(cmd *cobra.Command) (suite.Options, error) {
 	if changed("wire") {
 		o.Wire = f.Wire
 	}
+	if err := f.scenarioOptions(cmd, &o); err != nil {
+		return o, err
+	}
 	o.OutDir = f.Out
 	if o.OutDir == "" {
 		o.OutDir = filepath.Join("cnibench-results", time.Now().Format("20060102-150405"))
@@ -201,6 +213,38 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 		return fmt.Errorf("%w: the lab was torn down; %d measured run(s) kept in %s", clierr.ErrInterrupted, len(out.Set.Runs), out.ResultsPath)
 	}
 	return err
+}
+
+// scenarioOptions reads --scenario and its flags.
+func (f *flagpole) scenarioOptions(cmd *cobra.Command, o *suite.Options) error {
+	changed := cmd.Flags().Changed
+	o.Scenario = f.Scenario
+	if o.Scenario != "" {
+		for _, fl := range []string{"tests", "flows", "http-clients"} {
+			if changed(fl) {
+				return clierr.Usagef("--%s: a scenario runs its own cells (see docs/scenarios.md); drop --%s or --scenario", fl, fl)
+			}
+		}
+	}
+	var err error
+	if changed("mechanisms") {
+		if o.Mechanisms, err = splitList("mechanisms", f.Mechanisms); err != nil {
+			return err
+		}
+	}
+	if changed("rules") {
+		if o.Rules, err = ints("rules", f.Rules); err != nil {
+			return err
+		}
+	} else if o.Scenario != "" && o.Profile == "quick" {
+		o.Rules = []int{10, 1000}
+	}
+	if changed("filter-traversal") {
+		if o.FilterTraversals, err = splitList("filter-traversal", f.Traversal); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeReports writes report.html and report.md next to results.json.

@@ -28,8 +28,13 @@ func Table(w io.Writer, set *result.Set) error {
 	var rowKeys []string
 	cols := map[col]bool{}
 	var cl []col
+	var scen []result.Run
 	for _, r := range set.Runs {
 		l := r.Labels
+		if isScenarioRun(l) {
+			scen = append(scen, r)
+			continue
+		}
 		path := l["path"]
 		for _, k := range extraLabels(l) {
 			path += ", " + k + "=" + l[k]
@@ -111,15 +116,24 @@ func Table(w io.Writer, set *result.Set) error {
 			return err
 		}
 	}
+	if err := scenarioTables(w, scen, len(t.Rows) > 0); err != nil {
+		return err
+	}
 	var notes []string
 	for _, sk := range set.Skipped {
-		notes = append(notes, "skipped "+report.CellName(sk.Labels)+": "+strings.TrimPrefix(sk.Reason, "skipped: "))
+		what, reason := "skipped", strings.TrimPrefix(sk.Reason, "skipped: ")
+		if strings.HasPrefix(sk.Reason, "too large: ") {
+			what, reason = "too large", strings.TrimPrefix(sk.Reason, "too large: ")
+		}
+		notes = append(notes, what+" "+report.CellName(sk.Labels)+": "+reason)
 	}
+	// Scenarios have no graded summary by design: the baseline note is
+	// only for the matrix.
 	hasBaseline := false
 	for _, r := range set.Runs {
 		hasBaseline = hasBaseline || r.Labels["datapath"] == report.BaselineDatapath
 	}
-	if !hasBaseline && len(set.Runs) > 0 {
+	if !hasBaseline && len(set.Runs) > len(scen) {
 		notes = append(notes, report.NoBaselineNote)
 	}
 	if wc := report.WarningCounts(set); len(wc) > 0 {
@@ -162,4 +176,220 @@ func extraLabels(l map[string]string) []string {
 	}
 	report.SortLabelKeys(out)
 	return out
+}
+
+// isScenarioRun reports whether a run belongs to a scenario with its own
+// parameters (egress-filter: mechanism, rules, traversal, rate), which
+// gets its own table; a pure MTU sweep stays in the matrix table.
+func isScenarioRun(l map[string]string) bool {
+	if l["scenario"] == "" {
+		return false
+	}
+	for _, k := range extraLabels(l) {
+		if k != "scenario" {
+			return true
+		}
+	}
+	return false
+}
+
+// scenarioKeyOrder is the order of a scenario's parameter columns.
+var scenarioKeyOrder = []string{"datapath", "path", "flows", "mechanism", "traversal", "rules"}
+
+// scenarioTables prints one table per scenario: one row per point
+// (mechanism, traversal, rules, … — a column only for labels that vary),
+// one column per test and rate, and the set-up time when it was measured.
+func scenarioTables(w io.Writer, runs []result.Run, gap bool) error {
+	byScen := map[string][]result.Run{}
+	var names []string
+	for _, r := range runs {
+		n := r.Labels["scenario"]
+		if byScen[n] == nil {
+			names = append(names, n)
+		}
+		byScen[n] = append(byScen[n], r)
+	}
+	for _, name := range report.SortValues("scenario", names) {
+		if gap {
+			if _, err := fmt.Fprintln(w); err != nil {
+				return err
+			}
+		}
+		gap = true
+		if err := scenarioTable(w, name, byScen[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func scenarioTable(w io.Writer, name string, runs []result.Run) error {
+	// Key labels: everything but scenario, test, rate and mtu; shown as a
+	// column when it varies, in the caption when it does not.
+	vals := map[string][]string{}
+	for _, r := range runs {
+		for k, v := range r.Labels {
+			switch k {
+			case "scenario", "test", "rate":
+			default:
+				vals[k] = append(vals[k], v)
+			}
+		}
+	}
+	var keys, fixed []string
+	for k := range vals {
+		vals[k] = report.SortValues(k, vals[k])
+		if len(vals[k]) > 1 {
+			keys = append(keys, k)
+		} else {
+			fixed = append(fixed, k)
+		}
+	}
+	report.SortKeysBy(scenarioKeyOrder, keys)
+	report.SortKeysBy(scenarioKeyOrder, fixed)
+	if i := indexOf(vals["mechanism"], "none"); i > 0 {
+		m := vals["mechanism"]
+		vals["mechanism"] = append([]string{"none"}, append(m[:i:i], m[i+1:]...)...)
+	}
+	type col struct{ test, rate string }
+	var cols []col
+	seenCol := map[col]bool{}
+	cells := map[string]map[col]string{}
+	setup := map[string]string{}
+	rowKey := func(l map[string]string) string {
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, l[k])
+		}
+		return strings.Join(parts, "\x00")
+	}
+	for i := range runs {
+		r := &runs[i]
+		c := col{r.Labels["test"], r.Labels["rate"]}
+		if !seenCol[c] {
+			seenCol[c] = true
+			cols = append(cols, c)
+		}
+		rk := rowKey(r.Labels)
+		if cells[rk] == nil {
+			cells[rk] = map[col]string{}
+		}
+		cells[rk][c] = primaryText(r)
+		if sm, ok := report.Summary(r, result.FilterSetupSeconds); ok && setup[rk] == "" {
+			setup[rk] = report.Value(result.FilterSetupSeconds, sm.Median)
+		}
+	}
+	testRank := map[string]int{}
+	for i, t := range engine.Tests {
+		testRank[t] = i
+	}
+	sortCols(cols, func(a, b col) bool {
+		if a.test != b.test {
+			ra, oka := testRank[a.test]
+			rb, okb := testRank[b.test]
+			if oka != okb {
+				return oka
+			}
+			if ra != rb {
+				return ra < rb
+			}
+			return a.test < b.test
+		}
+		return a.rate == "" && b.rate != ""
+	})
+	var caption []string
+	for _, k := range fixed {
+		caption = append(caption, k+" "+vals[k][0])
+	}
+	t := report.TextTable{
+		Caption: "Scenario " + name + " (" + strings.Join(caption, ", ") + "), medians: throughput for stream tests, transactions per second (/s) otherwise",
+		Keys:    len(keys),
+	}
+	for _, k := range keys {
+		t.Header = append(t.Header, k)
+		t.Right = append(t.Right, k == "rules")
+	}
+	for _, c := range cols {
+		h := c.test
+		if c.rate != "" {
+			h += " @" + c.rate
+		}
+		t.Header = append(t.Header, h)
+		t.Right = append(t.Right, true)
+	}
+	hasSetup := len(setup) > 0
+	if hasSetup {
+		t.Header = append(t.Header, "set-up")
+		t.Right = append(t.Right, true)
+	}
+	// Rows: every combination of the key values that was measured, in
+	// display order.
+	var combos [][]string
+	var rec func(i int, prefix []string)
+	rec = func(i int, prefix []string) {
+		if i == len(keys) {
+			combos = append(combos, append([]string(nil), prefix...))
+			return
+		}
+		for _, v := range vals[keys[i]] {
+			rec(i+1, append(prefix, v))
+		}
+	}
+	rec(0, nil)
+	for _, combo := range combos {
+		rk := strings.Join(combo, "\x00")
+		if cells[rk] == nil {
+			continue
+		}
+		row := append([]string(nil), combo...)
+		for _, c := range cols {
+			v := cells[rk][c]
+			if v == "" {
+				v = "—"
+			}
+			row = append(row, v)
+		}
+		if hasSetup {
+			row = append(row, orDash(setup[rk]))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t.WriteText(w, report.TerminalWidth, false)
+}
+
+// primaryText is a run's primary metric for the table ("failed" when no
+// repeat measured it; "*" marks a notable summary).
+func primaryText(r *result.Run) string {
+	primary := result.TransPerSec
+	if engine.IsStream(r.Labels["test"]) {
+		primary = result.ThroughputBitsPerSec
+	}
+	sm, ok := report.Summary(r, primary)
+	if !ok {
+		return "failed"
+	}
+	v := report.Value(primary, sm.Median)
+	if primary == result.TransPerSec {
+		v = strings.Replace(v, " trans/s", "/s", 1)
+	}
+	if stats.Notable(sm) {
+		v += " *"
+	}
+	return v
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func indexOf(xs []string, s string) int {
+	for i, x := range xs {
+		if x == s {
+			return i
+		}
+	}
+	return -1
 }

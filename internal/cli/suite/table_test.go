@@ -52,12 +52,17 @@ func fixture(t *testing.T, datapaths ...string) *result.Set {
 }
 
 func TestTableGolden(t *testing.T) {
+	egress, err := result.ReadFile("testdata/egress-results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		set  *result.Set
 	}{
 		{"table-all", fixture(t)},
 		{"table-subset", fixture(t, "veth-routing", "ebpf-host-routing", "netkit")},
+		{"table-egress", egress},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,7 +75,9 @@ func TestTableGolden(t *testing.T) {
 					t.Errorf("line %d is %d columns wide (max %d): %q", i+1, n, report.TerminalWidth, line)
 				}
 			}
-			if n := strings.Count(b.String(), "no netkit"); n != 1 {
+			if tt.name == "table-egress" {
+				checkEgressTable(t, b.String())
+			} else if n := strings.Count(b.String(), "no netkit"); n != 1 {
 				t.Errorf("the netkit skip is printed %d times, want once", n)
 			}
 			golden := filepath.Join("testdata", tt.name+".golden")
@@ -91,5 +98,28 @@ func TestTableGolden(t *testing.T) {
 				t.Errorf("output differs from %s (run go test -update if intended):\n%s", golden, b.String())
 			}
 		})
+	}
+}
+
+// checkEgressTable: the scenario's labels land in their own columns, the
+// fixed-rate cell is a column of its own, no baseline note.
+func checkEgressTable(t *testing.T, out string) {
+	t.Helper()
+	for _, want := range []string{"mechanism", "rules", "udp_stream @1G", "set-up", "too large egress-filter"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, report.NoBaselineNote) || strings.Contains(out, "baseline not run") {
+		t.Errorf("scenario table has the baseline note:\n%s", out)
+	}
+	table, _, _ := strings.Cut(out, "\n\n")
+	if strings.Contains(table, "scenario=") || strings.Contains(table, "mechanism=") {
+		t.Errorf("scenario labels in the path column:\n%s", out)
+	}
+	// Only mechanism none has no set-up time (it loads nothing); every
+	// test, the fixed-rate one included, has a value in every row.
+	if n := strings.Count(table, "—"); n != 2 {
+		t.Errorf("%d cells are missing, want 2 (none's set-up):\n%s", n, out)
 	}
 }

@@ -1,0 +1,259 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/scenario"
+	res "github.com/cnibench/cnibench/pkg/result"
+)
+
+// sharedAddrs are the server's two extra addresses in one lab (added at the
+// first Prepare, removed by Close).
+type sharedAddrs struct {
+	topo   *lab.Topology
+	remove []func(context.Context) error
+}
+
+// ensureAddrs gives the server pod DeniedAddr and UpdateAddr once per lab.
+func (s *Scenario) ensureAddrs(ctx context.Context, env scenario.Env) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shared != nil && s.shared.topo == env.Topology {
+		return nil
+	}
+	if s.shared != nil {
+		if err := s.closeAddrsLocked(ctx); err != nil {
+			return err
+		}
+	}
+	sh := &sharedAddrs{topo: env.Topology}
+	for _, a := range []netip.Addr{DeniedAddr, UpdateAddr} {
+		rm, err := env.Topology.AddServerAddress(ctx, env.Endpoint, a)
+		if err != nil {
+			for _, r := range sh.remove {
+				_ = r(context.WithoutCancel(ctx))
+			}
+			return fmt.Errorf("give the server pod the probe address %s: %w", a, err)
+		}
+		sh.remove = append(sh.remove, rm)
+	}
+	s.shared = sh
+	return nil
+}
+
+func (s *Scenario) closeAddrsLocked(ctx context.Context) error {
+	if s.shared == nil {
+		return nil
+	}
+	var errs []error
+	for _, r := range s.shared.remove {
+		errs = append(errs, r(context.WithoutCancel(ctx)))
+	}
+	s.shared = nil
+	return errors.Join(errs...)
+}
+
+// Close removes the server's extra addresses.
+func (s *Scenario) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closeAddrsLocked(ctx)
+}
+
+// prepared is one loaded, proven filter.
+type prepared struct {
+	f       Filter
+	metrics map[string]float64
+	config  map[string]string
+	closed  bool
+}
+
+func (p *prepared) Metrics() map[string]float64 { return p.metrics }
+func (p *prepared) Config() map[string]string   { return p.config }
+
+// Close removes the filter and returns filter_teardown_seconds.
+func (p *prepared) Close(ctx context.Context) (map[string]float64, error) {
+	if p.closed {
+		return nil, nil
+	}
+	p.closed = true
+	t0 := time.Now()
+	if err := p.f.Close(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("remove the filter: %w", err)
+	}
+	return map[string]float64{res.FilterTeardownSeconds: time.Since(t0).Seconds()}, nil
+}
+
+// Prepare loads the point's filter on the client's node and proves it: the
+// deny set (Generate with the scenario's seed, N CIDRs, one covering
+// DeniedAddr) is loaded while probes go to DeniedAddr and the server's
+// ordinary address; then one /32 around UpdateAddr is added and removed,
+// each proven the same way. The baseline mechanism none loads nothing and
+// proves nothing.
+func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Point) (scenario.Prepared, error) {
+	if p.Skip != nil {
+		return nil, fmt.Errorf("egress-filter: point %v is skipped: %w", p.Labels, p.Skip)
+	}
+	name, n, traversal, err := pointParams(p)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := s.mech[name]
+	if !ok {
+		return nil, fmt.Errorf("egress-filter: mechanism %q is not one of this scenario's", name)
+	}
+	ep := env.Endpoint
+	if ep.ClientNode == nil || ep.ClientNodeDev == "" || ep.Client == nil || ep.Server == nil {
+		return nil, fmt.Errorf("egress-filter: the %s path has no client node to filter on (it needs a routed datapath, e.g. veth-routing)", ep.Kind)
+	}
+	if err := s.ensureAddrs(ctx, env); err != nil {
+		return nil, err
+	}
+	cidrs, err := Generate(s.o.Seed, n, DeniedAddr)
+	if err != nil {
+		return nil, err
+	}
+	upd := netip.PrefixFrom(UpdateAddr, 32)
+	for _, c := range cidrs {
+		if c.Overlaps(upd) {
+			return nil, fmt.Errorf("egress-filter: generated deny CIDR %s covers the update address %s", c, UpdateAddr)
+		}
+	}
+	target := Target{NSPath: ep.ClientNode.Path(), NSFd: ep.ClientNode.Fd(), Dev: ep.ClientNodeDev, Do: ep.ClientNode.Do}
+	opts := Options{EstablishedBypass: traversal == TraversalNewConnection}
+	probe := Probe{ClientDo: ep.Client.Do, ServerDo: ep.Server.Do, Denied: DeniedAddr, Allowed: ep.ServerIP}
+	pr := &prepared{metrics: map[string]float64{}, config: map[string]string{
+		"filter_seed":          strconv.FormatUint(s.o.Seed, 10),
+		"filter_rules":         strconv.Itoa(len(cidrs)),
+		"filter_denied_addr":   DeniedAddr.String(),
+		"filter_update_prefix": upd.String(),
+		"filter_target":        ep.ClientNode.Name + "/" + ep.ClientNodeDev,
+	}}
+
+	var info LoadInfo
+	load := func(ctx context.Context) error {
+		f, li, err := m.Load(ctx, target, cidrs, opts)
+		if err != nil {
+			return fmt.Errorf("load %s with %d rules: %w", name, n, err)
+		}
+		pr.f, info = f, li
+		return nil
+	}
+	if name == "none" {
+		t0 := time.Now()
+		if err := load(ctx); err != nil {
+			return nil, err
+		}
+		pr.metrics[res.FilterSetupReturnedSeconds] = time.Since(t0).Seconds()
+		pr.describe(info)
+		return pr, nil
+	}
+
+	rssBefore, inProcRSS := resetPeakRSS()
+	enf, err := MeasureEnforcement(ctx, probe, load)
+	if err == nil && !enf.AllowedOK {
+		err = fmt.Errorf("probes to the allowed address %s did not get through (%d of %d arrived)", ep.ServerIP, enf.AllowedArrived, enf.AllowedSent)
+	}
+	if err != nil {
+		return nil, pr.fail(ctx, fmt.Errorf("prove %s with %d rules drops %s: %w", name, n, DeniedAddr, err))
+	}
+	if info.LoaderPeakRSS > 0 {
+		pr.metrics[res.FilterLoaderRSSBytes] = float64(info.LoaderPeakRSS)
+	} else if inProcRSS {
+		// VmRSS may read a few pages above VmHWM (the kernel syncs the
+		// per-thread counters lazily): no growth counts as 0.
+		if peak, ok := selfStatusBytes("VmHWM:"); ok {
+			pr.metrics[res.FilterLoaderRSSBytes] = float64(max(0, peak-rssBefore))
+		}
+	}
+	pr.metrics[res.FilterSetupSeconds] = enf.Enforced.Seconds()
+	pr.metrics[res.FilterSetupReturnedSeconds] = enf.Returned.Seconds()
+	pr.metrics[res.FilterSetupResolutionSeconds] = enf.Resolution.Seconds()
+	pr.config["filter_probe_interval"] = enf.ProbeInterval.String()
+	pr.describe(info)
+
+	st, err := pr.f.Stats(ctx)
+	if err != nil {
+		return nil, pr.fail(ctx, fmt.Errorf("read %s counters: %w", name, err))
+	}
+	if st.Dropped == 0 {
+		return nil, pr.fail(ctx, fmt.Errorf("%s with %d rules: probes to %s stopped arriving but the filter's drop counter is 0", name, n, DeniedAddr))
+	}
+	if st.KernelBytesKnown {
+		pr.metrics[res.FilterKernelBytes] = float64(st.KernelBytes)
+	}
+
+	up := probe
+	up.Denied = UpdateAddr
+	add, err := MeasureEnforcement(ctx, up, func(ctx context.Context) error { return pr.f.Add(ctx, upd) })
+	if err != nil {
+		return nil, pr.fail(ctx, fmt.Errorf("prove %s drops %s after adding it to %d rules: %w", name, upd, n, err))
+	}
+	pr.metrics[res.FilterUpdateAddSeconds] = add.Enforced.Seconds()
+	rel, err := MeasureRelease(ctx, up, func(ctx context.Context) error { return pr.f.Remove(ctx, upd) })
+	if err != nil {
+		return nil, pr.fail(ctx, fmt.Errorf("prove %s lets %s through after removing it from %d rules: %w", name, upd, n+1, err))
+	}
+	pr.metrics[res.FilterUpdateRemoveSeconds] = rel.Released.Seconds()
+	return pr, nil
+}
+
+func (p *prepared) describe(info LoadInfo) {
+	p.config["filter_traversal_built"] = info.Traversal
+	p.config["filter_load_method"] = info.Method
+	p.config["filter_load_batches"] = strconv.Itoa(info.Batches)
+}
+
+// fail removes a loaded filter and returns err (with the removal's error).
+func (p *prepared) fail(ctx context.Context, err error) error {
+	if p.f == nil {
+		return err
+	}
+	if _, cerr := p.Close(ctx); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	return err
+}
+
+// resetPeakRSS resets this process's peak RSS (VmHWM) to its current RSS
+// (/proc/self/clear_refs "5") and returns the RSS; ok is false if either
+// step failed (then no in-process loader RSS is reported).
+func resetPeakRSS() (rss int64, ok bool) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		return 0, false
+	}
+	return selfStatusBytes("VmRSS:")
+}
+
+// selfStatusBytes reads a "kB" field of /proc/self/status in bytes.
+func selfStatusBytes(key string) (int64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	return statusBytes(string(b), key)
+}
+
+// statusBytes parses a "Key:   123 kB" line of a /proc status file.
+func statusBytes(status, key string) (int64, bool) {
+	for line := range strings.Lines(status) {
+		v, ok := strings.CutPrefix(line, key)
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		if err != nil || kb < 0 {
+			return 0, false
+		}
+		return kb * 1024, true
+	}
+	return 0, false
+}

@@ -1,0 +1,164 @@
+package egress
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/cnibench/cnibench/internal/scenario"
+)
+
+// ScenarioName is the egress-filter scenario's name (--scenario, the
+// scenario label).
+const ScenarioName = "egress-filter"
+
+// Labels of the scenario's results (besides scenario.LabelScenario).
+const (
+	LabelMechanism = "mechanism"
+	LabelRules     = "rules"
+	LabelTraversal = "traversal"
+)
+
+// DefaultRules are the rule counts without --rules (issue 10).
+var DefaultRules = []int{10, 100, 1000, 10000, 100000, 1000000}
+
+// Traversals lists the accepted traversal values.
+var Traversals = []string{TraversalEveryPacket, TraversalNewConnection}
+
+// Addresses the scenario gives the server pod (lab.Topology.AddServerAddress).
+// DeniedAddr is inside a generated deny CIDR for every N (Generate's must).
+// UpdateAddr is the address of the one-CIDR update: Generate never uses the
+// last slot of 240.0.0.0/4, which holds it, so no generated set covers it.
+var (
+	DeniedAddr = netip.MustParseAddr("240.0.0.1")
+	UpdateAddr = netip.MustParseAddr("255.255.255.254")
+)
+
+// ScenarioOptions configure the egress-filter scenario.
+type ScenarioOptions struct {
+	// Mechanisms to run; empty: every registered one.
+	Mechanisms []string
+	// Rules are the deny-set sizes; empty: DefaultRules.
+	Rules []int
+	// Traversals: TraversalEveryPacket and/or TraversalNewConnection;
+	// empty: every-packet only. Mechanisms without kernel conntrack (none,
+	// ebpf-*) are run every-packet only (a bypass changes nothing for them).
+	Traversals []string
+	// Seed generates the deny sets (recorded in the runs' config).
+	Seed uint64
+}
+
+// Scenario is the egress-filter scenario (scenario.Scenario).
+type Scenario struct {
+	o    ScenarioOptions
+	mech map[string]Mechanism
+
+	mu     sync.Mutex
+	shared *sharedAddrs // the server's extra addresses, once per lab
+}
+
+// NewScenario validates o and fills its defaults. Errors name the flag.
+func NewScenario(o ScenarioOptions) (*Scenario, error) {
+	if len(o.Mechanisms) == 0 {
+		o.Mechanisms = Mechanisms()
+	}
+	return newScenario(o, Lookup)
+}
+
+// newScenario is NewScenario with the mechanisms looked up by lookup.
+func newScenario(o ScenarioOptions, lookup func(string) (Mechanism, error)) (*Scenario, error) {
+	if len(o.Rules) == 0 {
+		o.Rules = slices.Clone(DefaultRules)
+	}
+	if len(o.Traversals) == 0 {
+		o.Traversals = []string{TraversalEveryPacket}
+	}
+	s := &Scenario{o: o, mech: map[string]Mechanism{}}
+	for _, name := range o.Mechanisms {
+		m, err := lookup(name)
+		if err != nil {
+			return nil, fmt.Errorf("--mechanisms: %w", err)
+		}
+		if _, dup := s.mech[name]; dup {
+			return nil, fmt.Errorf("--mechanisms: %q given twice", name)
+		}
+		s.mech[name] = m
+	}
+	for _, n := range o.Rules {
+		if n < 1 {
+			return nil, fmt.Errorf("--rules %d: must be at least 1", n)
+		}
+	}
+	for _, tr := range o.Traversals {
+		if !slices.Contains(Traversals, tr) {
+			return nil, fmt.Errorf("--filter-traversal %q: must be one of %s", tr, strings.Join(Traversals, ", "))
+		}
+	}
+	return s, nil
+}
+
+// Name is ScenarioName.
+func (s *Scenario) Name() string { return ScenarioName }
+
+// Options returns the options with their defaults filled in.
+func (s *Scenario) Options() ScenarioOptions { return s.o }
+
+// ignoresTraversal reports mechanisms that have no conntrack bypass: the
+// baseline loads nothing, BPF mechanisms see every packet (Options).
+func ignoresTraversal(mech string) bool {
+	return mech == "none" || strings.HasPrefix(mech, "ebpf")
+}
+
+// PointLabels are the labels of one point.
+func PointLabels(mech string, rules int, traversal string) map[string]string {
+	return map[string]string{
+		scenario.LabelScenario: ScenarioName,
+		LabelMechanism:         mech,
+		LabelRules:             strconv.Itoa(rules),
+		LabelTraversal:         traversal,
+	}
+}
+
+// Points lists mechanism × rules × traversal in that order. A mechanism
+// whose Probe fails has every point skipped with the reason; a rule count
+// above its MaxRules is skipped as too large.
+func (s *Scenario) Points() []scenario.Point {
+	var out []scenario.Point
+	for _, name := range s.o.Mechanisms {
+		m := s.mech[name]
+		probeErr := m.Probe()
+		for _, n := range s.o.Rules {
+			for _, tr := range s.o.Traversals {
+				if ignoresTraversal(name) && tr != TraversalEveryPacket {
+					if slices.Contains(s.o.Traversals, TraversalEveryPacket) {
+						continue // the every-packet point is the same
+					}
+					tr = TraversalEveryPacket
+				}
+				p := scenario.Point{Labels: PointLabels(name, n, tr)}
+				switch {
+				case probeErr != nil:
+					p.Skip = probeErr
+				case n > m.MaxRules():
+					p.Skip = fmt.Errorf("%w: %s holds at most %d rules, asked for %d", scenario.ErrTooLarge, name, m.MaxRules(), n)
+				}
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// pointParams reads a point's labels back.
+func pointParams(p scenario.Point) (mech string, rules int, traversal string, err error) {
+	mech, traversal = p.Labels[LabelMechanism], p.Labels[LabelTraversal]
+	rules, err = strconv.Atoi(p.Labels[LabelRules])
+	if err != nil || mech == "" || traversal == "" {
+		return "", 0, "", errors.New("egress-filter: point without mechanism, rules and traversal labels")
+	}
+	return mech, rules, traversal, nil
+}

@@ -1,0 +1,165 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cnibench/cnibench/internal/scenario"
+)
+
+// fakeMech is a mechanism for the point tests: only Name, Probe and
+// MaxRules are used.
+type fakeMech struct {
+	name  string
+	probe error
+	max   int
+}
+
+func (m fakeMech) Name() string  { return m.name }
+func (m fakeMech) Probe() error  { return m.probe }
+func (m fakeMech) MaxRules() int { return m.max }
+func (m fakeMech) Load(context.Context, Target, []netip.Prefix, Options) (Filter, LoadInfo, error) {
+	return nil, LoadInfo{}, errors.New("fake")
+}
+
+func fakeLookup(name string) (Mechanism, error) {
+	switch name {
+	case "none":
+		return fakeMech{name: name, max: 10_000_000}, nil
+	case "iptables":
+		return fakeMech{name: name, max: 1000}, nil
+	case "ebpf-lpm":
+		return fakeMech{name: name, max: 10_000_000}, nil
+	case "broken":
+		return fakeMech{name: name, max: 100, probe: fmt.Errorf("%w: ipset program missing", ErrNotSupported)}, nil
+	}
+	return nil, fmt.Errorf("unknown egress mechanism %q", name)
+}
+
+func TestScenarioPoints(t *testing.T) {
+	tests := []struct {
+		name string
+		o    ScenarioOptions
+		want []string // "mechanism/rules/traversal: reason"
+	}{
+		{
+			name: "too large and traversal",
+			o:    ScenarioOptions{Mechanisms: []string{"iptables"}, Rules: []int{10, 100000}, Traversals: Traversals},
+			want: []string{
+				"iptables/10/every-packet: ", "iptables/10/new-connection: ",
+				"iptables/100000/every-packet: too large: iptables holds at most 1000 rules, asked for 100000",
+				"iptables/100000/new-connection: too large: iptables holds at most 1000 rules, asked for 100000",
+			},
+		},
+		{
+			name: "probe failure skips every point",
+			o:    ScenarioOptions{Mechanisms: []string{"broken"}, Rules: []int{10, 1000}},
+			want: []string{
+				"broken/10/every-packet: skipped: not supported: ipset program missing",
+				"broken/1000/every-packet: skipped: not supported: ipset program missing",
+			},
+		},
+		{
+			name: "mechanisms without conntrack run every-packet once",
+			o:    ScenarioOptions{Mechanisms: []string{"none", "ebpf-lpm"}, Rules: []int{10}, Traversals: Traversals},
+			want: []string{"none/10/every-packet: ", "ebpf-lpm/10/every-packet: "},
+		},
+		{
+			name: "new-connection only",
+			o:    ScenarioOptions{Mechanisms: []string{"none", "iptables"}, Rules: []int{10}, Traversals: []string{TraversalNewConnection}},
+			want: []string{"none/10/every-packet: ", "iptables/10/new-connection: "},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := newScenario(tt.o, fakeLookup)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range s.Points() {
+				if p.Labels[scenario.LabelScenario] != ScenarioName {
+					t.Errorf("point %v has no scenario label", p.Labels)
+				}
+				mech, n, tr, err := pointParams(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, fmt.Sprintf("%s/%d/%s: %s", mech, n, tr, p.SkipReason()))
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("points:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestNewScenarioValidation(t *testing.T) {
+	tests := []struct {
+		o    ScenarioOptions
+		want string // error substring, "" for none
+	}{
+		{ScenarioOptions{Mechanisms: []string{"none"}}, ""},
+		{ScenarioOptions{Mechanisms: []string{"nope"}}, "--mechanisms: unknown egress mechanism"},
+		{ScenarioOptions{Mechanisms: []string{"none", "none"}}, `--mechanisms: "none" given twice`},
+		{ScenarioOptions{Mechanisms: []string{"none"}, Rules: []int{0}}, "--rules 0"},
+		{ScenarioOptions{Mechanisms: []string{"none"}, Traversals: []string{"sometimes"}}, `--filter-traversal "sometimes"`},
+	}
+	for _, tt := range tests {
+		_, err := newScenario(tt.o, fakeLookup)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%+v: %v", tt.o, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%+v: error %v, want one containing %q", tt.o, err, tt.want)
+		}
+	}
+	s, err := newScenario(ScenarioOptions{Mechanisms: []string{"none"}}, fakeLookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := s.Options(); !slices.Equal(o.Rules, DefaultRules) || !slices.Equal(o.Traversals, []string{TraversalEveryPacket}) {
+		t.Errorf("defaults: %+v", o)
+	}
+}
+
+// The update address is outside every generated set; the denied one inside.
+func TestProbeAddressesAgainstGenerate(t *testing.T) {
+	for _, n := range []int{1, 10, 1000, 100000} {
+		cidrs, err := Generate(7, n, DeniedAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := false
+		for _, c := range cidrs {
+			if c.Contains(UpdateAddr) {
+				t.Errorf("n=%d: %s covers the update address", n, c)
+			}
+			in = in || c.Contains(DeniedAddr)
+		}
+		if !in {
+			t.Errorf("n=%d: no CIDR covers the denied address", n)
+		}
+	}
+}
+
+func TestSkipReason(t *testing.T) {
+	tests := []struct {
+		skip error
+		want string
+	}{
+		{nil, ""},
+		{errors.New("no ipset"), "skipped: no ipset"},
+		{fmt.Errorf("%w: x holds at most 1", scenario.ErrTooLarge), "too large: x holds at most 1"},
+	}
+	for _, tt := range tests {
+		if got := (scenario.Point{Skip: tt.skip}).SkipReason(); got != tt.want {
+			t.Errorf("SkipReason(%v) = %q, want %q", tt.skip, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+// Package scenario is the small interface the suite drives a scenario
+// through: something that changes the lab (filters, services, tunnels)
+// before the ordinary cells run against it, at a number of points (e.g.
+// mechanism × rule count), and records what the change itself cost.
+//
+// The suite asks a Scenario for its Points once, then, for every repeat and
+// every point that is not skipped, calls Prepare, runs the point's cells
+// with the point's labels added, attaches Prepared.Metrics to every repeat
+// it measured, and calls Prepared.Close (whose metrics are attached too).
+// Scenario.Close releases what the scenario set up in the lab for all its
+// points. A point that cannot run here carries its reason in Skip: it is
+// recorded ("skipped: <reason>" or "too large: <reason>"), never dropped.
+//
+// The egress-filter scenario (internal/scenario/egress) is the first; the
+// services and encryption scenarios implement the same interface.
+package scenario
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+
+	"github.com/cnibench/cnibench/internal/lab"
+)
+
+// LabelScenario is the label every result of a scenario carries, with the
+// scenario's Name as its value.
+const LabelScenario = "scenario"
+
+// ErrTooLarge is wrapped by a Point's Skip when the point exceeds a
+// documented bound of what it would run (a mechanism's MaxRules): it is
+// recorded "too large", not "skipped".
+var ErrTooLarge = errors.New("too large")
+
+// Point is one set of scenario parameters (e.g. mechanism=ipset, rules=1000).
+type Point struct {
+	// Labels are added to every result measured at this point; they include
+	// LabelScenario.
+	Labels map[string]string
+	// Skip, when not nil, says why this point is not run on this machine.
+	Skip error
+}
+
+// SkipReason is how a skipped point is recorded: "too large: …" for
+// ErrTooLarge, "skipped: …" otherwise; "" if the point runs.
+func (p Point) SkipReason() string {
+	switch {
+	case p.Skip == nil:
+		return ""
+	case errors.Is(p.Skip, ErrTooLarge):
+		return "too large: " + strings.TrimPrefix(p.Skip.Error(), ErrTooLarge.Error()+": ")
+	}
+	return "skipped: " + p.Skip.Error()
+}
+
+// Env is where a point is prepared: one endpoint of a lab (the client and
+// server pods and, for the routed datapaths, the client's node).
+type Env struct {
+	Endpoint lab.Endpoint
+	Topology *lab.Topology
+	Logger   *slog.Logger
+}
+
+// Prepared is a point set up in the lab; the suite runs the cells against it
+// and then closes it.
+type Prepared interface {
+	// Metrics are the set-up costs (times, memory) attached to every repeat
+	// measured at this point.
+	Metrics() map[string]float64
+	// Config describes how it was set up (method, seed, …), recorded in the
+	// runs' config.
+	Config() map[string]string
+	// Close undoes Prepare, also when ctx is cancelled, and returns its own
+	// costs (tear-down time). It may be called more than once.
+	Close(ctx context.Context) (map[string]float64, error)
+}
+
+// Scenario is a scenario the suite can run.
+type Scenario interface {
+	// Name is the scenario's name (--scenario, the scenario label).
+	Name() string
+	// Points lists every point in a fixed order, skipped ones included.
+	Points() []Point
+	// Prepare sets the point up in env. On error nothing of it is left
+	// behind and the error says which step failed.
+	Prepare(ctx context.Context, env Env, p Point) (Prepared, error)
+	// Close releases what Prepare calls shared (e.g. extra addresses in
+	// the lab); it may be called more than once.
+	Close(ctx context.Context) error
+}

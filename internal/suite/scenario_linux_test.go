@@ -1,0 +1,171 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/google/nftables"
+
+	"github.com/cnibench/cnibench/internal/testutil"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+// egressPrograms returns the IDs of loaded BPF programs of the egress
+// filter (egress_lpm, egress_hash; the kernel truncates names to 15 bytes).
+func egressPrograms(t *testing.T) []ebpf.ProgramID {
+	t.Helper()
+	var ids []ebpf.ProgramID
+	id := ebpf.ProgramID(0)
+	for {
+		next, err := ebpf.ProgramGetNextID(id)
+		if errors.Is(err, os.ErrNotExist) {
+			return ids
+		}
+		if err != nil {
+			t.Fatalf("list BPF programs: %v", err)
+		}
+		id = next
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		info, err := p.Info()
+		p.Close()
+		if err == nil && strings.HasPrefix(info.Name, "egress_") {
+			ids = append(ids, id)
+		}
+	}
+}
+
+// hostTables lists the host namespace's nftables tables (read only).
+func hostTables(t *testing.T) []string {
+	t.Helper()
+	c, err := nftables.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tabs, err := c.ListTables()
+	if err != nil {
+		t.Fatalf("list host nft tables: %v", err)
+	}
+	var out []string
+	for _, tb := range tabs {
+		out = append(out, tb.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestSuiteEgressScenario runs the egress-filter scenario with the
+// baseline, ipset and ebpf-lpm at 10 and 1000 rules and tiny windows.
+func TestSuiteEgressScenario(t *testing.T) {
+	testutil.SkipUnlessRoot(t)
+	testutil.NeedProgram(t, "ipset", "iptables-nft-restore")
+	before := labNamespaces(t)
+	progsBefore := egressPrograms(t)
+	tablesBefore := hostTables(t)
+
+	o := tinyOptions(t)
+	o.Scenario = ScenarioEgress
+	o.Mechanisms = []string{"none", "ipset", "ebpf-lpm"}
+	o.Rules = []int{10, 1000}
+	o.Repeat = 1
+	o.Duration = 100 * time.Millisecond
+	o.Warmup = 50 * time.Millisecond
+	var progress strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := (&Runner{Progress: &progress, LockPath: filepath.Join(t.TempDir(), "lock")}).Run(ctx, o)
+	if err != nil {
+		t.Fatalf("suite: %v\n%s", err, progress.String())
+	}
+	assertNothingLeft(t, before)
+	for _, id := range egressPrograms(t) {
+		if !slices.Contains(progsBefore, id) {
+			t.Errorf("egress BPF program %d left loaded (a TCX link or map holds it)", id)
+		}
+	}
+	if after := hostTables(t); !slices.Equal(after, tablesBefore) {
+		t.Errorf("host nft tables changed: %v → %v", tablesBefore, after)
+	}
+
+	data, err := os.ReadFile(out.ResultsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := result.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Skipped) != 0 {
+		t.Errorf("skipped: %+v", set.Skipped)
+	}
+	// 3 mechanisms × 2 rule counts × 5 cells.
+	if want := 3 * 2 * len(scenarioTests); len(set.Runs) != want {
+		t.Fatalf("%d runs, want %d\n%s", len(set.Runs), want, progress.String())
+	}
+	proven := []string{result.FilterSetupSeconds, result.FilterSetupReturnedSeconds, result.FilterSetupResolutionSeconds,
+		result.FilterUpdateAddSeconds, result.FilterUpdateRemoveSeconds, result.FilterLoaderRSSBytes, result.FilterTeardownSeconds}
+	for _, r := range set.Runs {
+		l := r.Labels
+		if l["scenario"] != ScenarioEgress || l["datapath"] != ScenarioDatapath || l["path"] != "cross-node" ||
+			l["traversal"] != "every-packet" || l["mechanism"] == "" || l["rules"] == "" {
+			t.Errorf("labels %v", l)
+			continue
+		}
+		if len(r.Repeats) != 1 || r.Repeats[0].Error != "" {
+			t.Errorf("%v: repeats %+v", l, r.Repeats)
+			continue
+		}
+		m := r.Repeats[0].Metrics
+		want := proven
+		if l["mechanism"] == "none" {
+			want = []string{result.FilterSetupReturnedSeconds, result.FilterTeardownSeconds}
+		} else {
+			want = append(slices.Clone(want), result.FilterKernelBytes)
+			// A proven deny: the filter took effect after loading started
+			// and before the proof's end.
+			if s := m[result.FilterSetupSeconds]; s <= -0.01 || s > 60 || m[result.FilterSetupResolutionSeconds] <= 0 {
+				t.Errorf("%v: set-up %v s, resolution %v s", l, s, m[result.FilterSetupResolutionSeconds])
+			}
+			if r.Config["filter_denied_addr"] == "" || r.Config["filter_load_method"] == "" {
+				t.Errorf("%v: config %v", l, r.Config)
+			}
+		}
+		for _, k := range want {
+			if _, ok := m[k]; !ok {
+				t.Errorf("%v: no %s", l, k)
+			}
+		}
+		if l["test"] == "udp_stream" && m[result.DatagramsReceivedPerSec] <= 0 {
+			t.Errorf("%v: no packet rate", l)
+		}
+	}
+	if !strings.Contains(progress.String(), "ebpf-lpm") || !strings.Contains(progress.String(), "prepared in") {
+		t.Errorf("progress:\n%s", progress.String())
+	}
+}
+
+// A datapath without the client's node is refused with one line naming
+// --datapaths.
+func TestSuiteEgressScenarioNeedsRoutedDatapath(t *testing.T) {
+	testutil.SkipUnlessRoot(t)
+	before := labNamespaces(t)
+	o := tinyOptions(t, "bridge")
+	o.Scenario = ScenarioEgress
+	o.Mechanisms = []string{"none"}
+	o.Rules = []int{10}
+	_, err := (&Runner{LockPath: filepath.Join(t.TempDir(), "lock")}).Run(context.Background(), o)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "--datapaths bridge") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %v, want a one-line validation error naming --datapaths bridge", err)
+	}
+	assertNothingLeft(t, before)
+}
