@@ -121,20 +121,7 @@ func readVmHWM(dir int, buf []byte) (int64, bool) {
 }
 
 // parseVmHWM reads "VmHWM: N kB" from /proc/PID/status text, in bytes.
-func parseVmHWM(status string) (int64, bool) {
-	for line := range strings.Lines(status) {
-		v, ok := strings.CutPrefix(line, "VmHWM:")
-		if !ok {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-		if err != nil || kb < 0 {
-			return 0, false
-		}
-		return kb * 1024, true
-	}
-	return 0, false
-}
+func parseVmHWM(status string) (int64, bool) { return statusBytes(status, "VmHWM:") }
 
 // needPrograms returns an error wrapping ErrNotSupported unless every
 // program is on PATH; pkg is the Debian package that provides them.
