@@ -4,6 +4,7 @@
 #   sudo make test       every test (privileged ones need root); installs what they run (make deps)
 #   sudo make fresh-test the README's commands on a fresh minimal Debian 12 root (what CI runs)
 #   sudo make bench      cnibench against netperf, iperf3 and hey (docs/benchmarks.md)
+#   sudo make bench BENCH_ARGS="-tests egress-load"   egress filter loaders vs nft -f / ipset restore
 
 SHELL   := /bin/bash
 # The Go toolchain: hack/ensure-go.sh finds or installs one new enough for

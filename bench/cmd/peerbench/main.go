@@ -55,6 +55,14 @@ type options struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == egressChildCmd {
+		// Hidden: one cnibench egress load in its own process (egressload).
+		if err := egressChildMain(os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "peerbench "+egressChildCmd+":", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	flag.IntVar(&o.rounds, "rounds", planRounds, "rounds per comparison (each round: one cnibench trial and one peer trial, order alternating); at least 6; verdicts are exploratory unless it is the plan's")
 	flag.DurationVar(&o.duration, "duration", planDuration, "measured length of each trial (whole seconds; netperf, iperf3 and hey take seconds); verdicts are exploratory unless it is the plan's")
@@ -63,7 +71,7 @@ func main() {
 	flag.IntVar(&o.httpClients, "http-clients", 1000, "concurrent HTTP clients (cnibench --flows, hey -c)")
 	flag.IntVar(&o.httpBody, "http-body", 1024, "HTTP response body bytes")
 	flag.StringVar(&o.envs, "envs", "loopback,veth", "environments to run, comma-separated: loopback, veth")
-	flag.StringVar(&o.tests, "tests", "tcp_rr,tcp_crr,tcp_stream,http", "comparisons to run, comma-separated")
+	flag.StringVar(&o.tests, "tests", "tcp_rr,tcp_crr,tcp_stream,http", "comparisons to run, comma-separated; or egress-load alone: cnibench's egress loaders (nftables, ipset, ebpf-lpm) at 1M CIDRs vs nft -f and ipset restore")
 	flag.StringVar(&o.jsonOut, "json", "", "write the full results (every trial) as JSON here (default bench/results/peerbench.json, peerbench-pin-MODE.json with -pin)")
 	flag.StringVar(&o.mdOut, "md", "", "also write the Markdown report here (default bench/results/peerbench.md, peerbench-pin-MODE.md with -pin; \"-\" = stdout only)")
 	flag.StringVar(&o.peersDir, "peers-dir", "", "directory holding netperf and netserver, built there with the peers' build script if missing (default: netperf/netserver on PATH, else CHECKOUT/peers-bin)")
@@ -73,7 +81,9 @@ func main() {
 	flag.BoolVar(&o.noInstall, "no-install", false, "do not apt-get install iperf3/hey when missing")
 	flag.Parse()
 	base := "bench/results/peerbench"
-	if o.pin != "none" {
+	if o.tests == egressTest {
+		base += "-egress"
+	} else if o.pin != "none" {
 		base += "-pin-" + o.pin
 	}
 	if o.jsonOut == "" {
@@ -124,7 +134,10 @@ func (o options) validate() error {
 		}
 	}
 	for _, t := range splitList(o.tests) {
-		if comparisonByTest(t) == nil {
+		if t == egressTest && o.tests != egressTest {
+			return fmt.Errorf("-tests: %s runs alone", egressTest)
+		}
+		if t != egressTest && comparisonByTest(t) == nil {
 			return fmt.Errorf("-tests: unknown comparison %q", t)
 		}
 	}
@@ -158,6 +171,9 @@ func run(ctx context.Context, o options, stdout io.Writer) (err error) {
 	root, err := moduleRoot(ctx, o.goBin)
 	if err != nil {
 		return err
+	}
+	if o.tests == egressTest {
+		return runEgressLoad(ctx, o, root, stdout)
 	}
 	tmp, err := os.MkdirTemp("", "cnb-bench-")
 	if err != nil {
