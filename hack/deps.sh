@@ -5,10 +5,11 @@
 #   iptables, ipset      the filter scenarios' backends
 #   procps    pgrep      the suite tests' "no process left behind" check
 #   chromium             the report's browser test
+#   time                 GNU time: the egress loader bench's peer loaders (RSS)
 # Quick when all are there (one dpkg-query); as non-root it only says what is
 # missing (the tests that need it then skip, or fail with CI=true).
 set -euo pipefail
-pkgs=(nftables iproute2 iptables ipset procps chromium ca-certificates)
+pkgs=(nftables iproute2 iptables ipset procps chromium time ca-certificates)
 missing=()
 for p in "${pkgs[@]}"; do
   st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)

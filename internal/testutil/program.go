@@ -21,6 +21,7 @@ var packages = map[string]string{
 	"iptables-legacy-restore": "iptables",
 	"ipset":                   "ipset",
 	"pgrep":                   "procps",
+	"time":                    "time",
 	"chromium":                "chromium",
 	"go":                      "a Go toolchain (hack/ensure-go.sh)",
 }
