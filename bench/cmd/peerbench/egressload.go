@@ -193,13 +193,11 @@ func (r *EgressRow) finish(rounds int, plan bool) {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("only %d of %d rounds have both sides", len(r.Ratios), rounds))
 		}
 		if len(r.Ratios) > 0 {
-			ci, err := ratioInterval(r.Ratios, planConfidence)
-			if err != nil {
-				r.Warnings = append(r.Warnings, fmt.Sprintf("no interval: %v", err))
-			} else {
-				r.CI = &ci
+			var warn string
+			r.CI, r.Verdict, warn = judge(r.Ratios, r.TargetRatio)
+			if warn != "" {
+				r.Warnings = append(r.Warnings, warn)
 			}
-			r.Verdict = decide(ci.Lo, ci.Hi, r.TargetRatio, err == nil)
 		}
 	} else if r.TargetSec > 0 && len(av) > 0 {
 		// Headroom per trial: target / time; met when its interval is at
@@ -213,14 +211,14 @@ func (r *EgressRow) finish(rounds int, plan bool) {
 		if len(av) < rounds {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("only %d of %d trials succeeded", len(av), rounds))
 		}
-		ci, err := ratioInterval(head, planConfidence)
-		if err != nil {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("no interval: %v", err))
-		} else {
-			r.CI = &ci
+		var warn string
+		r.CI, r.Verdict, warn = judge(head, 1.0)
+		if warn != "" {
+			r.Warnings = append(r.Warnings, warn)
+		}
+		if ci := r.CI; ci != nil {
 			r.TimeCI = &RatioCI{N: ci.N, Estimate: r.TargetSec / ci.Estimate, Lo: r.TargetSec / ci.Hi, Hi: r.TargetSec / ci.Lo, Confidence: ci.Confidence}
 		}
-		r.Verdict = decide(ci.Lo, ci.Hi, 1.0, err == nil)
 	}
 	if r.RSSLimit > 0 {
 		switch {

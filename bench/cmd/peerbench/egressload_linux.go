@@ -80,25 +80,6 @@ func egressChildMain(args []string, stdout io.Writer) error {
 		ExternalPeakRSS: info.LoaderPeakRSS, Method: info.Method})
 }
 
-// procStatusBytes reads a "kB" field of /proc/PID/status in bytes.
-func procStatusBytes(pid, field string) (int64, error) {
-	b, err := os.ReadFile("/proc/" + pid + "/status")
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, field+":"); ok {
-			f := strings.Fields(v)
-			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("/proc/%s/status %s: %q", pid, field, l)
-			}
-			kb, err := strconv.ParseInt(f[0], 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("/proc/%s/status: no %s", pid, field)
-}
-
 // egressNS is one trial's fresh namespace with the veth n0 (its peer c0
 // stays in the same namespace: nothing touches the host's).
 type egressNS struct {

@@ -201,22 +201,26 @@ func waitListening(ctx context.Context, ns string, port int, s *Server) error {
 func (s *Server) Pid() int { return s.cmd.Process.Pid }
 
 // VmHWM returns the server's peak resident set size so far, in bytes.
-func (s *Server) VmHWM() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Pid()))
+func (s *Server) VmHWM() (int64, error) { return procStatusBytes(strconv.Itoa(s.Pid()), "VmHWM") }
+
+// procStatusBytes reads a "kB" field of /proc/PID/status (PID may be
+// "self") in bytes.
+func procStatusBytes(pid, field string) (int64, error) {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return 0, err
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
 			f := strings.Fields(v)
 			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("VmHWM line %q", l)
+				return 0, fmt.Errorf("/proc/%s/status %s: %q", pid, field, l)
 			}
 			kb, err := strconv.ParseInt(f[0], 10, 64)
-			return kb * 1024, err
+			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", s.Pid())
+	return 0, fmt.Errorf("/proc/%s/status: no %s", pid, field)
 }
 
 // Alive reports an error if the server has exited.

@@ -134,6 +134,17 @@ const (
 	VerdictInconclusive = "inconclusive"
 )
 
+// judge is the plan applied to per-round ratios: their interval (nil, with
+// the reason as a warning, when there is none) and the verdict against
+// target.
+func judge(ratios []float64, target float64) (ci *RatioCI, verdict, warning string) {
+	c, err := ratioInterval(ratios, planConfidence)
+	if err != nil {
+		return nil, decide(0, 0, target, false), fmt.Sprintf("no interval: %v", err)
+	}
+	return &c, decide(c.Lo, c.Hi, target, true), ""
+}
+
 // decide is the verdict rule fixed before any measurement: met when the
 // whole interval is at or above the target (lower bound >= target), missed
 // when the whole interval is below it (upper bound < target), inconclusive

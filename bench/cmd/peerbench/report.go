@@ -99,13 +99,11 @@ func (r *Report) finish(o options) {
 			}
 		}
 		if len(c.RatioValues) > 0 {
-			ci, err := ratioInterval(c.RatioValues, planConfidence)
-			if err != nil {
-				c.Warnings = append(c.Warnings, fmt.Sprintf("no interval: %v", err))
-			} else {
-				c.CI = &ci
+			var warn string
+			c.CI, c.Verdict, warn = judge(c.RatioValues, c.Target)
+			if warn != "" {
+				c.Warnings = append(c.Warnings, warn)
 			}
-			c.Verdict = decide(ci.Lo, ci.Hi, c.Target, err == nil)
 		}
 		if c.Peer == "netperf" {
 			if _, ok := metricMedian(c, c.Peer, "latency_us_p50"); !ok {
