@@ -38,31 +38,11 @@ const (
 
 // hostileServer serves on 127.0.0.1 with lim for the test's lifetime.
 func hostileServer(t *testing.T, lim Limits) (*Server, string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv := NewServer(nil)
-	srv.Limits = lim
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("server: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("server did not stop within 10s")
-		}
+	return startServerWith(t, lim, func(srv *Server) {
 		if u := srv.budget.inUse(); u != (cost{}) {
 			t.Errorf("budget still held after shutdown: %+v", u)
 		}
 	})
-	return srv, ln.Addr().String()
 }
 
 // goodRun is a well-behaved client's short run; it must complete.

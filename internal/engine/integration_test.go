@@ -30,6 +30,17 @@ func TestMain(m *testing.M) {
 
 // startServer serves on a loopback port for the test's lifetime.
 func startServer(t *testing.T) (*Server, string) {
+	return startServerWith(t, Limits{}, func(srv *Server) {
+		if n := srv.sessions.Load(); n != 0 {
+			t.Errorf("%d sessions still open after shutdown", n)
+		}
+	})
+}
+
+// startServerWith serves on 127.0.0.1 with lim (zero fields: the defaults)
+// for the test's lifetime; at cleanup it stops the server, checks it stopped
+// cleanly within 10 s and then runs check.
+func startServerWith(t *testing.T, lim Limits, check func(*Server)) (*Server, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -37,6 +48,7 @@ func startServer(t *testing.T) (*Server, string) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := NewServer(nil)
+	srv.Limits = lim
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
@@ -49,9 +61,7 @@ func startServer(t *testing.T) (*Server, string) {
 		case <-time.After(10 * time.Second):
 			t.Error("server did not stop within 10s")
 		}
-		if n := srv.sessions.Load(); n != 0 {
-			t.Errorf("%d sessions still open after shutdown", n)
-		}
+		check(srv)
 	})
 	return srv, ln.Addr().String()
 }
