@@ -178,17 +178,33 @@ func gone(err error) bool {
 // Comment of the nft rules AddServerAddress adds; the address follows.
 const ruleExtraPrefix = "extra-addr "
 
+// labNft opens an nftables connection to node and lists the chains of the
+// lab's table there.
+func labNft(node *NS) (*nftables.Conn, []*nftables.Chain, error) {
+	c, err := nftables.New(nftables.WithNetNSFd(node.Fd()))
+	if err != nil {
+		return nil, nil, fmt.Errorf("nftables connection in %s: %w", node.Name, err)
+	}
+	all, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list nft chains in %s: %w", node.Name, err)
+	}
+	var chains []*nftables.Chain
+	for _, ch := range all {
+		if ch.Table != nil && ch.Table.Name == NftTable {
+			chains = append(chains, ch)
+		}
+	}
+	return c, chains, nil
+}
+
 // allowExtraInNft lets traffic between the pod supernet and addr through
 // the lab's nft chains in node exactly as pod-to-pod traffic goes: accepted
 // at the end of the forward chain (after the same ct-established and
 // ct-invalid rules), and marked NOTRACK where the datapath marks pod traffic
 // NOTRACK. It is a no-op in a node without the lab's table.
 func allowExtraInNft(node *NS, addr netip.Addr) error {
-	c, err := nftables.New(nftables.WithNetNSFd(node.Fd()))
-	if err != nil {
-		return fmt.Errorf("nftables connection in %s: %w", node.Name, err)
-	}
-	chains, err := labChains(c, node)
+	c, chains, err := labNft(node)
 	if err != nil {
 		return err
 	}
@@ -220,11 +236,7 @@ func allowExtraInNft(node *NS, addr netip.Addr) error {
 
 // removeExtraFromNft deletes the rules allowExtraInNft added for addr.
 func removeExtraFromNft(node *NS, addr netip.Addr) error {
-	c, err := nftables.New(nftables.WithNetNSFd(node.Fd()))
-	if err != nil {
-		return fmt.Errorf("nftables connection in %s: %w", node.Name, err)
-	}
-	chains, err := labChains(c, node)
+	c, chains, err := labNft(node)
 	if err != nil {
 		return err
 	}
@@ -250,19 +262,4 @@ func removeExtraFromNft(node *NS, addr netip.Addr) error {
 		return fmt.Errorf("delete the nft rules for %s in %s: %w", addr, node.Name, err)
 	}
 	return nil
-}
-
-// labChains lists the chains of the lab's table in node.
-func labChains(c *nftables.Conn, node *NS) ([]*nftables.Chain, error) {
-	all, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
-	if err != nil {
-		return nil, fmt.Errorf("list nft chains in %s: %w", node.Name, err)
-	}
-	var out []*nftables.Chain
-	for _, ch := range all {
-		if ch.Table != nil && ch.Table.Name == NftTable {
-			out = append(out, ch)
-		}
-	}
-	return out, nil
 }
