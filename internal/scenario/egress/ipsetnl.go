@@ -1,0 +1,234 @@
+package egress
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"syscall"
+)
+
+// The ipset netlink protocol (linux/netfilter/ipset/ip_set.h): requests are
+// nfnetlink messages of subsystem NFNL_SUBSYS_IPSET whose attributes are
+// encoded here by hand, so that a load of 1M entries costs a few copies of
+// 24 bytes each and no text. These encoders are pure; ipsetnl_linux.go
+// sends what they build.
+const (
+	nfnlSubsysIPSet = 6 // NFNL_SUBSYS_IPSET
+	ipsetProtocol   = 6 // IPSET_PROTOCOL_MIN: every kernel with ipset v6+ accepts it
+
+	ipsetCmdCreate  = 2
+	ipsetCmdDestroy = 3
+	ipsetCmdAdd     = 9
+	ipsetCmdDel     = 10
+	ipsetCmdType    = 13
+
+	// Command-level attributes.
+	ipsetAttrProtocol = 1
+	ipsetAttrSetname  = 2
+	ipsetAttrTypename = 3
+	ipsetAttrRevision = 4
+	ipsetAttrFamily   = 5
+	ipsetAttrData     = 7
+	ipsetAttrADT      = 8
+	ipsetAttrLineno   = 9
+	// Data attributes.
+	ipsetAttrIP       = 1
+	ipsetAttrCIDR     = 3
+	ipsetAttrHashsize = 18
+	ipsetAttrMaxelem  = 19
+	ipsetAttrIPv4     = 1 // IPSET_ATTR_IPADDR_IPV4, nested in IPSET_ATTR_IP
+
+	nlaFNested       = 0x8000
+	nlaFNetByteorder = 0x4000
+	nfnetlinkV0      = 0
+
+	// ipsetEntryBytes is the encoded size of one hash:net IPv4 entry in an
+	// ADT container: DATA{ IP{ IPV4 be32 }, CIDR u8 (padded) }.
+	ipsetEntryBytes = 4 + (4 + 8) + 8
+)
+
+// ipsetMsgType is the nlmsg type of an ipset command.
+func ipsetMsgType(cmd int) uint16 { return uint16(nfnlSubsysIPSet<<8 | cmd) }
+
+// nlAttr appends one attribute (header, payload, padding to 4 bytes).
+func nlAttr(b []byte, typ uint16, payload []byte) []byte {
+	b = binary.NativeEndian.AppendUint16(b, uint16(4+len(payload)))
+	b = binary.NativeEndian.AppendUint16(b, typ)
+	b = append(b, payload...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// nlNestStart appends a nested attribute's header and returns its offset
+// for nlNestEnd, which writes the final length.
+func nlNestStart(b []byte, typ uint16) ([]byte, int) {
+	off := len(b)
+	b = binary.NativeEndian.AppendUint16(b, 0)
+	b = binary.NativeEndian.AppendUint16(b, typ|nlaFNested)
+	return b, off
+}
+
+func nlNestEnd(b []byte, off int) []byte {
+	binary.NativeEndian.PutUint16(b[off:], uint16(len(b)-off))
+	return b
+}
+
+// ipsetHeader is the nfgenmsg every ipset request starts with (family
+// AF_INET, version 0, res_id 0) followed by the protocol attribute.
+func ipsetHeader(b []byte) []byte {
+	b = append(b, syscall.AF_INET, nfnetlinkV0, 0, 0)
+	return nlAttr(b, ipsetAttrProtocol, []byte{ipsetProtocol})
+}
+
+func cString(s string) []byte { return append([]byte(s), 0) }
+
+func be32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+
+// ipsetTypeRequest asks which revisions of type typ (e.g. "hash:net") the
+// kernel supports for IPv4.
+func ipsetTypeRequest(typ string) []byte {
+	b := ipsetHeader(nil)
+	b = nlAttr(b, ipsetAttrTypename, cString(typ))
+	return nlAttr(b, ipsetAttrFamily, []byte{syscall.AF_INET})
+}
+
+// ipsetCreateRequest creates the IPv4 hash:net set name at revision rev
+// with the given hashsize and maxelem (what `ipset create NAME hash:net
+// family inet hashsize H maxelem M` sends).
+func ipsetCreateRequest(name string, rev uint8, hashsize, maxelem uint32) []byte {
+	b := ipsetHeader(nil)
+	b = nlAttr(b, ipsetAttrSetname, cString(name))
+	b = nlAttr(b, ipsetAttrTypename, cString("hash:net"))
+	b = nlAttr(b, ipsetAttrRevision, []byte{rev})
+	b = nlAttr(b, ipsetAttrFamily, []byte{syscall.AF_INET})
+	b, off := nlNestStart(b, ipsetAttrData)
+	b = nlAttr(b, ipsetAttrHashsize|nlaFNetByteorder, be32(hashsize))
+	b = nlAttr(b, ipsetAttrMaxelem|nlaFNetByteorder, be32(maxelem))
+	return nlNestEnd(b, off)
+}
+
+// ipsetNameRequest is a request naming only the set (destroy).
+func ipsetNameRequest(name string) []byte {
+	return nlAttr(ipsetHeader(nil), ipsetAttrSetname, cString(name))
+}
+
+// appendIPSetEntry appends one IPv4 prefix as a DATA container.
+func appendIPSetEntry(b []byte, p netip.Prefix) []byte {
+	b, data := nlNestStart(b, ipsetAttrData)
+	b, ip := nlNestStart(b, ipsetAttrIP)
+	a := p.Addr().As4()
+	b = nlAttr(b, ipsetAttrIPv4|nlaFNetByteorder, a[:])
+	b = nlNestEnd(b, ip)
+	b = nlAttr(b, ipsetAttrCIDR, []byte{uint8(p.Bits())})
+	return nlNestEnd(b, data)
+}
+
+// ipsetMaxPerMsg is the most entries one ADT request can carry: the ADT
+// attribute's length is 16 bits.
+const ipsetMaxPerMsg = (0xffff - 4) / ipsetEntryBytes
+
+// ipsetADTRequests encodes adding (or deleting) cidrs to set name as
+// requests of at most perMsg entries each (at most ipsetMaxPerMsg), every
+// entry a DATA container in one ADT attribute, as `ipset restore`
+// aggregates its lines. cidrs must be IPv4 and masked.
+func ipsetADTRequests(name string, cidrs []netip.Prefix, perMsg int) ([][]byte, error) {
+	if perMsg < 1 {
+		return nil, fmt.Errorf("ipset requests: %d entries per message", perMsg)
+	}
+	perMsg = min(perMsg, ipsetMaxPerMsg)
+	var out [][]byte
+	for i := 0; i < len(cidrs); i += perMsg {
+		b, err := appendIPSetADT(nil, name, cidrs[i:min(i+perMsg, len(cidrs))])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// appendIPSetADT appends one ADT request for part (at most ipsetMaxPerMsg
+// entries) to b[:0]-style buffers: callers reuse b between requests.
+func appendIPSetADT(b []byte, name string, part []netip.Prefix) ([]byte, error) {
+	if len(part) > ipsetMaxPerMsg {
+		return nil, fmt.Errorf("ipset request: %d entries, at most %d fit", len(part), ipsetMaxPerMsg)
+	}
+	b = ipsetHeader(b)
+	b = nlAttr(b, ipsetAttrSetname, cString(name))
+	// The kernel requires a line number with an ADT container, as
+	// `ipset restore` sends it (it reports a failing entry's own, which
+	// these do not carry).
+	b = nlAttr(b, ipsetAttrLineno, binary.NativeEndian.AppendUint32(nil, 0))
+	b, adt := nlNestStart(b, ipsetAttrADT)
+	for _, p := range part {
+		if !p.Addr().Is4() || p.Masked() != p {
+			return nil, fmt.Errorf("ipset entry %v: not a masked IPv4 prefix", p)
+		}
+		b = appendIPSetEntry(b, p)
+	}
+	return nlNestEnd(b, adt), nil
+}
+
+// ipsetOneRequest encodes adding or deleting one prefix (a DATA attribute
+// at command level, as `ipset add` sends it).
+func ipsetOneRequest(name string, p netip.Prefix) ([]byte, error) {
+	if !p.Addr().Is4() || p.Masked() != p {
+		return nil, fmt.Errorf("ipset entry %v: not a masked IPv4 prefix", p)
+	}
+	b := nlAttr(ipsetHeader(nil), ipsetAttrSetname, cString(name))
+	return appendIPSetEntry(b, p), nil
+}
+
+// parseIPSetTypeReply returns the highest revision (IPSET_ATTR_REVISION) of
+// an IPSET_CMD_TYPE reply's payload (nfgenmsg and attributes).
+func parseIPSetTypeReply(p []byte) (uint8, error) {
+	if len(p) < 4 {
+		return 0, fmt.Errorf("ipset type reply: %d bytes, shorter than its header", len(p))
+	}
+	p = p[4:]
+	for len(p) >= 4 {
+		l := int(binary.NativeEndian.Uint16(p))
+		typ := binary.NativeEndian.Uint16(p[2:]) &^ (nlaFNested | nlaFNetByteorder)
+		if l < 4 || l > len(p) {
+			return 0, fmt.Errorf("ipset type reply: attribute length %d of %d bytes left", l, len(p))
+		}
+		if typ == ipsetAttrRevision {
+			if l < 5 {
+				return 0, fmt.Errorf("ipset type reply: revision attribute of %d bytes", l)
+			}
+			return p[4], nil
+		}
+		adv := (l + 3) &^ 3
+		if adv > len(p) {
+			break
+		}
+		p = p[adv:]
+	}
+	return 0, fmt.Errorf("ipset type reply: no revision attribute")
+}
+
+// ipsetErrText names the ipset-specific error codes the kernel returns as
+// negative errnos (ip_set.h: IPSET_ERR_*).
+var ipsetErrText = map[syscall.Errno]string{
+	4097: "protocol error", 4098: "set type not supported by the kernel",
+	4099: "too many sets", 4100: "set busy", 4101: "second set does not exist",
+	4102: "set type mismatch", 4103: "set or element exists (or, deleting, is missing)", 4104: "invalid CIDR",
+	4105: "invalid netmask", 4106: "invalid family", 4107: "timeout not supported",
+	4108: "set is referenced by a rule", 4109: "invalid IPv4 address",
+	4352: "hash is full (maxelem reached)", 4353: "too many elements in one bucket",
+	4354: "invalid protocol", 4355: "missing protocol",
+}
+
+// ipsetErr makes a kernel error readable: an ipset code gets its name.
+func ipsetErr(err error) error {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		if s, ok := ipsetErrText[e]; ok {
+			return fmt.Errorf("%s (ipset error %d): %w", s, int(e), err)
+		}
+	}
+	return err
+}
