@@ -61,13 +61,17 @@ test-short:
 
 FUZZTIME ?= 30s
 # Every fuzz target in the tree (control protocol, admission, the parsers of
-# the HTTP responses, /proc/net/snmp and conntrack statistics).
+# the HTTP responses, /proc/net/snmp, conntrack statistics, and the egress
+# scenario's parsers of ipset/iptables output and ipset netlink replies).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadMsg$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadResponse$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSNMP$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCTStats$$' -fuzztime $(FUZZTIME) ./internal/lab/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseIPSetMemory$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDropCounter$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseIPSetTypeReply$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
 
 # The control-protocol fuzz targets for a fixed number of executions each
 # (>= 1,000,000 in all; docs/security.md records a run).

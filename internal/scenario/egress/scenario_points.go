@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cnibench/cnibench/internal/scenario"
 )
@@ -161,4 +162,15 @@ func pointParams(p scenario.Point) (mech string, rules int, traversal string, er
 		return "", 0, "", errors.New("egress-filter: point without mechanism, rules and traversal labels")
 	}
 	return mech, rules, traversal, nil
+}
+
+// probeWarmup bounds a proof's wait for the state before its action (see
+// Probe.Warmup): 2 s, or 20 µs per rule when that is longer. Behind a
+// linear rule list every probe that matches no early rule walks all N:
+// at 1M iptables-legacy rules a probe cost milliseconds, and the 1000 lost
+// probes a release proof waits for before removing a CIDR took longer than
+// 2 s (every such proof failed, and with it the point). The bound is only
+// reached when something is wrong; a path that works gets there sooner.
+func probeWarmup(rules int) time.Duration {
+	return max(2*time.Second, time.Duration(rules)*20*time.Microsecond)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cnibench/cnibench/internal/scenario"
 )
@@ -160,6 +161,17 @@ func TestSkipReason(t *testing.T) {
 	for _, tt := range tests {
 		if got := (scenario.Point{Skip: tt.skip}).SkipReason(); got != tt.want {
 			t.Errorf("SkipReason(%v) = %q, want %q", tt.skip, got, tt.want)
+		}
+	}
+}
+
+func TestProbeWarmup(t *testing.T) {
+	for _, tc := range []struct {
+		rules int
+		want  time.Duration
+	}{{10, 2 * time.Second}, {100_000, 2 * time.Second}, {1_000_000, 20 * time.Second}, {10_000_000, 200 * time.Second}} {
+		if got := probeWarmup(tc.rules); got != tc.want {
+			t.Errorf("probeWarmup(%d) = %v, want %v", tc.rules, got, tc.want)
 		}
 	}
 }
