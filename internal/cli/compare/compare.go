@@ -26,7 +26,7 @@ type flags struct {
 func NewCommand(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 	f := &flags{}
 	c := &cobra.Command{
-		Use:   "compare OLD.json NEW.json [MORE.json...] | compare --by datapath RESULTS.json",
+		Use:   "compare OLD.json NEW.json [MORE.json...] | compare --by LABEL [--baseline VALUE] RESULTS.json",
 		Short: "Compare results like benchstat: medians, confidence intervals, deltas, significance",
 		Long: `Compare cnibench results in the manner of benchstat.
 
@@ -35,11 +35,13 @@ NEW.json that has exactly the same labels (datapath, path, test, flows, mtu,
 scenario, ...). Two single-run results of 'cnibench run' are compared whatever
 their labels.
 
-With --by datapath and one results file, every datapath is compared with the
---baseline datapath (default "baseline"). A run is matched with the baseline run
-whose labels are equal except datapath; when the baseline has no run with the
-same path (the node-to-node baseline has no cross-node or same-node runs), the
-path label is ignored as well.
+With --by LABEL and one results file, every value of that label is compared
+with the --baseline value: --by datapath (baseline "baseline" by default)
+compares datapaths, --by mechanism --baseline none the egress-filter scenario's
+mechanisms against no filter. A run is matched with the baseline run whose
+labels are equal except LABEL; when there is none, --by datapath also ignores
+path (the node-to-node baseline has no cross-node or same-node runs) and
+--by mechanism ignores traversal (none has no new-connection runs).
 
 For each matched run and metric the output shows both medians with their 95 %
 confidence interval, the change in percent and the p-value of a two-sided
@@ -51,10 +53,11 @@ tests, transactions per second for rr, crr and http), p99 latency, UDP loss and
 the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).`,
 		Example: `  cnibench compare old/results.json new/results.json
   cnibench compare --by datapath --metrics trans_per_sec,latency_us_p99 results.json
+  cnibench compare --by mechanism --baseline none egress/results.json
   cnibench compare --format md old.json new.json > comparison.md`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return clierr.Usagef("compare needs results files: OLD.json NEW.json, or --by datapath RESULTS.json")
+				return clierr.Usagef("compare needs results files: OLD.json NEW.json, or --by LABEL RESULTS.json")
 			}
 			return nil
 		},
@@ -63,8 +66,8 @@ the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).`
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.by, "by", "", `compare the datapaths inside one results file: "datapath"`)
-	fl.StringVar(&f.baseline, "baseline", "baseline", "reference datapath for --by datapath")
+	fl.StringVar(&f.by, "by", "", `compare the values of one label inside one results file: datapath, mechanism, rules, ...`)
+	fl.StringVar(&f.baseline, "baseline", "", `reference value of the --by label (default for --by datapath: "baseline")`)
 	fl.StringSliceVar(&f.metrics, "metrics", nil, "metrics to compare, comma-separated (default: the primary metric of each test, latency_us_p99, loss_pct and the CPU cost)")
 	fl.StringVar(&f.format, "format", "text", "output format: text, md or json")
 	return c
@@ -80,19 +83,17 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 	switch f.by {
 	case "", "file":
 		mode = cmp.ByFile
-		if f.baseline != "baseline" {
-			return clierr.Usagef("--baseline %s: only used with --by datapath", f.baseline)
+		if f.baseline != "" {
+			return clierr.Usagef("--baseline %s: only used with --by LABEL", f.baseline)
 		}
 		if len(args) < 2 {
-			return clierr.Usagef("compare needs at least two files (OLD.json NEW.json), or --by datapath with one file")
-		}
-	case "datapath":
-		mode = cmp.ByDatapath
-		if len(args) != 1 {
-			return clierr.Usagef("--by datapath compares the datapaths inside one results file; got %d files", len(args))
+			return clierr.Usagef("compare needs at least two files (OLD.json NEW.json), or --by LABEL with one file")
 		}
 	default:
-		return clierr.Usagef("--by %s: must be datapath (or omitted to compare files)", f.by)
+		mode = cmp.Mode(f.by)
+		if len(args) != 1 {
+			return clierr.Usagef("--by %s compares the values of one label inside one results file; got %d files", f.by, len(args))
+		}
 	}
 	var metrics []string
 	for _, m := range f.metrics {

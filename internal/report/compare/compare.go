@@ -2,8 +2,9 @@
 // for every matching run and metric, the medians with their confidence
 // intervals, the change in percent and a Mann–Whitney U test; "~" where
 // the difference is not significant. It compares files (OLD against each
-// NEW) or, inside one results file, every datapath against a baseline
-// datapath.
+// NEW) or, inside one results file, every value of one label against a
+// baseline value: every datapath against the baseline datapath, every
+// egress mechanism against none, ...
 package compare
 
 import (
@@ -23,7 +24,8 @@ type Input struct {
 	Set  *result.Set
 }
 
-// Mode says what is compared.
+// Mode says what is compared: ByFile, or the name of the label whose
+// values are compared inside one file (ByDatapath, "mechanism", "rules", ...).
 type Mode string
 
 const (
@@ -33,10 +35,20 @@ const (
 	ByDatapath Mode = "datapath"
 )
 
+// fallbackIgnore names, for a compared label, a second label ignored when a
+// run has no baseline counterpart with it equal: the node-to-node baseline
+// datapath has no cross-node or same-node runs (path), and the egress
+// mechanism none has no new-connection traversal (nothing to bypass).
+var fallbackIgnore = map[string]string{
+	report.LabelDatapath: report.LabelPath,
+	"mechanism":          "traversal",
+}
+
 // Options control a comparison.
 type Options struct {
 	Mode Mode
-	// Baseline is the reference datapath for ByDatapath.
+	// Baseline is the reference value of the compared label (default for
+	// ByDatapath: report.BaselineDatapath; required otherwise).
 	Baseline string
 	// Metrics to compare; empty means the default metrics of each run's
 	// test (report.DefaultMetrics).
@@ -176,44 +188,53 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 				pairs = append(pairs, p)
 			}
 		}
-	case ByDatapath:
+	default:
+		by := string(o.Mode)
 		if len(inputs) != 1 {
-			return nil, &UsageError{fmt.Sprintf("--by datapath compares the datapaths inside one results file; got %d files", len(inputs))}
+			return nil, &UsageError{fmt.Sprintf("--by %s compares the values of one label inside one results file; got %d files", by, len(inputs))}
 		}
 		set := inputs[0].Set
+		var vals []string
+		seen := map[string]bool{}
+		for i := range set.Runs {
+			if v, ok := set.Runs[i].Labels[by]; ok && !seen[v] {
+				seen[v] = true
+				vals = append(vals, v)
+			}
+		}
+		if len(vals) == 0 {
+			return nil, &UsageError{fmt.Sprintf("--by %s: no run in %s has that label (labels: %s)", by, inputs[0].Name, strings.Join(labelNames(set), ", "))}
+		}
 		if o.Baseline == "" {
+			if o.Mode != ByDatapath {
+				return nil, &UsageError{fmt.Sprintf("--baseline: name the reference %s for --by %s (values: %s)", by, by, strings.Join(report.SortValues(by, vals), ", "))}
+			}
 			o.Baseline = report.BaselineDatapath
 		}
 		r.Base = o.Baseline
-		columns = []string{o.Baseline, "datapath"}
-		var dps []string
+		columns = []string{o.Baseline, by}
 		var baseRuns []*result.Run
 		for i := range set.Runs {
-			run := &set.Runs[i]
-			dp := run.Labels[report.LabelDatapath]
-			dps = append(dps, dp)
-			if dp == o.Baseline {
-				baseRuns = append(baseRuns, run)
+			if set.Runs[i].Labels[by] == o.Baseline {
+				baseRuns = append(baseRuns, &set.Runs[i])
 			}
 		}
 		if len(baseRuns) == 0 {
-			return nil, &UsageError{fmt.Sprintf("--baseline %s: %s has no runs with datapath=%s (datapaths: %s)",
-				o.Baseline, inputs[0].Name, o.Baseline, strings.Join(report.SortValues(report.LabelDatapath, dps), ", "))}
+			return nil, &UsageError{fmt.Sprintf("--baseline %s: %s has no runs with %s=%s (values: %s)",
+				o.Baseline, inputs[0].Name, by, o.Baseline, strings.Join(report.SortValues(by, vals), ", "))}
 		}
 		for i := range set.Runs {
 			run := &set.Runs[i]
-			if run.Labels[report.LabelDatapath] == o.Baseline || run.Labels[report.LabelDatapath] == "" {
+			if v := run.Labels[by]; v == o.Baseline || v == "" {
 				continue
 			}
-			b := matchBaseline(baseRuns, run.Labels)
+			b := matchBaseline(baseRuns, run.Labels, by)
 			if b == nil {
 				r.Unmatched++
 				continue
 			}
 			pairs = append(pairs, pair{labels: run.Labels, base: b, baseLabels: b.Labels, others: []*result.Run{run}})
 		}
-	default:
-		return nil, &UsageError{fmt.Sprintf("--by %s: must be datapath (or omitted to compare files)", o.Mode)}
 	}
 
 	// Metrics.
@@ -349,13 +370,16 @@ func side(run *result.Run, metric string) Side {
 	return Side{Present: ok, Summary: s, Values: vals}
 }
 
-// matchBaseline finds the baseline run for labels: all labels except
-// datapath equal; failing that, all labels except datapath and path (the
-// baseline is node-to-node while the others are cross-node or same-node).
-func matchBaseline(base []*result.Run, labels map[string]string) *result.Run {
-	for _, ignorePath := range []bool{false, true} {
+// matchBaseline finds the baseline run for labels: all labels except by
+// equal; failing that, all except by and its fallbackIgnore label.
+func matchBaseline(base []*result.Run, labels map[string]string, by string) *result.Run {
+	ignores := []string{""}
+	if f := fallbackIgnore[by]; f != "" {
+		ignores = append(ignores, f)
+	}
+	for _, ignore := range ignores {
 		for _, b := range base {
-			if sameExcept(b.Labels, labels, ignorePath) {
+			if sameExcept(b.Labels, labels, by, ignore) {
 				return b
 			}
 		}
@@ -363,8 +387,10 @@ func matchBaseline(base []*result.Run, labels map[string]string) *result.Run {
 	return nil
 }
 
-func sameExcept(a, b map[string]string, ignorePath bool) bool {
-	skip := func(k string) bool { return k == report.LabelDatapath || (ignorePath && k == report.LabelPath) }
+// sameExcept reports whether a and b agree on every label but by and
+// ignore ("" ignores nothing more).
+func sameExcept(a, b map[string]string, by, ignore string) bool {
+	skip := func(k string) bool { return k == by || ignore != "" && k == ignore }
 	for k, v := range a {
 		if !skip(k) && b[k] != v {
 			return false
@@ -376,6 +402,22 @@ func sameExcept(a, b map[string]string, ignorePath bool) bool {
 		}
 	}
 	return true
+}
+
+// labelNames lists the label keys of set's runs, sorted.
+func labelNames(set *result.Set) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, run := range set.Runs {
+		for k := range run.Labels {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func datapathOrder(inputs []Input) map[string]int {

@@ -74,6 +74,59 @@ func TestBaselineMatchIgnoresPathOnlyWhenNeeded(t *testing.T) {
 	}
 }
 
+// TestByMechanism compares the egress scenario's mechanisms with none: the
+// new-connection runs of a netfilter mechanism fall back to none's
+// every-packet run (none has no bypass), and rules must match.
+func TestByMechanism(t *testing.T) {
+	l := func(mech, rules, trav string) map[string]string {
+		return map[string]string{"scenario": "egress-filter", "mechanism": mech, "rules": rules, "traversal": trav, "test": "tcp_rr", "flows": "1"}
+	}
+	m := result.TransPerSec
+	s := set(
+		run(l("none", "10", "every-packet"), m, 100, 101, 99, 100, 102, 100),
+		run(l("none", "1000", "every-packet"), m, 100, 101, 99, 100, 102, 100),
+		run(l("iptables", "10", "every-packet"), m, 90, 91, 89, 90, 92, 90),
+		run(l("iptables", "10", "new-connection"), m, 99, 101, 99, 100, 102, 100),
+		run(l("iptables", "1000", "every-packet"), m, 40, 41, 39, 40, 42, 40),
+		run(l("ipset", "100", "every-packet"), m, 99, 101, 99, 100, 102, 100), // no none at 100
+	)
+	r, err := Compare([]Input{{"r.json", s}}, Options{Mode: "mechanism", Baseline: "none", Metrics: []string{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Unmatched != 1 {
+		t.Errorf("unmatched %d, want 1 (ipset at 100 rules)", r.Unmatched)
+	}
+	rows := r.Tables[0].Rows
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want 3", len(rows))
+	}
+	for _, row := range rows {
+		if row.BaseLabels["rules"] != row.Labels["rules"] || row.BaseLabels["traversal"] != "every-packet" {
+			t.Errorf("%v matched %v", row.Labels, row.BaseLabels)
+		}
+		c := row.Cells[0]
+		switch {
+		case row.Labels["rules"] == "1000" && !(c.Significant && c.Better == -1 && math.Abs(c.DeltaPct+60) < 0.01):
+			t.Errorf("iptables at 1000: %+v, want significant -60 %%", c)
+		case row.Labels["traversal"] == "new-connection" && c.Significant:
+			t.Errorf("iptables new-connection at 10: %+v, want no significant change", c)
+		}
+	}
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"vs none", "except mechanism, and except traversal when no run of none has the same traversal", "1 run(s) have no none counterpart"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, b.String())
+		}
+	}
+	if _, err := Compare([]Input{{"r.json", s}}, Options{Mode: "mechanism"}); err == nil || !strings.Contains(err.Error(), "--baseline: name the reference mechanism for --by mechanism (values: ") {
+		t.Errorf("no baseline: %v", err)
+	}
+}
+
 func TestSummaryOnlyAndMissing(t *testing.T) {
 	l := map[string]string{"test": "tcp_rr", "flows": "1"}
 	old := set(

@@ -124,7 +124,7 @@ func (r *Result) render() []rendered {
 			rt.Right = append(rt.Right, k == report.LabelFlows || k == report.LabelMTU || k == report.LabelRules)
 		}
 		base := "vs base"
-		if r.Mode == ByDatapath {
+		if r.Mode != ByFile {
 			base = "vs " + r.Base
 		}
 		for i, c := range t.Columns {
@@ -228,11 +228,16 @@ func (r *Result) notes() []string {
 	for _, m := range tooFew {
 		notes = append(notes, "No verdict is possible: "+m+" (cnibench run --repeat, suite --repeat).")
 	}
-	if r.Mode == ByDatapath {
+	switch by := string(r.Mode); {
+	case r.Mode == ByDatapath:
 		notes = append(notes, fmt.Sprintf("Each datapath's run is matched with the %s run whose labels are equal except datapath, and except path when no run of %s has the same path (the node-to-node baseline has no cross-node or same-node runs).", r.Base, r.Base))
-		if r.Unmatched > 0 {
-			notes = append(notes, fmt.Sprintf("%d run(s) have no %s counterpart (e.g. scenario runs %s did not take part in) and are not shown.", r.Unmatched, r.Base, r.Base))
-		}
+	case r.Mode != ByFile && fallbackIgnore[by] != "":
+		notes = append(notes, fmt.Sprintf("Each %s's run is matched with the %s run whose labels are equal except %s, and except %s when no run of %s has the same %s.", by, r.Base, by, fallbackIgnore[by], r.Base, fallbackIgnore[by]))
+	case r.Mode != ByFile:
+		notes = append(notes, fmt.Sprintf("Each %s's run is matched with the %s run whose labels are equal except %s.", by, r.Base, by))
+	}
+	if r.Mode != ByFile && r.Unmatched > 0 {
+		notes = append(notes, fmt.Sprintf("%d run(s) have no %s counterpart (e.g. scenario runs %s did not take part in) and are not shown.", r.Unmatched, r.Base, r.Base))
 	}
 	return notes
 }
