@@ -35,6 +35,13 @@ type Probe struct {
 	MinUnanswered int
 	// AllowedInterval is how often a probe goes to Allowed; default 1 ms.
 	AllowedInterval time.Duration
+	// Interval is the least gap between two probes to Denied (the sender
+	// busy-waits on its own CPU); 0 sends them back to back. A gap bounds
+	// the resolution but also the work the probes add to the loader's
+	// machine: back to back, a few hundred thousand probes a second arrive
+	// while a deny is loading, and their receiver shares a CPU with the
+	// loader.
+	Interval time.Duration
 	// Warmup bounds the wait for the path's state before the action (probes
 	// arriving, or for a release not arriving); default 2 s.
 	Warmup time.Duration

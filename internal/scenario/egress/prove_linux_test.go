@@ -215,6 +215,32 @@ func TestMeasureEnforcement(t *testing.T) {
 		}
 	})
 
+	// Paced probes (as the scenario sends them): no two probes to Denied
+	// closer than Interval, so the resolution is at least Interval.
+	t.Run("paced", func(t *testing.T) {
+		p := pl.probe()
+		p.Interval = 25 * time.Microsecond
+		e, err := egress.MeasureEnforcement(ctx, p, pl.deny(delay))
+		if err != nil {
+			t.Fatalf("MeasureEnforcement: %v (%+v)", err, e)
+		}
+		r, err := egress.MeasureRelease(ctx, p, pl.allow(delay))
+		if err != nil {
+			t.Fatalf("MeasureRelease: %v (%+v)", err, r)
+		}
+		t.Logf("paced: enforced at %v (resolution %v, mean interval %v), released at %v (resolution %v)",
+			e.Enforced, e.Resolution, e.ProbeInterval, r.Released, r.Resolution)
+		for what, d := range map[string]time.Duration{"enforce resolution": e.Resolution, "enforce mean interval": e.ProbeInterval,
+			"release resolution": r.Resolution, "release mean interval": r.ProbeInterval} {
+			if d < p.Interval {
+				t.Errorf("%s %v: below the probe interval %v", what, d, p.Interval)
+			}
+		}
+		if !e.Proven || !r.Proven {
+			t.Errorf("proven: enforce %v, release %v", e.Proven, r.Proven)
+		}
+	})
+
 	t.Run("release without a deny", func(t *testing.T) {
 		_, err := egress.MeasureRelease(ctx, pl.probe(), func(context.Context) error { return nil })
 		if !errors.Is(err, egress.ErrNotReleased) {

@@ -266,7 +266,7 @@ func (s *probeSender) loop(ctx context.Context, mode int, res *proofResult, rcv 
 	s.maxNs = int64(p.MaxDuration)
 	s.warmNs = int64(p.Warmup)
 	warm := true
-	var nextAllowed, now int64
+	var nextAllowed, nextDenied, now int64
 	for i := 0; ; i++ {
 		now = int64(time.Since(res.base))
 		if now >= nextAllowed {
@@ -312,12 +312,16 @@ func (s *probeSender) loop(ctx context.Context, mode int, res *proofResult, rcv 
 			s.throttled += int64(time.Since(res.base)) - now
 			continue
 		}
+		if now < nextDenied {
+			continue // paced (Probe.Interval): spin on the sender's CPU
+		}
 		ok, err := s.send(probeToDenied, s.sent)
 		if err != nil {
 			s.endNs, s.reason = now, err.Error()
 			return err
 		}
 		if ok {
+			nextDenied = now + int64(p.Interval)
 			res.ring[s.sent&res.mask] = now
 			if s.sent == 0 {
 				s.firstNs = now

@@ -130,7 +130,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	target := Target{NSPath: ep.ClientNode.Path(), NSFd: ep.ClientNode.Fd(), Dev: ep.ClientNodeDev, Do: ep.ClientNode.Do}
 	opts := Options{EstablishedBypass: traversal == TraversalNewConnection}
 	probe := Probe{ClientDo: ep.Client.Do, ServerDo: ep.Server.Do, Denied: DeniedAddr, Allowed: ep.ServerIP,
-		Warmup: probeWarmup(len(cidrs))}
+		Warmup: probeWarmup(len(cidrs)), Interval: probeInterval}
 	pr := &prepared{metrics: map[string]float64{}, config: map[string]string{
 		"filter_seed":          strconv.FormatUint(s.o.Seed, 10),
 		"filter_rules":         strconv.Itoa(len(cidrs)),
