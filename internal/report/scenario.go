@@ -74,6 +74,7 @@ type filterSeries struct {
 	match map[string]string // mechanism, traversal, datapath
 	color string
 	dash  bool
+	dot   bool // a further traversal of the same mechanism (same colour)
 }
 
 // filterScenario is what the section's tables and charts share.
@@ -125,6 +126,7 @@ func newFilterScenario(m *model, scen string, runs []*result.Run) *filterScenari
 				}
 				if len(travs) > 1 {
 					s.name += " (" + show(tr) + ")"
+					s.dot = tr != travs[0]
 				}
 				if len(dps) > 1 {
 					s.name = show(dp) + ": " + s.name
@@ -204,6 +206,7 @@ func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*resul
 		XLabel:   "rules (log scale)",
 		YLabel:   title + " (" + AxisUnit(metric, sc) + ")",
 		LogX:     true,
+		AutoLogY: true,
 	}
 	numeric := len(fs.rules) > 0
 	for _, rv := range fs.rules {
@@ -219,7 +222,7 @@ func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*resul
 	anyValue, anyWarn := false, false
 	for _, s := range fs.series {
 		row := []cell{txt(s.name)}
-		ls := lineSeries{Name: s.name, Color: s.color, Dashed: s.dash}
+		ls := lineSeries{Name: s.name, Color: s.color, Dashed: s.dash, Dotted: s.dot}
 		for _, rv := range fs.rules {
 			if reason := fs.skipFor(s.match, rv); reason != "" {
 				row = append(row, txt(shortReason(reason)))

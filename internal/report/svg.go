@@ -62,16 +62,21 @@ type lineSeries struct {
 	Name   string
 	Color  string
 	Dashed bool // the reference (baseline) series
+	Dotted bool // a variant of another series (same colour), e.g. another traversal
 	Pts    []point
 }
 
 type lineChart struct {
-	ID, Kind    string
-	Title       string
-	Subtitle    string
-	XLabel      string
-	YLabel      string
-	LogX        bool
+	ID, Kind string
+	Title    string
+	Subtitle string
+	XLabel   string
+	YLabel   string
+	LogX     bool
+	// AutoLogY draws the y axis on a log scale when every value is
+	// positive and they span at least two decades (set-up times from
+	// microseconds to seconds); the y label then says so.
+	AutoLogY    bool
 	XTicks      []float64
 	XTickLabels []string
 	Series      []lineSeries
@@ -149,9 +154,81 @@ func (w *svgWriter) legend(x, y float64, names, colors []string) float64 {
 	for i, n := range names {
 		w.p(`<rect x="%s" y="%s" width="11" height="11" fill="%s"/>`, f(x), f(y-9), colors[i])
 		w.p(`<text x="%s" y="%s" font-size="12" fill="#222">%s</text>`+"\n", f(x+15), f(y), esc(n))
-		x += 15 + textWidth(n, 12) + 16
+		x += legendEntryWidth(n)
 	}
 	return x
+}
+
+// dashAttr is a line series' stroke-dasharray attribute ("" when solid).
+func dashAttr(s lineSeries) string {
+	switch {
+	case s.Dashed:
+		return ` stroke-dasharray="7 4"`
+	case s.Dotted:
+		return ` stroke-dasharray="2 3"`
+	}
+	return ""
+}
+
+func legendEntryWidth(name string) float64 { return 15 + textWidth(name, 12) + 16 }
+
+// legendRows splits names into rows that fit between x0 and maxX.
+func legendRows(x0, maxX float64, names []string) [][]int {
+	var rows [][]int
+	x := maxX // forces a first row
+	for i, n := range names {
+		wd := legendEntryWidth(n)
+		if x+wd > maxX && (len(rows) == 0 || len(rows[len(rows)-1]) > 0) {
+			rows = append(rows, nil)
+			x = x0
+		}
+		rows[len(rows)-1] = append(rows[len(rows)-1], i)
+		x += wd
+	}
+	return rows
+}
+
+// wrapText splits s at sep into lines no wider than width at size px (a
+// part wider than width stands alone on its line).
+func wrapText(s, sep string, width, size float64) []string {
+	var lines []string
+	cur := ""
+	for _, part := range strings.Split(s, sep) {
+		next := part
+		if cur != "" {
+			next = cur + sep + part
+		}
+		if cur != "" && textWidth(next, size) > width {
+			lines = append(lines, cur+strings.TrimRight(sep, " "))
+			next = part
+		}
+		cur = next
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
+}
+
+// logYAxis returns the axis range in decades (lo, hi: powers of ten
+// around [min, max]) and a tick at every power of ten between.
+func logYAxis(min, max float64) (lo, hi float64, ticks []float64) {
+	lo, hi = math.Floor(math.Log10(min)), math.Ceil(math.Log10(max))
+	if hi <= lo {
+		hi = lo + 1
+	}
+	for e := lo; e <= hi; e++ {
+		ticks = append(ticks, math.Pow(10, e))
+	}
+	return lo, hi, ticks
+}
+
+// logTick formats a power-of-ten tick (0.001, 1, 1000, 1e-06).
+func logTick(v float64) string {
+	if v >= 1e-4 && v < 1e7 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // textWidth estimates the rendered width of s at size px.
@@ -337,14 +414,7 @@ func (c *lineChart) points() int {
 // svg renders the line chart.
 func (c *lineChart) svg() string {
 	var w svgWriter
-	const left, right, top = 78.0, chartW - 24.0, 70.0
-	h := chartH
-	bottom := float64(h) - 56
-	if c.Note != "" {
-		bottom -= 18
-	}
-	w.open(c.ID, c.Kind, c.Title, c.Subtitle, h, c.points())
-	w.subtitle(c.Subtitle)
+	const left, right = 78.0, chartW - 24.0
 	var names, colors []string
 	for i, s := range c.Series {
 		names = append(names, s.Name)
@@ -354,13 +424,39 @@ func (c *lineChart) svg() string {
 		}
 		colors = append(colors, col)
 	}
-	w.legend(12, 60, names, colors)
-	maxV := 0.0
+	rows := legendRows(12, chartW-12, names)
+	noteLines := wrapText(c.Note, "; ", chartW-24, 11)
+	extra := 18*max(0, len(rows)-1) + 14*max(0, len(noteLines)-1)
+	top := 70.0 + 18*float64(max(0, len(rows)-1))
+	h := chartH + extra
+	bottom := float64(h) - 56 - 14*float64(max(0, len(noteLines)-1))
+	if c.Note != "" {
+		bottom -= 18
+	}
+	maxV, minV := 0.0, math.Inf(1)
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	for _, s := range c.Series {
 		for _, p := range s.Pts {
 			maxV = math.Max(maxV, math.Max(p.V, p.Hi))
+			minV = math.Min(minV, math.Min(p.V, p.Lo))
 			xmin, xmax = math.Min(xmin, p.X), math.Max(xmax, p.X)
+		}
+	}
+	logY := c.AutoLogY && minV > 0 && !math.IsInf(minV, 0) && maxV/minV >= 100
+	ylabel := c.YLabel
+	if logY {
+		ylabel += ", log scale"
+	}
+	w.open(c.ID, c.Kind, c.Title, c.Subtitle, h, c.points())
+	w.subtitle(c.Subtitle)
+	for r, idx := range rows {
+		x, y := 12.0, 60+18*float64(r)
+		for _, i := range idx {
+			// A line sample in the series' own dash pattern, so that
+			// same-coloured variants tell apart.
+			w.p(`<path d="M%s %sH%s" stroke="%s" stroke-width="3"%s/>`, f(x-1), f(y-4), f(x+12), colors[i], dashAttr(c.Series[i]))
+			w.p(`<text x="%s" y="%s" font-size="12" fill="#222">%s</text>`+"\n", f(x+15), f(y), esc(names[i]))
+			x += legendEntryWidth(names[i])
 		}
 	}
 	for _, t := range c.XTicks {
@@ -379,9 +475,25 @@ func (c *lineChart) svg() string {
 	pad := (hi - lo) * 0.05
 	lo, hi = lo-pad, hi+pad
 	xOf := func(x float64) float64 { return left + (right-left)*(tx(x)-lo)/(hi-lo) }
-	ymax, ticks := yAxis(maxV)
-	w.yGrid(left, right, top, bottom, ymax, ticks, c.YLabel)
-	yOf := func(v float64) float64 { return bottom - (bottom-top)*v/ymax }
+	var yOf func(v float64) float64
+	if logY {
+		dlo, dhi, ticks := logYAxis(minV, maxV)
+		yOf = func(v float64) float64 {
+			return bottom - (bottom-top)*(math.Log10(math.Max(v, minV/10))-dlo)/(dhi-dlo)
+		}
+		for _, t := range ticks {
+			y := yOf(t)
+			w.p(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#e3e3e3" stroke-width="1"/>`, f(left), f(y), f(right), f(y))
+			w.p(`<text x="%s" y="%s" font-size="11" fill="#333" text-anchor="end">%s</text>`+"\n", f(left-6), f(y+4), logTick(t))
+		}
+		w.p(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#444" stroke-width="1"/>`, f(left), f(bottom), f(right), f(bottom))
+		mid := (top + bottom) / 2
+		w.p(`<text x="16" y="%s" font-size="12" fill="#222" text-anchor="middle" transform="rotate(-90 16 %s)">%s</text>`+"\n", f(mid), f(mid), esc(ylabel))
+	} else {
+		ymax, ticks := yAxis(maxV)
+		w.yGrid(left, right, top, bottom, ymax, ticks, ylabel)
+		yOf = func(v float64) float64 { return bottom - (bottom-top)*v/ymax }
+	}
 	for i, t := range c.XTicks {
 		x := xOf(t)
 		w.p(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#444"/>`, f(x), f(bottom), f(x), f(bottom+5))
@@ -397,11 +509,7 @@ func (c *lineChart) svg() string {
 			}
 			fmt.Fprintf(&d, "%s%s %s", cmd, f(xOf(p.X)), f(yOf(p.V)))
 		}
-		dash := ""
-		if s.Dashed {
-			dash = ` stroke-dasharray="7 4"`
-		}
-		w.p(`<path class="line" d="%s" stroke="%s" stroke-width="2.2" fill="none"%s/>`+"\n", d.String(), colors[si], dash)
+		w.p(`<path class="line" d="%s" stroke="%s" stroke-width="2.2" fill="none"%s/>`+"\n", d.String(), colors[si], dashAttr(s))
 		for _, p := range s.Pts {
 			x, y := xOf(p.X), yOf(p.V)
 			w.errBar(x, yOf(p.Lo), yOf(p.Hi), 4)
@@ -409,8 +517,8 @@ func (c *lineChart) svg() string {
 				f(x), f(y), colors[si], esc(s.Name), esc(Num(p.V)))
 		}
 	}
-	if c.Note != "" {
-		w.p(`<text x="12" y="%d" font-size="11" fill="#555">%s</text>`+"\n", h-8, esc(c.Note))
+	for i, line := range noteLines {
+		w.p(`<text x="12" y="%d" font-size="11" fill="#555">%s</text>`+"\n", h-8-14*(len(noteLines)-1-i), esc(line))
 	}
 	w.p("</svg>\n")
 	return w.b.String()
