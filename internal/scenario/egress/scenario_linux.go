@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/lab"
@@ -113,6 +112,13 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	ep := env.Endpoint
 	if ep.ClientNode == nil || ep.ClientNodeDev == "" || ep.Client == nil || ep.Server == nil {
 		return nil, fmt.Errorf("egress-filter: the %s path has no client node to filter on (it needs a routed datapath, e.g. veth-routing)", ep.Kind)
+	}
+	if mi, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if avail, err := parseMemAvailable(string(mi)); err == nil {
+			if err := checkMemory(name, n, avail); err != nil {
+				return nil, fmt.Errorf("egress-filter: %w", err)
+			}
+		}
 	}
 	if err := s.ensureAddrs(ctx, env); err != nil {
 		return nil, err
@@ -246,20 +252,4 @@ func selfStatusBytes(key string) (int64, bool) {
 		return 0, false
 	}
 	return statusBytes(string(b), key)
-}
-
-// statusBytes parses a "Key:   123 kB" line of a /proc status file.
-func statusBytes(status, key string) (int64, bool) {
-	for line := range strings.Lines(status) {
-		v, ok := strings.CutPrefix(line, key)
-		if !ok {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-		if err != nil || kb < 0 {
-			return 0, false
-		}
-		return kb * 1024, true
-	}
-	return 0, false
 }

@@ -3,6 +3,7 @@ package egress
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -183,3 +184,70 @@ func probeWarmup(rules int) time.Duration {
 // 7.6–7.9 s paced, ebpf-lpm's 2.5–2.8 s against 2.0–2.1 s (one run each,
 // alternating, docs/findings.md section 7).
 const probeInterval = 25 * time.Microsecond
+
+// bytesPerRule bounds what one deny CIDR costs a mechanism, kernel memory
+// and the loader's peak together, from the loads measured at 1M and 10M
+// rules (docs/scenarios.md, docs/findings.md section 7), rounded up:
+// ebpf-hash 92 B of preallocated map per slot, ebpf-lpm 29 B of trie,
+// ipset 33 B of set plus the loader's garbage, nftables about 150 B of
+// loader and the interval pairs in the kernel, iptables-legacy 376 MiB of
+// iptables-restore at 1M plus the kernel's copy of the table, iptables-nft
+// 1.3 KB of iptables-restore per rule at 100k.
+var bytesPerRule = map[string]int64{
+	"none": 0, "ebpf-hash": 110, "ebpf-lpm": 40, "ipset": 60,
+	"nftables": 600, "iptables-legacy": 800, "iptables": 3000,
+}
+
+// generateBytesPerRule is the generated set in the suite (a netip.Prefix
+// is 32 bytes) and its copies.
+const generateBytesPerRule = 64
+
+// memoryNeed estimates the memory a point needs (unknown mechanisms are
+// counted like the costliest).
+func memoryNeed(mech string, rules int) int64 {
+	per, ok := bytesPerRule[mech]
+	if !ok {
+		per = 3000
+	}
+	return int64(rules) * (per + generateBytesPerRule)
+}
+
+// checkMemory refuses a point whose estimate exceeds half of the memory
+// available (MemAvailable): a load that runs the machine out of memory
+// must fail its point with a clear message, not the machine. Half leaves
+// room for the estimate's error and everything else on the host.
+func checkMemory(mech string, rules int, available int64) error {
+	need := memoryNeed(mech, rules)
+	if need <= available/2 {
+		return nil
+	}
+	return fmt.Errorf("%s with %d rules needs about %s (kernel and loader, measured per rule), more than half of the %s available: not loaded (free memory or lower --rules)",
+		mech, rules, gib(need), gib(available))
+}
+
+func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+
+// parseMemAvailable reads MemAvailable from /proc/meminfo's text, in bytes.
+func parseMemAvailable(meminfo string) (int64, error) {
+	v, ok := statusBytes(meminfo, "MemAvailable:")
+	if !ok {
+		return 0, errors.New("no MemAvailable in /proc/meminfo")
+	}
+	return v, nil
+}
+
+// statusBytes parses a "Key:   123 kB" line of a /proc status file.
+func statusBytes(status, key string) (int64, bool) {
+	for line := range strings.Lines(status) {
+		v, ok := strings.CutPrefix(line, key)
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		if err != nil || kb < 0 || kb > math.MaxInt64/1024 {
+			return 0, false
+		}
+		return kb * 1024, true
+	}
+	return 0, false
+}

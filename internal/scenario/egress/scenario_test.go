@@ -175,3 +175,49 @@ func TestProbeWarmup(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckMemory(t *testing.T) {
+	const gb = int64(1) << 30
+	for _, tc := range []struct {
+		mech  string
+		rules int
+		avail int64
+		ok    bool
+	}{
+		{"none", 10_000_000, 2 * gb, true}, // the generated set only: 0.6 GiB
+		{"ebpf-hash", 10_000_000, 20 * gb, true},
+		{"ebpf-hash", 10_000_000, 2 * gb, false}, // 1.6 GiB > 1 GiB
+		{"ipset", 10_000_000, 4 * gb, true},
+		{"nftables", 1_000_000, 1 * gb, false},
+		{"unknown", 1_000_000, 4 * gb, false},
+	} {
+		err := checkMemory(tc.mech, tc.rules, tc.avail)
+		if (err == nil) != tc.ok {
+			t.Errorf("checkMemory(%s, %d, %d GiB) = %v, want ok=%v", tc.mech, tc.rules, tc.avail/gb, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "lower --rules") {
+			t.Errorf("%v: does not say what to do", err)
+		}
+	}
+}
+
+func TestParseMemAvailable(t *testing.T) {
+	mi := "MemTotal:       24614312 kB\nMemFree:         1000 kB\nMemAvailable:   23000000 kB\nBuffers: 10 kB\n"
+	if v, err := parseMemAvailable(mi); err != nil || v != 23000000*1024 {
+		t.Errorf("parseMemAvailable = %d, %v", v, err)
+	}
+	for _, bad := range []string{"", "MemTotal: 1 kB\n", "MemAvailable: lots\n", "MemAvailable: -5 kB\n"} {
+		if _, err := parseMemAvailable(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func FuzzParseMemAvailable(f *testing.F) {
+	f.Add("MemAvailable:   23000000 kB\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		if v, err := parseMemAvailable(s); err == nil && v < 0 {
+			t.Fatalf("negative %d", v)
+		}
+	})
+}
