@@ -38,6 +38,7 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_HASH = 5,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_LRU_HASH = 9,
 	BPF_MAP_TYPE_LPM_TRIE = 11,
 };
 
@@ -194,5 +195,25 @@ struct bpf_redir_neigh {
 		__u32 ipv6_nh[4];
 	};
 };
+
+/* include/uapi/linux/bpf.h: the context of cgroup sock_addr programs
+ * (connect4, sendmsg4, recvmsg4, getpeername4). */
+struct bpf_sock_addr {
+	__u32 user_family;
+	__u32 user_ip4;     /* network byte order */
+	__u32 user_ip6[4];
+	__u32 user_port;    /* network byte order, in the low 16 bits */
+	__u32 family;
+	__u32 type;
+	__u32 protocol;
+	__u32 msg_src_ip4;
+	__u32 msg_src_ip6[4];
+	__bpf_md_ptr(struct bpf_sock *, sk);
+};
+
+#ifndef IPPROTO_TCP
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#endif
 
 #endif /* __CNB_COMMON_H__ */

@@ -1,0 +1,270 @@
+//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
+
+package socklb
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/nsrun"
+	"github.com/cnibench/cnibench/internal/testutil"
+)
+
+// childEnv makes the test binary the client process of
+// TestSocketLB (TestSocketLBChild runs then).
+const childEnv = "CNB_SOCKLB_CHILD"
+
+// TestSocketLBChild is the client TestSocketLB starts inside the cgroup
+// the programs are attached to: it connects over TCP to the VIP in
+// $CNB_SOCKLB_VIP, echoes a byte and prints the peer getpeername reports
+// and the local address; then it sends a UDP datagram to the VIP from an
+// unconnected socket and prints the source of the reply; then it connects
+// to the service without backends in $CNB_SOCKLB_EMPTY and prints the error.
+func TestSocketLBChild(t *testing.T) {
+	if os.Getenv(childEnv) != "1" {
+		t.Skip("the client process of TestSocketLB")
+	}
+	vip := os.Getenv("CNB_SOCKLB_VIP")
+	c, err := net.DialTimeout("tcp4", vip, 2*time.Second)
+	if err != nil {
+		fmt.Printf("tcp error %v\n", err)
+		return
+	}
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 1)
+	if _, err := c.Write([]byte("x")); err == nil {
+		_, err = c.Read(buf)
+	}
+	fmt.Printf("tcp peer %s echo %q err %v\n", c.RemoteAddr(), buf, err)
+	c.Close()
+
+	u, err := net.ListenUDP("udp4", nil)
+	if err != nil {
+		fmt.Printf("udp error %v\n", err)
+		return
+	}
+	_ = u.SetDeadline(time.Now().Add(2 * time.Second))
+	to := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(vip))
+	if _, err := u.WriteToUDP([]byte("y"), to); err != nil {
+		fmt.Printf("udp error %v\n", err)
+		return
+	}
+	n, from, err := u.ReadFromUDPAddrPort(buf)
+	fmt.Printf("udp from %s echo %q err %v\n", from, buf[:n], err)
+	u.Close()
+
+	_, err = net.DialTimeout("tcp4", os.Getenv("CNB_SOCKLB_EMPTY"), 2*time.Second)
+	fmt.Printf("empty error %v\n", err)
+}
+
+// TestSocketLB attaches the programs to a fresh cgroup v2 directory and
+// runs a client in it, inside a scratch network namespace whose loopback
+// holds two backends (TCP and UDP echo) and no VIP at all, and no netfilter
+// rule: the client reaches the backends only through the rewrite, sees the
+// VIP as its peer (getpeername4) and as the source of replies (recvmsg4),
+// and a service without backends refuses connect. A process outside the
+// cgroup is not translated (its connect to the VIP fails).
+func TestSocketLB(t *testing.T) {
+	testutil.SkipUnlessRoot(t)
+	cg := newTestCgroup(t)
+	ns, err := nsrun.NewScratch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	do := func(f func() error) error { return nsrun.Do(netns.NsHandle(ns), f) }
+	h, err := netlink.NewHandleAt(netns.NsHandle(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.LinkSetUp(lo); err != nil {
+		t.Fatal(err)
+	}
+	var backends []netip.AddrPort
+	for _, a := range []string{"198.18.1.2", "198.18.2.2"} {
+		ip := netip.MustParseAddr(a)
+		if err := h.AddrAdd(lo, &netlink.Addr{IPNet: netlink.NewIPNet(ip.AsSlice())}); err != nil {
+			t.Fatal(err)
+		}
+		tcp := testutil.StartTCPEcho(t, do, ip)
+		startUDPEchoAt(t, do, netip.AddrPortFrom(ip, tcp.Port()))
+		backends = append(backends, tcp)
+	}
+	vip := netip.MustParseAddrPort("198.19.0.10:80")
+	empty := netip.MustParseAddrPort("198.19.0.11:80")
+	lb, err := Load([]Service{{VIP: vip, Backends: backends}, {VIP: empty}})
+	testutil.SkipIfNotSupported(t, err, ErrNotSupported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Close()
+	if err := lb.Attach(cg.dir); err != nil {
+		testutil.SkipIfNotSupported(t, err, ErrNotSupported)
+		t.Fatal(err)
+	}
+
+	run := func(inCgroup bool) string {
+		t.Helper()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSocketLBChild$", "-test.v")
+		cmd.Env = append(os.Environ(), childEnv+"=1", "CNB_SOCKLB_VIP="+vip.String(), "CNB_SOCKLB_EMPTY="+empty.String())
+		if inCgroup {
+			cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.fd}
+		}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := do(cmd.Start); err != nil {
+			t.Fatalf("start client: %v", err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("client: %v\n%s", err, out.String())
+		}
+		return out.String()
+	}
+	out := run(true)
+	t.Logf("client in the cgroup:\n%s", out)
+	lines := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), " "); ok && (k == "tcp" || k == "udp" || k == "empty") {
+			lines[k] = v
+		}
+	}
+	if want := fmt.Sprintf("peer %s echo \"x\" err <nil>", vip); lines["tcp"] != want {
+		t.Errorf("TCP through the VIP: %q, want %q (full output:\n%s)", lines["tcp"], want, out)
+	}
+	if want := fmt.Sprintf("from %s echo \"y\" err <nil>", vip); lines["udp"] != want {
+		t.Errorf("UDP through the VIP: %q, want %q", lines["udp"], want)
+	}
+	if !strings.Contains(lines["empty"], "operation not permitted") {
+		t.Errorf("service without backends: %q, want connect refused (EPERM)", lines["empty"])
+	}
+	c, err := lb.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// connect (TCP), sendmsg (UDP); getpeername, recvmsg; the empty service.
+	t.Logf("counters %+v", c)
+	if c.Forward < 2 || c.Reverse < 2 || c.NoBackend != 1 {
+		t.Errorf("counters %+v: want forward >= 2, reverse >= 2, no-backend 1", c)
+	}
+	// Negative control: outside the cgroup nothing is translated, and
+	// nothing in the namespace answers on the VIP.
+	if out := run(false); !strings.Contains(out, "tcp error") {
+		t.Errorf("client outside the cgroup reached the VIP:\n%s", out)
+	}
+	if c2, _ := lb.Counters(); c2.Forward != c.Forward {
+		t.Errorf("a client outside the cgroup was translated: %+v -> %+v", c, c2)
+	}
+	if err := lb.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type testCgroup struct {
+	dir string
+	fd  int
+}
+
+// newTestCgroup creates a cgroup v2 directory below this process's own and
+// removes it when the test ends (its client processes have exited by then).
+func newTestCgroup(t *testing.T) *testCgroup {
+	t.Helper()
+	mounts, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt := ""
+	for _, l := range strings.Split(string(mounts), "\n") {
+		if f := strings.Fields(l); len(f) >= 3 && f[2] == "cgroup2" {
+			mnt = f[1]
+			break
+		}
+	}
+	if mnt == "" {
+		t.Skip("no cgroup v2 hierarchy mounted: cgroup sock_addr programs need one")
+	}
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := ""
+	for _, l := range strings.Split(string(self), "\n") {
+		if p, ok := strings.CutPrefix(l, "0::"); ok {
+			base = filepath.Join(mnt, p)
+		}
+	}
+	if base == "" {
+		t.Skip("this process has no cgroup v2 path")
+	}
+	dir := filepath.Join(base, fmt.Sprintf("cnb-socklb-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		_ = os.Remove(dir)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		unix.Close(fd)
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			err := unix.Rmdir(dir)
+			if err == nil || errors.Is(err, unix.ENOENT) {
+				return
+			}
+			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+				t.Errorf("remove cgroup %s: %v", dir, err)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	return &testCgroup{dir: dir, fd: fd}
+}
+
+// startUDPEchoAt echoes datagrams on at inside the namespace until the
+// test ends.
+func startUDPEchoAt(t *testing.T, do func(func() error) error, at netip.AddrPort) {
+	t.Helper()
+	var c *net.UDPConn
+	if err := do(func() (err error) {
+		c, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(at))
+		return err
+	}); err != nil {
+		t.Fatalf("listen udp %v: %v", at, err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { c.Close(); <-done })
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := c.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			_, _ = c.WriteToUDPAddrPort(buf[:n], from)
+		}
+	}()
+}
