@@ -25,7 +25,7 @@ func TestEntries(t *testing.T) {
 	keys, vals, bes, err := entries([]Service{
 		{VIP: ap("198.19.0.10:80"), Backends: []netip.AddrPort{ap("198.18.1.2:8080"), ap("198.18.2.2:8080")}},
 		{VIP: ap("198.19.0.11:80"), Backends: []netip.AddrPort{ap("198.18.2.2:8080")}}, // shares a backend
-		{VIP: ap("198.19.0.12:80")},                                                     // no backends
+		{VIP: ap("198.19.0.12:80")}, // no backends
 	})
 	if err != nil {
 		t.Fatal(err)
