@@ -1,0 +1,245 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (GPL-2.0-only OR MIT)
+//
+// tclb: per-packet service load balancing in TC (issue 11's ebpf-tc-lb,
+// the datapath Cilium uses where socket-level LB does not apply): DNAT
+// and reverse NAT on a pod's node-side veth, with BPF connection maps
+// instead of the kernel's conntrack.
+//
+//   - lb_ingress (TCX ingress: packets the pod sends): a TCP/UDP packet
+//     whose flow is in `ct_fwd` goes to the backend recorded there; a new
+//     flow to a service in `services` gets a backend from the service's
+//     Maglev table (slot = the skb's flow hash % maglev_m), recorded in
+//     `ct_fwd` and, reversed, in `ct_rev`. The destination address and
+//     port are rewritten, the IP and L4 checksums updated incrementally.
+//   - lb_egress (TCX egress: packets towards the pod): a packet of a
+//     flow in `ct_rev` gets its source rewritten from the backend back to
+//     the VIP.
+// Everything else passes untouched (TCX_NEXT).
+
+#include "common.h"
+#include "bpf_helpers.h"
+#include "bpf_endian.h"
+
+#define TCX_NEXT (-1)
+#define BPF_F_PSEUDO_HDR (1ULL << 4)
+#define BPF_F_MARK_MANGLED_0 (1ULL << 5)
+#define IP_MF 0x2000
+#define IP_OFFSET 0x1FFF
+
+// The Maglev table size (a prime, set by the loader).
+volatile const __u32 maglev_m = 251;
+
+// Indexes of `counters`. Keep in sync with tclb_linux.go.
+enum counter_idx {
+	CNT_NEW = 0,        // a new flow to a service: backend chosen
+	CNT_FWD = 1,        // a packet of a known flow rewritten to its backend
+	CNT_REV = 2,        // a reply rewritten back to the VIP
+	CNT_NO_BACKEND = 3, // a service packet with no usable backend: dropped
+	CNT_MAX = 4,
+};
+
+struct svc_key {
+	__u32 vip;  // network order
+	__u16 port; // network order
+	__u8 proto;
+	__u8 pad;
+};
+
+struct svc_val {
+	__u32 id; // the service's Maglev table is maglev[id*maglev_m ...]
+	__u32 count;
+};
+
+struct backend {
+	__u32 addr; // network order
+	__u16 port; // network order
+	__u16 pad;
+};
+
+// A flow as seen in one direction.
+struct flow {
+	__u32 saddr;
+	__u32 daddr;
+	__u16 sport;
+	__u16 dport;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+// ct_fwd: client flow to the VIP -> backend; ct_rev: backend's reply flow
+// -> the VIP to restore as its source.
+struct nat {
+	__u32 addr;
+	__u16 port;
+	__u16 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct svc_key);
+	__type(value, struct svc_val);
+	__uint(max_entries, 1); // set by the loader
+} services SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32); // backend id
+	__uint(max_entries, 1); // services * maglev_m, set by the loader
+} maglev SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct backend);
+	__uint(max_entries, 1); // set by the loader
+} backends SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct flow);
+	__type(value, struct nat);
+	__uint(max_entries, 262144);
+} ct_fwd SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct flow);
+	__type(value, struct nat);
+	__uint(max_entries, 262144);
+} ct_rev SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, CNT_MAX);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
+	if (c)
+		*c += 1;
+}
+
+// parse fills f from an Ethernet+IPv4+TCP/UDP packet and returns the L4
+// offset, or 0 when the packet is anything else (or a non-first fragment).
+static __always_inline __u32 parse(struct __sk_buff *skb, struct flow *f)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+		return 0;
+	struct iphdr *ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > end || ip->ihl < 5)
+		return 0;
+	if (ip->protocol != IPPROTO_TCP && ip->protocol != IPPROTO_UDP)
+		return 0;
+	if (ip->frag_off & bpf_htons(IP_MF | IP_OFFSET))
+		return 0;
+	__u32 l4 = sizeof(*eth) + ip->ihl * 4;
+	__u16 *ports = data + l4;
+	if ((void *)(ports + 2) > end)
+		return 0;
+	f->saddr = ip->saddr;
+	f->daddr = ip->daddr;
+	f->sport = ports[0];
+	f->dport = ports[1];
+	f->proto = ip->protocol;
+	return l4;
+}
+
+// rewrite replaces the address at IP header offset addr_off and the port at
+// L4 offset port_off (0: source, 2: destination), fixing the checksums.
+static __always_inline int rewrite(struct __sk_buff *skb, __u32 l4, __u8 proto, __u32 addr_off,
+				   __u32 old_addr, __u32 new_addr, __u32 port_off, __u16 old_port, __u16 new_port)
+{
+	__u32 ip_off = sizeof(struct ethhdr);
+	__u32 csum_off = l4 + (proto == IPPROTO_TCP ? 16 : 6);
+	__u64 mangled = proto == IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;
+	if (bpf_l4_csum_replace(skb, csum_off, old_addr, new_addr, BPF_F_PSEUDO_HDR | mangled | sizeof(new_addr)))
+		return -1;
+	if (bpf_l3_csum_replace(skb, ip_off + 10, old_addr, new_addr, sizeof(new_addr)))
+		return -1;
+	if (bpf_skb_store_bytes(skb, ip_off + addr_off, &new_addr, sizeof(new_addr), 0))
+		return -1;
+	if (old_port != new_port) {
+		if (bpf_l4_csum_replace(skb, csum_off, old_port, new_port, mangled | sizeof(new_port)))
+			return -1;
+		if (bpf_skb_store_bytes(skb, l4 + port_off, &new_port, sizeof(new_port), 0))
+			return -1;
+	}
+	return 0;
+}
+
+SEC("tcx/ingress")
+int lb_ingress(struct __sk_buff *skb)
+{
+	struct flow f = {};
+	__u32 l4 = parse(skb, &f);
+	if (!l4)
+		return TCX_NEXT;
+	struct nat *to = bpf_map_lookup_elem(&ct_fwd, &f);
+	struct nat chosen = {};
+	if (to) {
+		chosen = *to;
+		count(CNT_FWD);
+	} else {
+		struct svc_key sk = {.vip = f.daddr, .port = f.dport, .proto = f.proto};
+		struct svc_val *svc = bpf_map_lookup_elem(&services, &sk);
+		if (!svc)
+			return TCX_NEXT;
+		__u32 m = maglev_m;
+		if (svc->count == 0 || m == 0) {
+			count(CNT_NO_BACKEND);
+			return TC_ACT_SHOT;
+		}
+		__u32 slot = svc->id * m + bpf_get_hash_recalc(skb) % m;
+		__u32 *id = bpf_map_lookup_elem(&maglev, &slot);
+		if (!id) {
+			count(CNT_NO_BACKEND);
+			return TC_ACT_SHOT;
+		}
+		struct backend *be = bpf_map_lookup_elem(&backends, id);
+		if (!be || be->addr == 0) {
+			count(CNT_NO_BACKEND);
+			return TC_ACT_SHOT;
+		}
+		chosen.addr = be->addr;
+		chosen.port = be->port;
+		struct flow rev = {
+			.saddr = be->addr, .daddr = f.saddr,
+			.sport = be->port, .dport = f.sport, .proto = f.proto,
+		};
+		struct nat back = {.addr = f.daddr, .port = f.dport};
+		bpf_map_update_elem(&ct_fwd, &f, &chosen, BPF_ANY);
+		bpf_map_update_elem(&ct_rev, &rev, &back, BPF_ANY);
+		count(CNT_NEW);
+	}
+	if (rewrite(skb, l4, f.proto, 16, f.daddr, chosen.addr, 2, f.dport, chosen.port))
+		return TC_ACT_SHOT;
+	return TCX_NEXT;
+}
+
+SEC("tcx/egress")
+int lb_egress(struct __sk_buff *skb)
+{
+	struct flow f = {};
+	__u32 l4 = parse(skb, &f);
+	if (!l4)
+		return TCX_NEXT;
+	struct nat *vip = bpf_map_lookup_elem(&ct_rev, &f);
+	if (!vip)
+		return TCX_NEXT;
+	struct nat v = *vip;
+	if (rewrite(skb, l4, f.proto, 12, f.saddr, v.addr, 0, f.sport, v.port))
+		return TC_ACT_SHOT;
+	count(CNT_REV);
+	return TCX_NEXT;
+}
+
+char __license[] SEC("license") = "Dual MIT/GPL";

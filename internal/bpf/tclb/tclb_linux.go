@@ -1,0 +1,158 @@
+//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
+
+// The build constraint matches the generated tclb_bpfel.go (only the
+// little-endian object is committed); tclb_other.go covers the rest.
+
+package tclb
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+)
+
+// LB is the loaded programs and maps; while attached, their TCX links.
+// Its methods are for one goroutine at a time.
+type LB struct {
+	objs   tclbObjects
+	links  []link.Link
+	dev    string
+	closed bool
+}
+
+// Load creates the maps for services with Maglev tables of size m (0:
+// DefaultMaglevSize) and loads both programs. Nothing is attached yet.
+func Load(services []Service, m int) (*LB, error) {
+	if m == 0 {
+		m = DefaultMaglevSize
+	}
+	l, err := entries(services, m)
+	if err != nil {
+		return nil, err
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("%w: remove memlock rlimit: %w", ErrNotSupported, err)
+	}
+	spec, err := loadTclb()
+	if err != nil {
+		return nil, fmt.Errorf("parse tclb BPF object: %w", err)
+	}
+	if err := spec.Variables["maglev_m"].Set(uint32(m)); err != nil {
+		return nil, fmt.Errorf("set maglev_m: %w", err)
+	}
+	spec.Maps["services"].MaxEntries = uint32(max(len(l.keys), 1))
+	spec.Maps["maglev"].MaxEntries = uint32(max(len(l.table), 1))
+	spec.Maps["backends"].MaxEntries = uint32(max(len(l.backends), 1))
+	lb := &LB{}
+	if err := spec.LoadAndAssign(&lb.objs, nil); err != nil {
+		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("%w: load tclb programs: %w", ErrNotSupported, err)
+		}
+		return nil, fmt.Errorf("load tclb programs: %w", err)
+	}
+	fill := func(what string, m *ebpf.Map, keys, vals any, n int) error {
+		if n == 0 {
+			return nil
+		}
+		if _, err := m.BatchUpdate(keys, vals, nil); err != nil {
+			return fmt.Errorf("fill %s: %w", what, err)
+		}
+		return nil
+	}
+	idx := func(n int) []uint32 {
+		out := make([]uint32, n)
+		for i := range out {
+			out[i] = uint32(i)
+		}
+		return out
+	}
+	if err := errors.Join(
+		fill("backends", lb.objs.Backends, idx(len(l.backends)), l.backends, len(l.backends)),
+		fill("maglev", lb.objs.Maglev, idx(len(l.table)), l.table, len(l.table)),
+		fill("services", lb.objs.Services, l.keys, l.vals, len(l.keys)),
+	); err != nil {
+		return nil, errors.Join(err, lb.Close())
+	}
+	return lb, nil
+}
+
+// Attach attaches lb_ingress at TCX ingress and lb_egress at TCX egress of
+// dev (a pod's node-side veth). do runs its function inside dev's network
+// namespace (nil: the caller's thread's).
+func (lb *LB) Attach(do func(func() error) error, dev string) error {
+	if len(lb.links) > 0 {
+		return fmt.Errorf("attach tclb to %s: already attached to %s", dev, lb.dev)
+	}
+	if do == nil {
+		do = func(f func() error) error { return f() }
+	}
+	err := do(func() error {
+		ifi, err := net.InterfaceByName(dev)
+		if err != nil {
+			return fmt.Errorf("find interface %s: %w", dev, err)
+		}
+		for _, p := range []struct {
+			prog   *ebpf.Program
+			attach ebpf.AttachType
+		}{{lb.objs.LbIngress, ebpf.AttachTCXIngress}, {lb.objs.LbEgress, ebpf.AttachTCXEgress}} {
+			l, err := link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: p.prog, Attach: p.attach})
+			if err != nil {
+				if errors.Is(err, ebpf.ErrNotSupported) {
+					err = fmt.Errorf("%w: TCX: %w", ErrNotSupported, err)
+				}
+				return fmt.Errorf("attach %v on %s: %w", p.attach, dev, err)
+			}
+			lb.links = append(lb.links, l)
+		}
+		return nil
+	})
+	if err != nil {
+		return errors.Join(fmt.Errorf("attach tclb: %w", err), lb.Detach())
+	}
+	lb.dev = dev
+	return nil
+}
+
+// Detach removes the TCX links; the maps stay.
+func (lb *LB) Detach() error {
+	var errs []error
+	for _, l := range lb.links {
+		if err := l.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	lb.links = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("detach tclb from %s: %w", lb.dev, err)
+	}
+	return nil
+}
+
+// Counters sums the per-CPU counters.
+func (lb *LB) Counters() (Counters, error) {
+	var out [cntMax]uint64
+	for i := range out {
+		var per []uint64
+		if err := lb.objs.Counters.Lookup(uint32(i), &per); err != nil {
+			return Counters{}, fmt.Errorf("read tclb counter %d: %w", i, err)
+		}
+		for _, v := range per {
+			out[i] += v
+		}
+	}
+	return Counters{New: out[cntNew], Forward: out[cntForward], Reverse: out[cntReverse], NoBackend: out[cntNoBackend]}, nil
+}
+
+// Close detaches and frees everything; it may be called more than once.
+func (lb *LB) Close() error {
+	if lb.closed {
+		return nil
+	}
+	lb.closed = true
+	return errors.Join(lb.Detach(), lb.objs.Close())
+}

@@ -1,0 +1,285 @@
+//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
+
+package tclb
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/cnibench/cnibench/internal/nsrun"
+	"github.com/cnibench/cnibench/internal/testutil"
+)
+
+// tclbLab is a "pod" namespace with veth p0 (198.18.0.1) and a "node"
+// namespace with its peer n0 (198.18.0.2) and backends on its loopback.
+// The pod routes the VIP range to the node; nothing in the node owns a VIP
+// and no netfilter rule exists, so a pod reaches a backend through a VIP
+// only by the programs' DNAT, and hears back only by their reverse NAT.
+type tclbLab struct {
+	pod, node func(func() error) error
+	nodeNS    netns.NsHandle
+}
+
+func newTCLBLab(t *testing.T, backends []string) *tclbLab {
+	t.Helper()
+	pod, err := nsrun.NewScratch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pod.Close() })
+	node, err := nsrun.NewScratch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	hp, err := netlink.NewHandleAt(netns.NsHandle(pod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hp.Close()
+	hn, err := netlink.NewHandleAt(netns.NsHandle(node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hn.Close()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(hp.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "p0"}, PeerName: "n0", PeerNamespace: netlink.NsFd(node)}))
+	p0, err := hp.LinkByName("p0")
+	must(err)
+	n0, err := hn.LinkByName("n0")
+	must(err)
+	lo, err := hn.LinkByName("lo")
+	must(err)
+	must(hp.AddrAdd(p0, &netlink.Addr{IPNet: mustNet("198.18.0.1/24")}))
+	must(hn.AddrAdd(n0, &netlink.Addr{IPNet: mustNet("198.18.0.2/24")}))
+	for _, l := range []netlink.Link{p0} {
+		must(hp.LinkSetUp(l))
+	}
+	for _, l := range []netlink.Link{n0, lo} {
+		must(hn.LinkSetUp(l))
+	}
+	for _, b := range backends {
+		must(hn.AddrAdd(lo, &netlink.Addr{IPNet: mustNet(b + "/32")}))
+	}
+	must(hp.RouteAdd(&netlink.Route{LinkIndex: p0.Attrs().Index, Dst: mustNet("198.19.0.0/16"), Gw: net.ParseIP("198.18.0.2")}))
+	return &tclbLab{
+		pod:    func(f func() error) error { return nsrun.Do(netns.NsHandle(pod), f) },
+		node:   func(f func() error) error { return nsrun.Do(netns.NsHandle(node), f) },
+		nodeNS: netns.NsHandle(node),
+	}
+}
+
+func mustNet(s string) *net.IPNet {
+	p := netip.MustParsePrefix(s)
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), 32)}
+}
+
+// TestTCLB connects 40 times over TCP and exchanges UDP datagrams through
+// a VIP with two backends: every exchange works (checksums and reverse NAT
+// right), the pod only ever sees the VIP as its peer, both backends get
+// flows, a service without backends drops, and with the programs detached
+// the VIP is unreachable (negative control).
+func TestTCLB(t *testing.T) {
+	testutil.SkipUnlessRoot(t)
+	lab := newTCLBLab(t, []string{"198.18.1.2", "198.18.2.2"})
+	var backends []netip.AddrPort
+	served := &servedCount{n: map[netip.Addr]int{}}
+	for _, a := range []string{"198.18.1.2", "198.18.2.2"} {
+		backends = append(backends, startEchoBoth(t, lab.node, netip.MustParseAddr(a), served))
+	}
+	// The service maps the VIP's port to each backend's own (kernel-chosen)
+	// port; UDP goes to the VIP's port 53 and the first backend.
+	vip := netip.MustParseAddrPort("198.19.0.10:80")
+	empty := netip.MustParseAddrPort("198.19.0.11:80")
+	svcs := []Service{
+		{VIP: vip, Proto: TCP, Backends: backends},
+		{VIP: empty, Proto: TCP},
+		{VIP: netip.AddrPortFrom(vip.Addr(), 53), Proto: UDP, Backends: backends[:1]},
+	}
+	lb, err := Load(svcs, 0)
+	testutil.SkipIfNotSupported(t, err, ErrNotSupported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Close()
+	if err := lb.Attach(lab.node, "n0"); err != nil {
+		testutil.SkipIfNotSupported(t, err, ErrNotSupported)
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		var peer string
+		err := lab.pod(func() error {
+			c, err := net.DialTimeout("tcp4", vip.String(), 2*time.Second)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+			peer = c.RemoteAddr().String()
+			if _, err := c.Write([]byte("x")); err != nil {
+				return err
+			}
+			_, err = c.Read(make([]byte, 1))
+			return err
+		})
+		if err != nil {
+			t.Fatalf("TCP exchange %d through %v: %v", i, vip, err)
+		}
+		if peer != vip.String() {
+			t.Fatalf("peer %s, want the VIP", peer)
+		}
+	}
+	if served.get(backends[0].Addr()) == 0 || served.get(backends[1].Addr()) == 0 {
+		t.Errorf("connections per backend %v: want both used", served.n)
+	}
+	// UDP through the VIP's port 53: the reply's source is the VIP.
+	err = lab.pod(func() error {
+		u, err := net.ListenUDP("udp4", nil)
+		if err != nil {
+			return err
+		}
+		defer u.Close()
+		_ = u.SetDeadline(time.Now().Add(2 * time.Second))
+		to := netip.AddrPortFrom(vip.Addr(), 53)
+		if _, err := u.WriteToUDPAddrPort([]byte("y"), to); err != nil {
+			return err
+		}
+		_, from, err := u.ReadFromUDPAddrPort(make([]byte, 8))
+		if err == nil && from != to {
+			t.Errorf("UDP reply from %v, want %v", from, to)
+		}
+		return err
+	})
+	if err != nil {
+		t.Errorf("UDP exchange through the VIP: %v", err)
+	}
+	// A service without backends drops (the connect times out).
+	err = lab.pod(func() error {
+		c, err := net.DialTimeout("tcp4", empty.String(), 300*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	if err == nil {
+		t.Error("connected to a service without backends")
+	}
+	c, err := lb.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("counters %+v, connections per backend %v", c, served.n)
+	if c.New < 41 || c.Forward < 40 || c.Reverse < 80 || c.NoBackend == 0 {
+		t.Errorf("counters %+v: want >= 41 new flows, >= 40 forwarded packets, >= 80 reversed, some no-backend drops", c)
+	}
+	// No conntrack: nothing in the node namespace engaged it.
+	var ct []byte
+	_ = lab.node(func() error {
+		ct, _ = os.ReadFile("/proc/sys/net/netfilter/nf_conntrack_count")
+		return nil
+	})
+	if n := strings.TrimSpace(string(ct)); n != "" && n != "0" {
+		t.Errorf("node namespace conntrack count %s, want 0", n)
+	}
+	// Negative control: detached, the VIP leads nowhere.
+	if err := lb.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	err = lab.pod(func() error {
+		c, err := net.DialTimeout("tcp4", vip.String(), 300*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	if err == nil {
+		t.Error("reached the VIP with the programs detached")
+	}
+}
+
+// startEchoBoth starts a TCP and a UDP echo on the same port of ip in the
+// namespace, counting TCP connections per address in served.
+func startEchoBoth(t *testing.T, do func(func() error) error, ip netip.Addr, served *servedCount) netip.AddrPort {
+	t.Helper()
+	var ln net.Listener
+	var uc *net.UDPConn
+	if err := do(func() (err error) {
+		if ln, err = net.Listen("tcp4", netip.AddrPortFrom(ip, 0).String()); err != nil {
+			return err
+		}
+		at := netip.MustParseAddrPort(ln.Addr().String())
+		uc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(at))
+		return err
+	}); err != nil {
+		t.Fatalf("listen on %v: %v", ip, err)
+	}
+	at := netip.MustParseAddrPort(ln.Addr().String())
+	done := make(chan struct{}, 2)
+	t.Cleanup(func() {
+		ln.Close()
+		uc.Close()
+		<-done
+		<-done
+	})
+	go func() {
+		defer func() { done <- struct{}{} }()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			served.add(ip)
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+				b := make([]byte, 1)
+				if _, err := c.Read(b); err == nil {
+					_, _ = c.Write(b)
+				}
+			}()
+		}
+	}()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		b := make([]byte, 64)
+		for {
+			n, from, err := uc.ReadFromUDPAddrPort(b)
+			if err != nil {
+				return
+			}
+			_, _ = uc.WriteToUDPAddrPort(b[:n], from)
+		}
+	}()
+	return at
+}
+
+// servedCount counts TCP connections per backend address.
+type servedCount struct {
+	mu sync.Mutex
+	n  map[netip.Addr]int
+}
+
+func (s *servedCount) add(a netip.Addr) {
+	s.mu.Lock()
+	s.n[a]++
+	s.mu.Unlock()
+}
+
+func (s *servedCount) get(a netip.Addr) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n[a]
+}
