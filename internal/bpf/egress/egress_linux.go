@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/cnibench/cnibench/internal/bpf/mapval"
 	"github.com/cnibench/cnibench/internal/nsrun"
 
 	"github.com/cilium/ebpf"
@@ -297,17 +298,11 @@ func (f *Filter) Rules() int { return f.rules }
 
 // Counters reads the per-CPU counters, summed.
 func (f *Filter) Counters() (Counters, error) {
-	var sums [cntMax]uint64
-	for i := range sums {
-		var per []uint64
-		if err := f.counters.Lookup(uint32(i), &per); err != nil {
-			return Counters{}, fmt.Errorf("read egress counter %d: %w", i, err)
-		}
-		for _, v := range per {
-			sums[i] += v
-		}
+	c, err := mapval.SumPerCPU(f.counters, cntMax)
+	if err != nil {
+		return Counters{}, fmt.Errorf("egress: %w", err)
 	}
-	return Counters{Dropped: sums[cntDropped], Passed: sums[cntPassed], NotIPv4: sums[cntNotIPv4]}, nil
+	return Counters{Dropped: c[cntDropped], Passed: c[cntPassed], NotIPv4: c[cntNotIPv4]}, nil
 }
 
 // KernelBytes is the memory of the filter's maps as the kernel reports it

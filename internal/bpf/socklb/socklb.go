@@ -13,10 +13,11 @@
 package socklb
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
+
+	"github.com/cnibench/cnibench/internal/bpf/mapval"
 )
 
 // ErrNotSupported is wrapped by every error that means "this machine
@@ -69,19 +70,6 @@ type backendVal struct {
 	Pad  uint16
 }
 
-// wireAddr is a's bytes as the u32 a sock_addr context holds.
-func wireAddr(a netip.Addr) uint32 {
-	b := a.As4()
-	return binary.NativeEndian.Uint32(b[:])
-}
-
-// wirePort is port in network order as the u16 a sock_addr context holds.
-func wirePort(port uint16) uint16 {
-	var b [2]byte
-	binary.BigEndian.PutUint16(b[:], port)
-	return binary.NativeEndian.Uint16(b[:])
-}
-
 // entries lays services out as the maps hold them: every service's slot
 // entries and the backend table (backend ids are indexes into it, one per
 // distinct backend). It validates the services.
@@ -99,7 +87,7 @@ func entries(services []Service) (keys []svcKey, vals []svcVal, backends []backe
 		if len(s.Backends) > MaxBackends {
 			return nil, nil, nil, fmt.Errorf("service %v: %d backends, at most %d", s.VIP, len(s.Backends), MaxBackends)
 		}
-		k := svcKey{VIP: wireAddr(s.VIP.Addr()), Port: wirePort(s.VIP.Port())}
+		k := svcKey{VIP: mapval.Addr4(s.VIP.Addr()), Port: mapval.Port(s.VIP.Port())}
 		keys, vals = append(keys, k), append(vals, svcVal{Count: uint32(len(s.Backends))})
 		for i, b := range s.Backends {
 			if !b.Addr().Is4() || b.Port() == 0 || b.Addr().IsUnspecified() {
@@ -109,7 +97,7 @@ func entries(services []Service) (keys []svcKey, vals []svcVal, backends []backe
 			if !ok {
 				id = uint32(len(backends))
 				ids[b] = id
-				backends = append(backends, backendVal{Addr: wireAddr(b.Addr()), Port: wirePort(b.Port())})
+				backends = append(backends, backendVal{Addr: mapval.Addr4(b.Addr()), Port: mapval.Port(b.Port())})
 			}
 			k.Slot = uint16(i + 1)
 			keys, vals = append(keys, k), append(vals, svcVal{Backend: id})

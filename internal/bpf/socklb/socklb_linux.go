@@ -13,6 +13,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/bpf/mapval"
 )
 
 // LB is the loaded programs and maps; while attached, their cgroup links.
@@ -106,17 +108,11 @@ func (lb *LB) Detach() error {
 
 // Counters sums the per-CPU counters.
 func (lb *LB) Counters() (Counters, error) {
-	var out [cntMax]uint64
-	for i := range out {
-		var per []uint64
-		if err := lb.objs.Counters.Lookup(uint32(i), &per); err != nil {
-			return Counters{}, fmt.Errorf("read socklb counter %d: %w", i, err)
-		}
-		for _, v := range per {
-			out[i] += v
-		}
+	c, err := mapval.SumPerCPU(lb.objs.Counters, cntMax)
+	if err != nil {
+		return Counters{}, fmt.Errorf("socklb: %w", err)
 	}
-	return Counters{Forward: out[cntForward], Reverse: out[cntReverse], NoBackend: out[cntNoBackend]}, nil
+	return Counters{Forward: c[cntForward], Reverse: c[cntReverse], NoBackend: c[cntNoBackend]}, nil
 }
 
 // Close detaches and frees everything; it may be called more than once.

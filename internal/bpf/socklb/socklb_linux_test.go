@@ -17,11 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/cnibench/cnibench/internal/nsrun"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -82,30 +79,10 @@ func TestSocketLBChild(t *testing.T) {
 func TestSocketLB(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	cg := newTestCgroup(t)
-	ns, err := nsrun.NewScratch()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	do := func(f func() error) error { return nsrun.Do(netns.NsHandle(ns), f) }
-	h, err := netlink.NewHandleAt(netns.NsHandle(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	lo, err := h.LinkByName("lo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.LinkSetUp(lo); err != nil {
-		t.Fatal(err)
-	}
+	do, _ := testutil.LoopbackNS(t, "198.18.1.2", "198.18.2.2")
 	var backends []netip.AddrPort
 	for _, a := range []string{"198.18.1.2", "198.18.2.2"} {
 		ip := netip.MustParseAddr(a)
-		if err := h.AddrAdd(lo, &netlink.Addr{IPNet: netlink.NewIPNet(ip.AsSlice())}); err != nil {
-			t.Fatal(err)
-		}
 		tcp := testutil.StartTCPEcho(t, do, ip)
 		startUDPEchoAt(t, do, netip.AddrPortFrom(ip, tcp.Port()))
 		backends = append(backends, tcp)

@@ -1,24 +1,10 @@
 package socklb
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"strings"
 	"testing"
 )
-
-func TestWireOrder(t *testing.T) {
-	var b [4]byte
-	binary.NativeEndian.PutUint32(b[:], wireAddr(netip.MustParseAddr("198.19.0.10")))
-	if b != [4]byte{198, 19, 0, 10} {
-		t.Errorf("wireAddr bytes %v", b)
-	}
-	var p [2]byte
-	binary.NativeEndian.PutUint16(p[:], wirePort(8080))
-	if p != [2]byte{0x1f, 0x90} {
-		t.Errorf("wirePort bytes % x, want 1f 90", p)
-	}
-}
 
 func TestEntries(t *testing.T) {
 	ap := netip.MustParseAddrPort

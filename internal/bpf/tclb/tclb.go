@@ -11,10 +11,11 @@
 package tclb
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
+
+	"github.com/cnibench/cnibench/internal/bpf/mapval"
 
 	"github.com/cnibench/cnibench/internal/maglev"
 )
@@ -79,17 +80,6 @@ type backendVal struct {
 	Pad  uint16
 }
 
-func wireAddr(a netip.Addr) uint32 {
-	b := a.As4()
-	return binary.NativeEndian.Uint32(b[:])
-}
-
-func wirePort(port uint16) uint16 {
-	var b [2]byte
-	binary.BigEndian.PutUint16(b[:], port)
-	return binary.NativeEndian.Uint16(b[:])
-}
-
 // layout is what Load writes into the maps.
 type layout struct {
 	keys     []svcKey
@@ -119,7 +109,7 @@ func entries(services []Service, m int) (layout, error) {
 			return layout{}, fmt.Errorf("service %v/%d: listed twice", s.VIP, s.Proto)
 		}
 		seen[vkey{s.VIP, s.Proto}] = true
-		l.keys = append(l.keys, svcKey{VIP: wireAddr(s.VIP.Addr()), Port: wirePort(s.VIP.Port()), Proto: uint8(s.Proto)})
+		l.keys = append(l.keys, svcKey{VIP: mapval.Addr4(s.VIP.Addr()), Port: mapval.Port(s.VIP.Port()), Proto: uint8(s.Proto)})
 		l.vals = append(l.vals, svcVal{ID: uint32(si), Count: uint32(len(s.Backends))})
 		row := make([]uint32, m)
 		if len(s.Backends) > 0 {
@@ -142,7 +132,7 @@ func entries(services []Service, m int) (layout, error) {
 				if !ok {
 					id = uint32(len(l.backends))
 					ids[b] = id
-					l.backends = append(l.backends, backendVal{Addr: wireAddr(b.Addr()), Port: wirePort(b.Port())})
+					l.backends = append(l.backends, backendVal{Addr: mapval.Addr4(b.Addr()), Port: mapval.Port(b.Port())})
 				}
 				row[slot] = id
 			}

@@ -8,9 +8,7 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 
-	"github.com/cnibench/cnibench/internal/nsrun"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -23,35 +21,19 @@ import (
 func TestKubeProxyRulesLoadAndBalance(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	testutil.NeedProgram(t, "iptables-nft-restore", "iptables-nft-save")
-	ns, err := nsrun.NewScratch()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	do := func(f func() error) error { return nsrun.Do(netns.NsHandle(ns), f) }
-	h, err := netlink.NewHandleAt(netns.NsHandle(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	lo, err := h.LinkByName("lo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.LinkSetUp(lo); err != nil {
-		t.Fatal(err)
-	}
+	endpoints := []string{"198.18.1.2", "198.18.2.2", "198.18.1.3"}
+	do, h := testutil.LoopbackNS(t, endpoints...)
 	var eps []netip.AddrPort
-	for _, a := range []string{"198.18.1.2", "198.18.2.2", "198.18.1.3"} {
-		ip := netip.MustParseAddr(a)
-		if err := h.AddrAdd(lo, &netlink.Addr{IPNet: netlink.NewIPNet(ip.AsSlice())}); err != nil {
-			t.Fatal(err)
-		}
-		eps = append(eps, testutil.StartTCPEcho(t, do, ip))
+	for _, a := range endpoints {
+		eps = append(eps, testutil.StartTCPEcho(t, do, netip.MustParseAddr(a)))
 	}
 	vip := netip.MustParseAddrPort("198.19.0.10:80")
 	// VIPs are routed like any remote address (kube-proxy's are, via the
 	// default route): here to the loopback, where the DNAT happens first.
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := h.RouteAdd(&netlink.Route{LinkIndex: lo.Attrs().Index, Dst: netlink.NewIPNet(vip.Addr().AsSlice())}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,23 @@
+package mapval
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+)
+
+// SumPerCPU reads the first n entries of a per-CPU array of u64 counters
+// and sums each over the CPUs.
+func SumPerCPU(m *ebpf.Map, n int) ([]uint64, error) {
+	out := make([]uint64, n)
+	for i := range out {
+		var per []uint64
+		if err := m.Lookup(uint32(i), &per); err != nil {
+			return nil, fmt.Errorf("read counter %d of %v: %w", i, m, err)
+		}
+		for _, v := range per {
+			out[i] += v
+		}
+	}
+	return out, nil
+}
