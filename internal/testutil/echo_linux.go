@@ -94,16 +94,22 @@ func TCPRoundTrip(do Do, to netip.AddrPort, payload []byte) (mtu int, err error)
 	return sockoptInt(c, unix.IPPROTO_IP, unix.IP_MTU)
 }
 
-// StartUDPEcho echoes datagrams on ip inside the namespace until the test
-// ends.
+// StartUDPEcho echoes datagrams on ip (port chosen by the kernel) inside
+// the namespace until the test ends.
 func StartUDPEcho(tb testing.TB, do Do, ip netip.Addr) netip.AddrPort {
+	tb.Helper()
+	return StartUDPEchoAt(tb, do, netip.AddrPortFrom(ip, 0))
+}
+
+// StartUDPEchoAt is StartUDPEcho on a given port (0: the kernel's choice).
+func StartUDPEchoAt(tb testing.TB, do Do, at netip.AddrPort) netip.AddrPort {
 	tb.Helper()
 	var pc *net.UDPConn
 	if err := do(func() (err error) {
-		pc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
+		pc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(at))
 		return err
 	}); err != nil {
-		tb.Fatalf("listen udp on %s: %v", ip, err)
+		tb.Fatalf("listen udp on %s: %v", at, err)
 	}
 	done := make(chan struct{})
 	tb.Cleanup(func() { pc.Close(); <-done })

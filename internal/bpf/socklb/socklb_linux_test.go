@@ -84,7 +84,7 @@ func TestSocketLB(t *testing.T) {
 	for _, a := range []string{"198.18.1.2", "198.18.2.2"} {
 		ip := netip.MustParseAddr(a)
 		tcp := testutil.StartTCPEcho(t, do, ip)
-		startUDPEchoAt(t, do, netip.AddrPortFrom(ip, tcp.Port()))
+		testutil.StartUDPEchoAt(t, do, netip.AddrPortFrom(ip, tcp.Port()))
 		backends = append(backends, tcp)
 	}
 	vip := netip.MustParseAddrPort("198.19.0.10:80")
@@ -218,30 +218,4 @@ func newTestCgroup(t *testing.T) *testCgroup {
 		}
 	})
 	return &testCgroup{dir: dir, fd: fd}
-}
-
-// startUDPEchoAt echoes datagrams on at inside the namespace until the
-// test ends.
-func startUDPEchoAt(t *testing.T, do func(func() error) error, at netip.AddrPort) {
-	t.Helper()
-	var c *net.UDPConn
-	if err := do(func() (err error) {
-		c, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(at))
-		return err
-	}); err != nil {
-		t.Fatalf("listen udp %v: %v", at, err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { c.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := c.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			_, _ = c.WriteToUDPAddrPort(buf[:n], from)
-		}
-	}()
 }
