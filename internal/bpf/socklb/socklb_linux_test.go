@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/internal/testutil"
+	"github.com/cnibench/cnibench/internal/testutil/nstest"
 )
 
 // childEnv makes the test binary the client process of
@@ -79,7 +80,7 @@ func TestSocketLBChild(t *testing.T) {
 func TestSocketLB(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	cg := newTestCgroup(t)
-	do, _ := testutil.LoopbackNS(t, "198.18.1.2", "198.18.2.2")
+	do, _ := nstest.LoopbackNS(t, "198.18.1.2", "198.18.2.2")
 	var backends []netip.AddrPort
 	for _, a := range []string{"198.18.1.2", "198.18.2.2"} {
 		ip := netip.MustParseAddr(a)

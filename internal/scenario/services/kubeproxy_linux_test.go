@@ -10,6 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cnibench/cnibench/internal/testutil"
+	"github.com/cnibench/cnibench/internal/testutil/nstest"
 )
 
 // TestKubeProxyRulesLoadAndBalance loads the generated rules with
@@ -22,7 +23,7 @@ func TestKubeProxyRulesLoadAndBalance(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	testutil.NeedProgram(t, "iptables-nft-restore", "iptables-nft-save")
 	endpoints := []string{"198.18.1.2", "198.18.2.2", "198.18.1.3"}
-	do, h := testutil.LoopbackNS(t, endpoints...)
+	do, h := nstest.LoopbackNS(t, endpoints...)
 	var eps []netip.AddrPort
 	for _, a := range endpoints {
 		eps = append(eps, testutil.StartTCPEcho(t, do, netip.MustParseAddr(a)))

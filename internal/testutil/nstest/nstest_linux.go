@@ -1,4 +1,7 @@
-package testutil
+// Package nstest holds test helpers that build network namespaces; it is
+// apart from testutil because it imports nsrun, whose own tests use
+// testutil.
+package nstest
 
 import (
 	"net/netip"
@@ -8,12 +11,13 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/cnibench/cnibench/internal/nsrun"
+	"github.com/cnibench/cnibench/internal/testutil"
 )
 
 // LoopbackNS creates a scratch network namespace, closed when the test
 // ends, with its loopback up and addrs (IPv4, as /32) on it. It returns a
 // Do that runs code inside it and a netlink handle there (closed with it).
-func LoopbackNS(tb testing.TB, addrs ...string) (Do, *netlink.Handle) {
+func LoopbackNS(tb testing.TB, addrs ...string) (testutil.Do, *netlink.Handle) {
 	tb.Helper()
 	ns, err := nsrun.NewScratch()
 	if err != nil {
