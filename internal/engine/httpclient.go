@@ -11,9 +11,11 @@ import (
 	"time"
 )
 
-// The http test's client: a minimal HTTP/1.1 client on Go's netpoller, one
-// goroutine per concurrent client (thousands are cheap), so that the load
-// generator costs less CPU than the server it measures.
+// The http test's client: a minimal HTTP/1.1 client. On Linux the clients
+// are state machines driven by a few epoll threads (httpepoll_linux.go);
+// here is the response parsing both clients share and the portable client,
+// one goroutine per concurrent client on Go's netpoller, used with --rate
+// (whose pacing it does) and where there is no epoll.
 
 // buildRequest returns the bytes of one GET request.
 func buildRequest(host, path string, keepAlive bool) []byte {
@@ -44,12 +46,39 @@ var errBadResponse = errors.New("malformed HTTP response")
 
 // readResponseHead parses a status line and headers from br.
 func readResponseHead(br *bufio.Reader) (httpResponse, error) {
-	resp := httpResponse{ContentLength: -1}
 	line, err := readLine(br)
+	if err != nil {
+		return httpResponse{ContentLength: -1}, err
+	}
+	resp, err := parseStatusLine(line)
 	if err != nil {
 		return resp, err
 	}
-	// "HTTP/1.1 200 OK"
+	for n := 0; ; n++ {
+		if n > maxHeaderLines {
+			return resp, errTooManyHeaders
+		}
+		line, err := readLine(br)
+		if err != nil {
+			return resp, err
+		}
+		if len(line) == 0 {
+			break
+		}
+		if err := parseHeaderLine(&resp, line); err != nil {
+			return resp, err
+		}
+	}
+	return resp, nil
+}
+
+var errTooManyHeaders = fmt.Errorf("%w: more than %d header lines", errBadResponse, maxHeaderLines)
+
+// parseStatusLine parses "HTTP/1.1 200 OK" (the line without its CRLF).
+// Both clients (the goroutine one here, the epoll one in httpepoll_linux.go)
+// parse heads with it and parseHeaderLine, so they follow the same rules.
+func parseStatusLine(line []byte) (httpResponse, error) {
+	resp := httpResponse{ContentLength: -1}
 	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
 		return resp, fmt.Errorf("%w: status line %q", errBadResponse, truncate(line))
 	}
@@ -61,47 +90,57 @@ func readResponseHead(br *bufio.Reader) (httpResponse, error) {
 	if line[7] == '0' {
 		resp.Close = true // HTTP/1.0 closes unless told otherwise
 	}
-	for n := 0; ; n++ {
-		if n > maxHeaderLines {
-			return resp, fmt.Errorf("%w: more than %d header lines", errBadResponse, maxHeaderLines)
+	return resp, nil
+}
+
+// parseHeaderLine applies one (non-empty) header line to resp.
+func parseHeaderLine(resp *httpResponse, line []byte) error {
+	k, v, ok := bytes.Cut(line, []byte(":"))
+	if !ok {
+		return fmt.Errorf("%w: header line %q", errBadResponse, truncate(line))
+	}
+	v = bytes.TrimSpace(v)
+	switch {
+	case asciiEqualFold(k, "content-length"):
+		cl, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || cl < 0 {
+			return fmt.Errorf("%w: Content-Length %q", errBadResponse, truncate(v))
 		}
-		line, err := readLine(br)
-		if err != nil {
-			return resp, err
-		}
-		if len(line) == 0 {
-			break
-		}
-		k, v, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			return resp, fmt.Errorf("%w: header line %q", errBadResponse, truncate(line))
-		}
-		v = bytes.TrimSpace(v)
-		switch {
-		case asciiEqualFold(k, "content-length"):
-			cl, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil || cl < 0 {
-				return resp, fmt.Errorf("%w: Content-Length %q", errBadResponse, truncate(v))
-			}
-			resp.ContentLength = cl
-		case asciiEqualFold(k, "transfer-encoding"):
-			resp.Chunked = bytes.Contains(bytes.ToLower(v), []byte("chunked"))
-		case asciiEqualFold(k, "connection"):
-			lv := bytes.ToLower(v)
-			if bytes.Contains(lv, []byte("close")) {
-				resp.Close = true
-			} else if bytes.Contains(lv, []byte("keep-alive")) {
-				resp.Close = false
-			}
+		resp.ContentLength = cl
+	case asciiEqualFold(k, "transfer-encoding"):
+		resp.Chunked = bytes.Contains(bytes.ToLower(v), []byte("chunked"))
+	case asciiEqualFold(k, "connection"):
+		lv := bytes.ToLower(v)
+		if bytes.Contains(lv, []byte("close")) {
+			resp.Close = true
+		} else if bytes.Contains(lv, []byte("keep-alive")) {
+			resp.Close = false
 		}
 	}
-	return resp, nil
+	return nil
+}
+
+// hasBody reports whether a response with this head carries a body.
+func (r httpResponse) hasBody() bool {
+	return !(r.Status == 204 || r.Status == 304 || r.Status < 200)
+}
+
+// parseChunkSize parses a chunk-size line (extensions after ';' ignored).
+func parseChunkSize(line []byte) (int64, error) {
+	if i := bytes.IndexByte(line, ';'); i >= 0 {
+		line = line[:i]
+	}
+	size, err := strconv.ParseInt(string(bytes.TrimSpace(line)), 16, 64)
+	if err != nil || size < 0 {
+		return 0, fmt.Errorf("%w: chunk size %q", errBadResponse, truncate(line))
+	}
+	return size, nil
 }
 
 // readBody discards the response body.
 func readBody(br *bufio.Reader, resp httpResponse) error {
 	switch {
-	case resp.Status == 204 || resp.Status == 304 || resp.Status < 200:
+	case !resp.hasBody():
 		return nil
 	case resp.Chunked:
 		return discardChunked(br)
@@ -124,12 +163,9 @@ func discardChunked(br *bufio.Reader) error {
 		if err != nil {
 			return err
 		}
-		if i := bytes.IndexByte(line, ';'); i >= 0 {
-			line = line[:i]
-		}
-		size, err := strconv.ParseInt(string(bytes.TrimSpace(line)), 16, 64)
-		if err != nil || size < 0 {
-			return fmt.Errorf("%w: chunk size %q", errBadResponse, truncate(line))
+		size, err := parseChunkSize(line)
+		if err != nil {
+			return err
 		}
 		if size == 0 {
 			// Trailers, then an empty line.
@@ -194,9 +230,21 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
-// startHTTP starts the http test's clients.
+// startHTTP starts the http test's clients: on Linux the epoll client
+// (httpepoll_linux.go), otherwise, or with --rate, one goroutine per client.
 func (w *workload) startHTTP(addr string, hostHeader string) {
 	req := buildRequest(hostHeader, w.cfg.HTTPPath, w.cfg.HTTPKeepAlive)
+	if !forceGoroutineHTTP && w.startHTTPEpoll(addr, req) {
+		return
+	}
+	w.startHTTPGoroutines(addr, req)
+}
+
+// forceGoroutineHTTP makes startHTTP use the goroutine client (tests).
+var forceGoroutineHTTP = false
+
+// startHTTPGoroutines starts one goroutine per client on Go's netpoller.
+func (w *workload) startHTTPGoroutines(addr string, req []byte) {
 	for i := 0; i < w.cfg.Flows; i++ {
 		w.wg.Add(1)
 		go w.httpClient(i, addr, req)

@@ -2,37 +2,46 @@ package engine
 
 import (
 	"bufio"
+	"fmt"
 	"strings"
 	"testing"
 )
 
+// responseCases are parsed by both clients' parsers: readResponseHead and
+// readBody here, respParser in httpepoll_linux_test.go.
+var responseCases = []struct {
+	name    string
+	in      string
+	status  int
+	clen    int64
+	close   bool
+	wantErr string
+}{
+	{"keep-alive", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 200, 5, false, ""},
+	{"close", "HTTP/1.1 200 OK\r\nConnection: close\r\ncontent-length: 3\r\n\r\nabc", 200, 3, true, ""},
+	{"http/1.0", "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", 200, 0, true, ""},
+	{"http/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n", 200, 0, false, ""},
+	{"bare LF", "HTTP/1.1 404 Not Found\nContent-Length: 2\n\nno", 404, 2, false, ""},
+	{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nTrailer: 1\r\n\r\n", 200, -1, false, ""},
+	{"no length", "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil eof", 200, -1, true, ""},
+	{"no content", "HTTP/1.1 204 No Content\r\n\r\n", 204, -1, false, ""},
+	{"bad status line", "HTTX/1.1 200 OK\r\n\r\n", 0, 0, false, "status line"},
+	{"bad code", "HTTP/1.1 2x0 OK\r\n\r\n", 0, 0, false, "status code"},
+	{"bad length", "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", 0, 0, false, "Content-Length"},
+	{"bad header", "HTTP/1.1 200 OK\r\nnocolon\r\n\r\n", 0, 0, false, "header line"},
+	{"truncated head", "HTTP/1.1 200 OK\r\nContent-Len", 0, 0, false, "unexpected EOF"},
+	{"truncated body", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", 0, 0, false, "unexpected EOF"},
+	{"bad chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 0, 0, false, "chunk size"},
+	{"huge line", "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 10000) + "\r\n\r\n", 0, 0, false, "longer than"},
+	{"longest line", "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 4096-5) + "\r\nContent-Length: 1\r\n\r\nz", 200, 1, false, ""},
+	{"line one too long", "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 4096-4) + "\r\nContent-Length: 1\r\n\r\nz", 0, 0, false, "longer than"},
+	{"too many headers", "HTTP/1.1 200 OK\r\n" + strings.Repeat("X: y\r\n", 102) + "\r\n", 0, 0, false, "header lines"},
+	{"missing chunk CRLF", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n0\r\n\r\n", 0, 0, false, "missing CRLF"},
+	{"1xx", "HTTP/1.1 100 Continue\r\n\r\n", 100, -1, false, ""},
+}
+
 func TestReadResponse(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		status  int
-		clen    int64
-		close   bool
-		wantErr string
-	}{
-		{"keep-alive", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 200, 5, false, ""},
-		{"close", "HTTP/1.1 200 OK\r\nConnection: close\r\ncontent-length: 3\r\n\r\nabc", 200, 3, true, ""},
-		{"http/1.0", "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", 200, 0, true, ""},
-		{"http/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n", 200, 0, false, ""},
-		{"bare LF", "HTTP/1.1 404 Not Found\nContent-Length: 2\n\nno", 404, 2, false, ""},
-		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nTrailer: 1\r\n\r\n", 200, -1, false, ""},
-		{"no length", "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil eof", 200, -1, true, ""},
-		{"no content", "HTTP/1.1 204 No Content\r\n\r\n", 204, -1, false, ""},
-		{"bad status line", "HTTX/1.1 200 OK\r\n\r\n", 0, 0, false, "status line"},
-		{"bad code", "HTTP/1.1 2x0 OK\r\n\r\n", 0, 0, false, "status code"},
-		{"bad length", "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", 0, 0, false, "Content-Length"},
-		{"bad header", "HTTP/1.1 200 OK\r\nnocolon\r\n\r\n", 0, 0, false, "header line"},
-		{"truncated head", "HTTP/1.1 200 OK\r\nContent-Len", 0, 0, false, "unexpected EOF"},
-		{"truncated body", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", 0, 0, false, "unexpected EOF"},
-		{"bad chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 0, 0, false, "chunk size"},
-		{"huge line", "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 10000) + "\r\n\r\n", 0, 0, false, "longer than"},
-	}
-	for _, tt := range tests {
+	for _, tt := range responseCases {
 		t.Run(tt.name, func(t *testing.T) {
 			br := bufio.NewReaderSize(strings.NewReader(tt.in), 4096)
 			resp, err := readResponseHead(br)
@@ -84,4 +93,64 @@ func FuzzReadResponse(f *testing.F) {
 		}
 		_ = readBody(br, resp)
 	})
+}
+
+// FuzzRespParser: the epoll client's incremental parser accepts exactly
+// what readResponseHead/readBody accept, with the same head, whatever the
+// pieces the bytes arrive in.
+func FuzzRespParser(f *testing.F) {
+	for _, c := range responseCases {
+		f.Add(c.in, uint8(7))
+	}
+	f.Fuzz(func(t *testing.T, in string, piece uint8) {
+		br := bufio.NewReaderSize(strings.NewReader(in), 4096)
+		want, err := readResponseHead(br)
+		if err == nil {
+			err = readBody(br, want)
+		}
+		got, used, perr := parseInPieces(in, int(piece)%64+1)
+		if (err == nil) != (perr == nil) {
+			t.Fatalf("readResponse: %v; respParser: %v", err, perr)
+		}
+		if err == nil && (got != want || used != len(in)-br.Buffered()) {
+			t.Fatalf("readResponse %+v (%d left); respParser %+v (used %d of %d)", want, br.Buffered(), got, used, len(in))
+		}
+	})
+}
+
+// parseInPieces feeds in to a respParser piece bytes at a time through a
+// buffer of httpLineBuf bytes, as the epoll client does, then signals EOF;
+// it returns the head and how many bytes the response used.
+func parseInPieces(in string, piece int) (httpResponse, int, error) {
+	var p respParser
+	var buf [httpLineBuf]byte
+	r, n, off, used := 0, 0, 0, 0
+	for iter := 0; !p.done(); iter++ {
+		if iter > 2*len(in)+10 {
+			panic(fmt.Sprintf("no progress: state %d, %d buffered, %d of %d fed", p.state, n-r, off, len(in)))
+		}
+		if n > r {
+			k, err := p.feed(buf[r:n])
+			r += k
+			used += k
+			if err != nil {
+				return p.resp, used, err
+			}
+			if p.done() {
+				break
+			}
+		}
+		n = copy(buf[:], buf[r:n])
+		r = 0
+		if off == len(in) {
+			if err := p.eof(n - r); err != nil {
+				return p.resp, used, err
+			}
+			break
+		}
+		k := min(piece, len(in)-off, len(buf)-n)
+		n += copy(buf[n:], in[off:off+k])
+		off += k
+	}
+	return p.resp, used, nil
 }

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package engine
+
+// startHTTPEpoll: no epoll here; the goroutine client runs.
+func (w *workload) startHTTPEpoll(addr string, req []byte) bool { return false }
