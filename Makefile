@@ -3,7 +3,7 @@
 #   sudo make quick      build, then run the quick lab suite with a report
 #   sudo make test       every test (privileged ones need root); installs what they run (make deps)
 #   sudo make fresh-test the README's commands on a fresh minimal Debian 12 root (what CI runs)
-#   sudo make bench      cnibench against netperf, iperf3 and hey (docs/benchmarks.md)
+#   sudo make bench      cnibench against netperf, iperf3, hey and wrk (docs/benchmarks.md)
 #   sudo make bench BENCH_ARGS="-tests egress-load"   egress filter loaders vs nft -f / ipset restore
 
 SHELL   := /bin/bash
@@ -61,17 +61,22 @@ test-short:
 
 FUZZTIME ?= 30s
 # Every fuzz target in the tree (control protocol, admission, the parsers of
-# the HTTP responses, /proc/net/snmp, conntrack statistics, and the egress
-# scenario's parsers of ipset/iptables output and ipset netlink replies).
+# the HTTP responses, /proc/net/snmp, conntrack statistics, wrk's summary, and the egress
+# scenario's parsers of ipset/iptables output, ipset netlink replies and
+# /proc/meminfo, and Maglev table construction).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadMsg$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadResponse$$' -fuzztime $(FUZZTIME) ./internal/engine/
+	$(GO) test -run '^$$' -fuzz '^FuzzRespParser$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSNMP$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCTStats$$' -fuzztime $(FUZZTIME) ./internal/lab/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseWrk$$' -fuzztime $(FUZZTIME) ./bench/parse/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseIPSetMemory$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDropCounter$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseIPSetTypeReply$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseMemAvailable$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
+	$(GO) test -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME) ./internal/maglev/
 
 # The control-protocol fuzz targets for a fixed number of executions each
 # (>= 1,000,000 in all; docs/security.md records a run).

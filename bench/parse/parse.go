@@ -1,6 +1,6 @@
 // Package parse reads the outputs of the programs that `make bench` runs side
 // by side: netperf's omni output selectors (-o), iperf3's JSON (-J), hey's
-// text summary, GNU time's verbose report (-v) and cnibench's own
+// and wrk's text summaries (wrk.go), GNU time's verbose report (-v) and cnibench's own
 // cnibench/result/v1 document. Every parser returns an error rather than a
 // zero value when the output is not what a successful run prints.
 package parse

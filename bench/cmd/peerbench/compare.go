@@ -14,8 +14,8 @@ import (
 // Comparison is cnibench's test A against a peer B on the same kind of
 // server, with the target for the ratio A/B (see decide).
 type Comparison struct {
-	Test     string  // cnibench test, also the comparison's name
-	Peer     string  // netperf, iperf3, hey
+	Test     string  // cnibench test (-tests selects every comparison of a test)
+	Peer     string  // netperf, iperf3, hey, wrk
 	PeerTest string  // how the peer is run, for the report
 	Unit     string  // of the compared value
 	Metric   string  // cnibench metric compared
@@ -27,15 +27,40 @@ var comparisons = []*Comparison{
 	{Test: "tcp_crr", Peer: "netperf", PeerTest: "netperf -t TCP_CRR", Unit: "trans/s", Metric: "trans_per_sec", Target: 0.95},
 	{Test: "tcp_stream", Peer: "iperf3", PeerTest: "iperf3 -c (1 stream)", Unit: "bit/s", Metric: "throughput_rx_bits_per_sec", Target: 0.95},
 	{Test: "http", Peer: "hey", PeerTest: "hey -disable-keepalive", Unit: "req/s", Metric: "trans_per_sec", Target: 1.0},
+	{Test: "http", Peer: "wrk", PeerTest: `wrk -t ` + strconv.Itoa(wrkThreads) + ` -H "Connection: close"`, Unit: "req/s", Metric: "trans_per_sec", Target: 1.0},
 }
 
+// wrkThreads is wrk's -t: one event-loop thread per core of this 2-core
+// machine (wrk's own advice: threads = cores; -c is split between them).
+const wrkThreads = 2
+
+// comparisonByTest is test's first comparison (nil if none).
 func comparisonByTest(t string) *Comparison {
-	for _, c := range comparisons {
-		if c.Test == t {
-			return c
-		}
+	if cs := comparisonsByTest(t); len(cs) > 0 {
+		return cs[0]
 	}
 	return nil
+}
+
+// comparisonsByTest is every comparison of test, in the plan's order: http
+// has two, against hey and against wrk.
+func comparisonsByTest(t string) []*Comparison {
+	var out []*Comparison
+	for _, c := range comparisons {
+		if c.Test == t {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Name is the comparison's name in reports: the test, with the peer when the
+// test has more than one comparison ("http vs wrk").
+func (c *Comparison) Name() string {
+	if c.Peer != "hey" && len(comparisonsByTest(c.Test)) > 1 {
+		return c.Test + " vs " + c.Peer
+	}
+	return c.Test
 }
 
 // Trial is one run of one side.
@@ -56,6 +81,7 @@ type Trial struct {
 type ComparisonResult struct {
 	Env      string  `json:"env"`
 	Test     string  `json:"test"`
+	Name     string  `json:"name,omitempty"` // Comparison.Name when it is not Test
 	Peer     string  `json:"peer"`
 	PeerTest string  `json:"peer_test"`
 	Unit     string  `json:"unit"`
@@ -84,6 +110,9 @@ func runComparison(ctx context.Context, o options, tools *Tools, env *Env, c *Co
 	res := &ComparisonResult{
 		Env: env.Name, Test: c.Test, Peer: c.Peer, PeerTest: c.PeerTest, Unit: c.Unit, Target: c.Target,
 		LoadBefore: loadAvg(), ServerVmHWM: map[string]int64{},
+	}
+	if n := c.Name(); n != c.Test {
+		res.Name = n
 	}
 	logf("%s/%s: cnibench vs %s, %d rounds of %v", env.Name, c.Test, c.PeerTest, o.rounds, o.duration)
 
@@ -115,7 +144,7 @@ func runComparison(ctx context.Context, o options, tools *Tools, env *Env, c *Co
 		err = start("netserver", portNetserver, []string{tools.Netserver, "-D", "-4", "-L", env.ServerIP, "-p", strconv.Itoa(portNetserver)})
 	case "iperf3":
 		err = start("iperf3 -s", portIperf3, []string{tools.Iperf3, "-s", "-B", env.ServerIP, "-p", strconv.Itoa(portIperf3)})
-	case "hey":
+	case "hey", "wrk":
 		err = start("bench/httpserver", portHTTP, []string{tools.HTTPServer, "--listen", hostPort(portHTTP), "--body", strconv.Itoa(o.httpBody)})
 	default:
 		err = fmt.Errorf("unknown peer %q", c.Peer)
@@ -218,7 +247,7 @@ func cnibenchTrial(ctx context.Context, o options, tools *Tools, env *Env, c *Co
 	if err != nil {
 		return 0, m, err
 	}
-	for _, k := range []string{"latency_us_p50", "latency_us_p99", "client_cpu_pct", "server_cpu_pct",
+	for _, k := range []string{"latency_us_p50", "latency_us_p99", "latency_us_p90", "client_cpu_pct", "server_cpu_pct",
 		"client_max_rss_bytes", "errors", "tcp_retransmits", "throughput_bits_per_sec", "cpu_us_per_trans"} {
 		if v, ok := r.Metrics[k]; ok {
 			m[k] = v
@@ -230,6 +259,18 @@ func cnibenchTrial(ctx context.Context, o options, tools *Tools, env *Env, c *Co
 	}
 	if v == 0 {
 		return 0, m, fmt.Errorf("cnibench: %s is 0 (errors: %v)", c.Metric, r.Metrics["errors"])
+	}
+	if c.Test == "http" {
+		// Client CPU per request: the client's own CPU over the measured
+		// window ÷ the requests completed in it; and, like the peer's, GNU
+		// time's CPU of the whole process ÷ its requests, estimated as the
+		// window's rate × (warm-up + duration).
+		if pct, ok := r.Metrics["client_cpu_pct"]; ok {
+			m["client_cpu_us_per_req"] = pct / 100 / v * 1e6
+		}
+		if cpu, ok := m["time_client_cpu_sec"]; ok {
+			m["time_client_cpu_us_per_req"] = cpu * 1e6 / (v * (o.duration + o.warmup).Seconds())
+		}
 	}
 	return v, m, nil
 }
@@ -247,6 +288,12 @@ func peerTrial(ctx context.Context, o options, tools *Tools, env *Env, c *Compar
 			"-t", secs(o.duration), "-O", secs(o.warmup), "-J"}
 	case "hey":
 		argv = []string{tools.Hey, "-z", o.duration.String(), "-c", strconv.Itoa(o.httpClients), "-disable-keepalive",
+			"http://" + net.JoinHostPort(env.ServerIP, strconv.Itoa(portHTTP)) + "/"}
+	case "wrk":
+		// The same server, connections and duration as hey's; a new
+		// connection per request, as cnibench's --url http test does.
+		argv = []string{tools.Wrk, "-t", strconv.Itoa(wrkThreads), "-c", strconv.Itoa(o.httpClients), "-d", secs(o.duration),
+			"--latency", "-H", "Connection: close",
 			"http://" + net.JoinHostPort(env.ServerIP, strconv.Itoa(portHTTP)) + "/"}
 	default:
 		return 0, m, fmt.Errorf("unknown peer %q", c.Peer)
@@ -287,6 +334,26 @@ func peerTrial(ctx context.Context, o options, tools *Tools, env *Env, c *Compar
 		m["tcp_retransmits"] = float64(r.Retransmits)
 		m["throughput_bits_per_sec"] = r.SentBitsPerSec
 		return r.ReceivedBitsPerSec, m, nil
+	case "wrk":
+		w, err := parse.ParseWrk(cr.Stdout)
+		if err != nil {
+			return 0, m, err
+		}
+		m["errors"] = float64(w.SocketErrors() + w.Non2xx)
+		m["wrk_reported_rps"] = w.ReportedRPS
+		m["wrk_requests"] = float64(w.Requests)
+		m["wrk_run_sec"] = w.RunSec
+		for p, k := range map[float64]string{50: "latency_us_p50", 90: "latency_us_p90", 99: "latency_us_p99"} {
+			if v, ok := w.Percentiles[p]; ok {
+				m[k] = v
+			}
+		}
+		// GNU time's CPU of the whole wrk process ÷ every response it read.
+		if cpu, ok := m["time_client_cpu_sec"]; ok && w.Requests > 0 {
+			m["time_client_cpu_us_per_req"] = cpu * 1e6 / float64(w.Requests)
+			m["client_cpu_us_per_req"] = m["time_client_cpu_us_per_req"]
+		}
+		return w.OKRPS, m, nil
 	default: // hey
 		h, err := parse.ParseHey(cr.Stdout)
 		if err != nil {
@@ -295,6 +362,13 @@ func peerTrial(ctx context.Context, o options, tools *Tools, env *Env, c *Compar
 		m["errors"] = float64(h.ErrorCount() + h.Responses(300, 999))
 		m["hey_reported_rps"] = h.ReportedRPS
 		m["hey_total_sec"] = h.TotalSec
+		// GNU time's CPU of the whole hey process ÷ every response it read.
+		if cpu, ok := m["time_client_cpu_sec"]; ok {
+			if n := h.Responses(100, 999); n > 0 {
+				m["time_client_cpu_us_per_req"] = cpu * 1e6 / float64(n)
+				m["client_cpu_us_per_req"] = m["time_client_cpu_us_per_req"]
+			}
+		}
 		return h.OKRPS, m, nil
 	}
 }

@@ -1,10 +1,10 @@
 // Command peerbench runs cnibench side by side with standard peers
-// (netperf, iperf3, hey) in one run and reports per-round ratios: the
+// (netperf, iperf3, hey, wrk) in one run and reports per-round ratios: the
 // harness behind `make bench` (see docs/benchmarks.md).
 //
 // For every environment (loopback; a veth pair between two namespaces) and
 // every comparison (tcp_rr and tcp_crr vs netperf, tcp_stream vs iperf3's
-// single stream, 1000-client non-keep-alive http vs hey) it starts both
+// single stream, 1000-client non-keep-alive http vs hey and vs wrk) it starts both
 // servers, then runs rounds of one cnibench trial and one peer trial,
 // alternating which goes first (A B, B A, A B, ...). Each round gives one
 // ratio cnibench/peer; the report gives a 95 % interval of the ratio
@@ -65,10 +65,10 @@ func main() {
 	}
 	var o options
 	flag.IntVar(&o.rounds, "rounds", planRounds, "rounds per comparison (each round: one cnibench trial and one peer trial, order alternating); at least 6; verdicts are exploratory unless it is the plan's")
-	flag.DurationVar(&o.duration, "duration", planDuration, "measured length of each trial (whole seconds; netperf, iperf3 and hey take seconds); verdicts are exploratory unless it is the plan's")
-	flag.DurationVar(&o.warmup, "warmup", planWarmup, "cnibench --warmup and iperf3 --omit before each trial's measured window (netperf and hey have none)")
+	flag.DurationVar(&o.duration, "duration", planDuration, "measured length of each trial (whole seconds; netperf, iperf3, hey and wrk take seconds); verdicts are exploratory unless it is the plan's")
+	flag.DurationVar(&o.warmup, "warmup", planWarmup, "cnibench --warmup and iperf3 --omit before each trial's measured window (netperf, hey and wrk have none)")
 	flag.DurationVar(&o.pause, "pause", 500*time.Millisecond, "idle time between trials")
-	flag.IntVar(&o.httpClients, "http-clients", 1000, "concurrent HTTP clients (cnibench --flows, hey -c)")
+	flag.IntVar(&o.httpClients, "http-clients", 1000, "concurrent HTTP clients (cnibench --flows, hey -c, wrk -c)")
 	flag.IntVar(&o.httpBody, "http-body", 1024, "HTTP response body bytes")
 	flag.StringVar(&o.envs, "envs", "loopback,veth", "environments to run, comma-separated: loopback, veth")
 	flag.StringVar(&o.tests, "tests", "tcp_rr,tcp_crr,tcp_stream,http", "comparisons to run, comma-separated; or egress-load alone: cnibench's egress loaders (nftables, ipset, ebpf-lpm) at 1M CIDRs vs nft -f and ipset restore")
@@ -78,7 +78,7 @@ func main() {
 	flag.StringVar(&o.buildScript, "peers-build", "", "script that builds netperf/netserver into a directory (default: ../shared/peers/build.sh next to the checkout, when present)")
 	flag.StringVar(&o.pin, "pin", "none", "CPU placement: none (the scheduler decides), same (servers and clients on CPU 0), split (servers on CPU 1, clients on CPU 0)")
 	flag.StringVar(&o.goBin, "go", "go", "the go command that builds cnibench and bench/httpserver (make bench passes its own)")
-	flag.BoolVar(&o.noInstall, "no-install", false, "do not apt-get install iperf3/hey when missing")
+	flag.BoolVar(&o.noInstall, "no-install", false, "do not apt-get install iperf3/hey/wrk when missing")
 	flag.Parse()
 	base := "bench/results/peerbench"
 	if o.tests == egressTest {
@@ -188,7 +188,11 @@ func run(ctx context.Context, o options, stdout io.Writer) (err error) {
 	if d := o.deviations(); len(d) > 0 {
 		logf("this run does not follow the plan (%s): its verdicts are exploratory", strings.Join(d, ", "))
 	}
-	nComp := len(splitList(o.envs)) * len(splitList(o.tests))
+	nComp := 0
+	for _, t := range splitList(o.tests) {
+		nComp += len(comparisonsByTest(t))
+	}
+	nComp *= len(splitList(o.envs))
 	logf("%d comparisons × %d rounds of %v: about %v", nComp, o.rounds, o.duration, estimatedRunTime(o, nComp).Round(time.Second))
 	rep := &Report{
 		Schema: "cnibench/peerbench/v2",
@@ -228,14 +232,18 @@ func run(ctx context.Context, o options, stdout io.Writer) (err error) {
 			if ctx.Err() != nil {
 				break
 			}
-			c := comparisonByTest(t)
-			res, err := runComparison(ctx, o, tools, env, c)
-			if res != nil {
-				rep.Comparisons = append(rep.Comparisons, res)
-			}
-			if err != nil {
-				runErrs = append(runErrs, fmt.Errorf("%s/%s: %w", envName, t, err))
-				rep.Errors = append(rep.Errors, fmt.Sprintf("%s/%s: %v", envName, t, err))
+			for _, c := range comparisonsByTest(t) {
+				if ctx.Err() != nil {
+					break
+				}
+				res, err := runComparison(ctx, o, tools, env, c)
+				if res != nil {
+					rep.Comparisons = append(rep.Comparisons, res)
+				}
+				if err != nil {
+					runErrs = append(runErrs, fmt.Errorf("%s/%s: %w", envName, c.Name(), err))
+					rep.Errors = append(rep.Errors, fmt.Sprintf("%s/%s: %v", envName, c.Name(), err))
+				}
 			}
 		}
 		if err := cleanup(); err != nil {

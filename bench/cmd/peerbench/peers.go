@@ -93,6 +93,8 @@ func howToGet(missing []string) string {
 			hs = append(hs, "iperf3: apt-get install iperf3 (Debian/Ubuntu) or dnf install iperf3")
 		case "hey":
 			hs = append(hs, "hey: apt-get install hey (Debian ≥ 11) or go install github.com/rakyll/hey@latest")
+		case "wrk":
+			hs = append(hs, "wrk: apt-get install wrk (Debian/Ubuntu) or build https://github.com/wg/wrk")
 		default:
 			hs = append(hs, p+": install it and put it on PATH")
 		}

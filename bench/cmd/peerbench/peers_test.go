@@ -108,14 +108,33 @@ func TestPeersNeeded(t *testing.T) {
 		t.Errorf("tcp_rr,tcp_crr need %v, want only netperf", got)
 	}
 	got = peersNeeded([]string{"http", "tcp_stream"})
-	if got["netperf"] || !got["iperf3"] || !got["hey"] {
-		t.Errorf("http,tcp_stream need %v, want iperf3 and hey", got)
+	if got["netperf"] || !got["iperf3"] || !got["hey"] || !got["wrk"] {
+		t.Errorf("http,tcp_stream need %v, want iperf3, hey and wrk", got)
+	}
+}
+
+// -tests http runs both http comparisons: against hey, then against wrk
+// (the latter named "http vs wrk" in reports).
+func TestHTTPComparisons(t *testing.T) {
+	cs := comparisonsByTest("http")
+	if len(cs) != 2 || cs[0].Peer != "hey" || cs[1].Peer != "wrk" {
+		t.Fatalf("comparisonsByTest(http) = %+v, want hey then wrk", cs)
+	}
+	if cs[0].Name() != "http" || cs[1].Name() != "http vs wrk" || cs[1].Target != 1.0 {
+		t.Errorf("names %q, %q, wrk target %v", cs[0].Name(), cs[1].Name(), cs[1].Target)
+	}
+	if comparisonByTest("http") != cs[0] || comparisonByTest("tcp_rr").Name() != "tcp_rr" {
+		t.Error("comparisonByTest does not return the test's first comparison")
+	}
+	if !strings.Contains(cs[1].PeerTest, `-H "Connection: close"`) {
+		t.Errorf("wrk's PeerTest %q does not say Connection: close", cs[1].PeerTest)
 	}
 }
 
 func TestHowToGet(t *testing.T) {
-	s := howToGet([]string{"iperf3", "hey"})
-	if !strings.Contains(s, "apt-get install iperf3") || !strings.Contains(s, "apt-get install hey") || strings.Contains(s, "\n") {
+	s := howToGet([]string{"iperf3", "hey", "wrk"})
+	if !strings.Contains(s, "apt-get install iperf3") || !strings.Contains(s, "apt-get install hey") ||
+		!strings.Contains(s, "apt-get install wrk") || strings.Contains(s, "\n") {
 		t.Errorf("howToGet = %q", s)
 	}
 }

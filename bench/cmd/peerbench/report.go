@@ -34,8 +34,10 @@ type RSSResult struct {
 	ClientMaxRSS *Spread `json:"client_max_rss_bytes,omitempty"`
 	// TimeMaxRSS is GNU time's maximum RSS of the cnibench client process.
 	TimeMaxRSS *Spread `json:"time_client_maxrss_bytes,omitempty"`
-	// HeyMaxRSS is GNU time's maximum RSS of hey, for reference.
+	// HeyMaxRSS and WrkMaxRSS are GNU time's maximum RSS of hey and wrk,
+	// for reference.
 	HeyMaxRSS *Spread `json:"hey_time_maxrss_bytes,omitempty"`
+	WrkMaxRSS *Spread `json:"wrk_time_maxrss_bytes,omitempty"`
 	// ServeVmHWM is the `cnibench serve` process's peak RSS per environment,
 	// and the standalone HTTP server's for reference.
 	ServeVmHWM      map[string]int64 `json:"serve_vmhwm_bytes,omitempty"`
@@ -46,7 +48,7 @@ type RSSResult struct {
 
 func (r *Report) finish(o options) {
 	rss := &RSSResult{Clients: o.httpClients, Limit: RSSLimit, ServeVmHWM: map[string]int64{}, HTTPServerVmHWM: map[string]int64{}}
-	var cliRSS, timeRSS, heyRSS []float64
+	var cliRSS, timeRSS, heyRSS, wrkRSS []float64
 	for _, c := range r.Comparisons {
 		var a, b []*float64
 		var av, bv []float64
@@ -76,7 +78,12 @@ func (r *Report) finish(o options) {
 				b[t.Round-1] = t.Value
 				bv = append(bv, *t.Value)
 				if v, ok := t.Metrics["time_client_maxrss_bytes"]; ok && c.Test == "http" {
-					heyRSS = append(heyRSS, v)
+					switch c.Peer {
+					case "hey":
+						heyRSS = append(heyRSS, v)
+					case "wrk":
+						wrkRSS = append(wrkRSS, v)
+					}
 				}
 			}
 		}
@@ -130,6 +137,9 @@ func (r *Report) finish(o options) {
 	}
 	if s, err := spread(heyRSS); err == nil {
 		rss.HeyMaxRSS = &s
+	}
+	if s, err := spread(wrkRSS); err == nil {
+		rss.WrkMaxRSS = &s
 	}
 	if rss.ClientMaxRSS != nil || len(rss.ServeVmHWM) > 0 {
 		r.RSS = rss
@@ -224,7 +234,7 @@ func (r *Report) writeMarkdown(w io.Writer) {
 			n = c.Ratio.N
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | ≥ %.2f | %s |\n",
-			c.Env, c.Test, c.Kind, fmtSpreadValue(c.Cnibench, c.Unit), c.PeerTest, fmtSpreadValue(c.PeerValue, c.Unit),
+			c.Env, c.label(), c.Kind, fmtSpreadValue(c.Cnibench, c.Unit), c.PeerTest, fmtSpreadValue(c.PeerValue, c.Unit),
 			n, est, ci, med, c.Target, fmtVerdict(c.Verdict))
 	}
 	fmt.Fprintln(w)
@@ -241,6 +251,7 @@ func (r *Report) writeMarkdown(w io.Writer) {
 		row("cnibench client `client_max_rss_bytes`", r.RSS.ClientMaxRSS, verdict(r.RSS.Met))
 		row("cnibench client, GNU time max RSS (cross-check)", r.RSS.TimeMaxRSS, "")
 		row("hey, GNU time max RSS (reference)", r.RSS.HeyMaxRSS, "")
+		row("wrk, GNU time max RSS (reference)", r.RSS.WrkMaxRSS, "")
 		for _, env := range sortedKeys(r.RSS.HTTPServerVmHWM) {
 			v := float64(r.RSS.HTTPServerVmHWM[env])
 			fmt.Fprintf(w, "| bench/httpserver (the server both clients hit) VmHWM, %s | | | %s | |\n", env, mib(v))
@@ -248,10 +259,11 @@ func (r *Report) writeMarkdown(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 
-	fmt.Fprintln(w, "Secondary figures (medians over the trials; client CPU = GNU time user+sys / wall time of the client process, incl. cnibench's warm-up):")
+	fmt.Fprintln(w, "Secondary figures (medians over the trials; client CPU = GNU time user+sys / wall time of the client process, incl. cnibench's warm-up; "+
+		"http client CPU per request: cnibench's own CPU over the measured window ÷ its requests, the peer's GNU time CPU ÷ its responses):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| env | test | side | p50 µs | p99 µs | client CPU % | client max RSS | errors (sum) | retransmits (median) |")
-	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| env | test | side | p50 µs | p99 µs | client CPU % | client CPU µs/req | client max RSS | errors (sum) | retransmits (median) |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, c := range r.Comparisons {
 		for _, side := range []string{"cnibench", c.Peer} {
 			cell := func(key string, f func(float64) string) string {
@@ -273,8 +285,9 @@ func (r *Report) writeMarkdown(w io.Writer) {
 				}
 			}
 			f0 := func(v float64) string { return fmt.Sprintf("%.0f", v) }
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %.0f | %s |\n", c.Env, c.Test, side,
-				cell("latency_us_p50", f0), cell("latency_us_p99", f0), cpu,
+			f1 := func(v float64) string { return fmt.Sprintf("%.1f", v) }
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %s |\n", c.Env, c.label(), side,
+				cell("latency_us_p50", f0), cell("latency_us_p99", f0), cpu, cell("client_cpu_us_per_req", f1),
 				cell("time_client_maxrss_bytes", mib), errs, cell("tcp_retransmits", f0))
 		}
 	}
@@ -283,11 +296,11 @@ func (r *Report) writeMarkdown(w io.Writer) {
 	var warn []string
 	for _, c := range r.Comparisons {
 		for _, x := range c.Warnings {
-			warn = append(warn, fmt.Sprintf("%s/%s: %s", c.Env, c.Test, x))
+			warn = append(warn, fmt.Sprintf("%s/%s: %s", c.Env, c.label(), x))
 		}
 		for _, t := range c.Trials {
 			if t.Error != "" {
-				warn = append(warn, fmt.Sprintf("%s/%s round %d %s failed: %s", c.Env, c.Test, t.Round, t.Side, t.Error))
+				warn = append(warn, fmt.Sprintf("%s/%s round %d %s failed: %s", c.Env, c.label(), t.Round, t.Side, t.Error))
 			}
 		}
 	}
@@ -310,9 +323,17 @@ func (r *Report) writeMarkdown(w io.Writer) {
 		for _, v := range c.RatioValues {
 			rs = append(rs, fmt.Sprintf("%.3f", v))
 		}
-		fmt.Fprintf(w, "- %s/%s: %s (load avg %s → %s)\n", c.Env, c.Test, strings.Join(rs, " "), c.LoadBefore, c.LoadAfter)
+		fmt.Fprintf(w, "- %s/%s: %s (load avg %s → %s)\n", c.Env, c.label(), strings.Join(rs, " "), c.LoadBefore, c.LoadAfter)
 	}
 	fmt.Fprintln(w)
+}
+
+// label is the comparison's name in the report ("http vs wrk").
+func (c *ComparisonResult) label() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return c.Test
 }
 
 func atoi(s string) int {

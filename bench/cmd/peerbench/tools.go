@@ -14,16 +14,16 @@ type Tools struct {
 	Go                   string // the go command that builds cnibench
 	Cnibench, HTTPServer string // built from this tree
 	Netperf, Netserver   string // "" when no selected comparison needs netperf
-	Iperf3, Hey          string // "" when not needed
+	Iperf3, Hey, Wrk     string // "" when not needed
 	Time                 string // GNU time, "" when not installed
 }
 
-// peersNeeded returns the peers (netperf, iperf3, hey) that the selected
-// comparisons run, in a fixed order.
+// peersNeeded returns the peers (netperf, iperf3, hey, wrk) that the
+// selected comparisons run.
 func peersNeeded(tests []string) map[string]bool {
 	need := map[string]bool{}
 	for _, t := range tests {
-		if c := comparisonByTest(t); c != nil {
+		for _, c := range comparisonsByTest(t) {
 			need[c.Peer] = true
 		}
 	}
@@ -70,7 +70,7 @@ func prepareTools(ctx context.Context, o options, root, tmp string) (*Tools, err
 	}
 
 	var missing []string
-	for _, p := range []string{"iperf3", "hey"} {
+	for _, p := range []string{"iperf3", "hey", "wrk"} {
 		if _, err := exec.LookPath(p); err != nil && need[p] {
 			missing = append(missing, p)
 		}
@@ -93,6 +93,11 @@ func prepareTools(ctx context.Context, o options, root, tmp string) (*Tools, err
 	if need["hey"] {
 		if t.Hey, err = exec.LookPath("hey"); err != nil {
 			return nil, fmt.Errorf("hey: %w; %s", err, howToGet([]string{"hey"}))
+		}
+	}
+	if need["wrk"] {
+		if t.Wrk, err = exec.LookPath("wrk"); err != nil {
+			return nil, fmt.Errorf("wrk: %w; %s", err, howToGet([]string{"wrk"}))
 		}
 	}
 	if isExec("/usr/bin/time") {
@@ -165,6 +170,12 @@ func (t *Tools) versions(ctx context.Context) map[string]string {
 		v["hey"] = first("dpkg-query", "-W", "-f", "${Package} ${Version}", "hey")
 		if strings.HasPrefix(v["hey"], "unknown") {
 			v["hey"] = t.Hey + " (not a Debian package)"
+		}
+	}
+	if t.Wrk != "" {
+		v["wrk"] = first("dpkg-query", "-W", "-f", "${Package} ${Version}", "wrk")
+		if strings.HasPrefix(v["wrk"], "unknown") {
+			v["wrk"] = first(t.Wrk, "-v") + " (" + t.Wrk + ")"
 		}
 	}
 	v["go"] = first(t.Go, "version")
