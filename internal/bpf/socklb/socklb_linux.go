@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
@@ -122,4 +123,25 @@ func (lb *LB) Close() error {
 	}
 	lb.closed = true
 	return errors.Join(lb.Detach(), lb.objs.Close())
+}
+
+// Probe reports whether this machine can run the socket load balancer:
+// cgroup sock_addr programs, LRU hash maps and loading. (Attaching needs a
+// cgroup v2 directory, which the caller owns.) It returns nil or an error
+// wrapping ErrNotSupported that says why.
+func Probe() error {
+	if err := features.HaveProgramType(ebpf.CGroupSockAddr); err != nil {
+		return fmt.Errorf("%w: cgroup sock_addr BPF programs: %w", ErrNotSupported, err)
+	}
+	if err := features.HaveMapType(ebpf.LRUHash); err != nil {
+		return fmt.Errorf("%w: BPF map type %s: %w", ErrNotSupported, ebpf.LRUHash, err)
+	}
+	lb, err := Load(nil)
+	if err != nil {
+		if errors.Is(err, ErrNotSupported) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrNotSupported, err)
+	}
+	return lb.Close()
 }

@@ -90,6 +90,7 @@ func TestSocketLB(t *testing.T) {
 	}
 	vip := netip.MustParseAddrPort("198.19.0.10:80")
 	empty := netip.MustParseAddrPort("198.19.0.11:80")
+	testutil.SkipIfNotSupported(t, Probe(), ErrNotSupported)
 	lb, err := Load([]Service{{VIP: vip, Backends: backends}, {VIP: empty}})
 	testutil.SkipIfNotSupported(t, err, ErrNotSupported)
 	if err != nil {
@@ -219,4 +220,12 @@ func newTestCgroup(t *testing.T) *testCgroup {
 		}
 	})
 	return &testCgroup{dir: dir, fd: fd}
+}
+
+// TestProbe: Probe reports this machine able, or why not, and leaves
+// nothing behind (its load is closed, its namespace scratch).
+func TestProbe(t *testing.T) {
+	testutil.SkipUnlessRoot(t)
+	err := Probe()
+	testutil.SkipIfNotSupported(t, err, ErrNotSupported)
 }

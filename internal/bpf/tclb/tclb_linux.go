@@ -11,11 +11,13 @@ import (
 	"net"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/internal/bpf/mapval"
+	"github.com/cnibench/cnibench/internal/nsrun"
 )
 
 // LB is the loaded programs and maps; while attached, their TCX links.
@@ -151,4 +153,30 @@ func (lb *LB) Close() error {
 	}
 	lb.closed = true
 	return errors.Join(lb.Detach(), lb.objs.Close())
+}
+
+// Probe reports whether this machine can run the TC load balancer: tc
+// programs, LRU hash maps, loading, and a TCX attach in both directions on
+// the loopback of a scratch network namespace. It returns nil or an error
+// wrapping ErrNotSupported that says why.
+func Probe() error {
+	if err := features.HaveProgramType(ebpf.SchedCLS); err != nil {
+		return fmt.Errorf("%w: tc (sched_cls) BPF programs: %w", ErrNotSupported, err)
+	}
+	if err := features.HaveMapType(ebpf.LRUHash); err != nil {
+		return fmt.Errorf("%w: BPF map type %s: %w", ErrNotSupported, ebpf.LRUHash, err)
+	}
+	lb, err := Load(nil, 0)
+	if err != nil {
+		if errors.Is(err, ErrNotSupported) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrNotSupported, err)
+	}
+	defer lb.Close()
+	err = nsrun.Scratch(func() error { return errors.Join(lb.Attach(nil, "lo"), lb.Detach()) })
+	if err != nil && !errors.Is(err, ErrNotSupported) {
+		return fmt.Errorf("%w: %w", ErrNotSupported, err)
+	}
+	return err
 }

@@ -109,6 +109,7 @@ func TestTCLB(t *testing.T) {
 		{VIP: empty, Proto: TCP},
 		{VIP: netip.AddrPortFrom(vip.Addr(), 53), Proto: UDP, Backends: backends[:1]},
 	}
+	testutil.SkipIfNotSupported(t, Probe(), ErrNotSupported)
 	lb, err := Load(svcs, 0)
 	testutil.SkipIfNotSupported(t, err, ErrNotSupported)
 	if err != nil {
@@ -282,4 +283,12 @@ func (s *servedCount) get(a netip.Addr) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.n[a]
+}
+
+// TestProbe: Probe reports this machine able, or why not, and leaves
+// nothing behind (its load is closed, its namespace scratch).
+func TestProbe(t *testing.T) {
+	testutil.SkipUnlessRoot(t)
+	err := Probe()
+	testutil.SkipIfNotSupported(t, err, ErrNotSupported)
 }

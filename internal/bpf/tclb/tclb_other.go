@@ -17,3 +17,8 @@ func (*LB) Attach(func(func() error) error, string) error { return ErrNotSupport
 func (*LB) Detach() error                                 { return nil }
 func (*LB) Counters() (Counters, error)                   { return Counters{}, ErrNotSupported }
 func (*LB) Close() error                                  { return nil }
+
+// Probe reports ErrNotSupported on this platform.
+func Probe() error {
+	return fmt.Errorf("%w: TC load balancing needs Linux on a little-endian CPU", ErrNotSupported)
+}
