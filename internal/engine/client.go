@@ -123,6 +123,8 @@ func (cl *Client) Run(ctx context.Context, cfg Config) (*result.Result, error) {
 		if port == 0 {
 			port = 80
 		}
+	} else if cfg.Service != "" {
+		host, port, _ = SplitTarget(cfg.Service)
 	} else {
 		host, port, _ = SplitTarget(cfg.Target)
 	}
@@ -138,7 +140,12 @@ func (cl *Client) Run(ctx context.Context, cfg Config) (*result.Result, error) {
 		}
 	}
 	var ct *control
-	if ext == nil {
+	var pre []byte
+	if cfg.Service != "" {
+		if pre, err = encodeSvcPreamble(cl.Token, svcPreamble{OneShot: cfg.Test == TCPCRR, ReqSize: cfg.ReqSize, RespSize: cfg.RespSize}); err != nil {
+			return nil, &FieldError{"service", cfg.Service, err.Error()}
+		}
+	} else if ext == nil {
 		ct, err = dialControl(ctx, ip.String(), port, cfg.Timeout, newHello(cfg, cl.Token))
 		if err != nil {
 			return nil, err
@@ -173,11 +180,14 @@ func (cl *Client) Run(ctx context.Context, cfg Config) (*result.Result, error) {
 	if ext != nil {
 		res.Warnings = append(res.Warnings, "external HTTP server ("+cfg.URL+"): server CPU is not measured")
 	}
+	if pre != nil {
+		res.Warnings = append(res.Warnings, "service mode ("+cfg.Service+"): the servers' CPU is not measured")
+	}
 	if cfg.BusyPoll {
 		res.Warnings = append(res.Warnings, "busy polling was on: the client spun on non-blocking sockets, so latency excludes wake-ups and client CPU is inflated")
 	}
 	for i := 0; i < cfg.Repeat; i++ {
-		rep, err := cl.repeat(ctx, ct, cfg, ip, port, i, res)
+		rep, err := cl.repeat(ctx, ct, cfg, ip, port, i, res, pre)
 		if rep != nil {
 			res.Repeats = append(res.Repeats, *rep)
 		}
@@ -261,7 +271,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.Addr, extPort, idx int, res *result.Result) (*result.Repeat, error) {
+func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.Addr, extPort, idx int, res *result.Result, svcPre []byte) (*result.Repeat, error) {
 	ctlTimeout := cfg.Timeout + 5*time.Second
 	setup := &Setup{Test: cfg.Test, Flows: cfg.Flows, ReqSize: cfg.ReqSize, RespSize: cfg.RespSize,
 		MsgSize: cfg.MsgSize, HTTPBody: cfg.HTTPBody, TimeoutMillis: cfg.Timeout.Milliseconds()}
@@ -279,6 +289,7 @@ func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.
 
 	w := newWorkload(cfg)
 	w.cookie = r.Ready.Cookie
+	w.svcPreamble = svcPre
 	if cfg.Test == HTTP {
 		addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
 		hostHeader := addr

@@ -98,6 +98,12 @@ func (w *workload) tcpStream(i int, ip netip.Addr, port int, ready chan<- error)
 
 func (w *workload) tcpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 	fd, _, err := dialTCP(ip, port, w.cfg.Timeout, true, w.cfg.BusyPoll)
+	if err == nil && w.svcPreamble != nil {
+		if err = writeFull(fd, w.svcPreamble, false); err != nil {
+			closeFD(fd)
+			err = fmt.Errorf("tcp_rr service preamble: %w", err)
+		}
+	}
 	if !w.started(i, fd, err, ready) {
 		return
 	}
@@ -130,7 +136,8 @@ func (w *workload) tcpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 }
 
 func (w *workload) tcpCRR(i int, ip netip.Addr, port int) {
-	req := make([]byte, w.cfg.ReqSize)
+	// In service mode the preamble and the request go out in one write.
+	req := append(append([]byte(nil), w.svcPreamble...), make([]byte, w.cfg.ReqSize)...)
 	resp := make([]byte, w.cfg.RespSize)
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
@@ -163,7 +170,7 @@ func (w *workload) tcpCRR(i int, ip netip.Addr, port int) {
 			continue
 		}
 		f.trans.Add(1)
-		f.txBytes.Add(uint64(len(req)))
+		f.txBytes.Add(uint64(w.cfg.ReqSize))
 		if w.measuring() {
 			w.lat.record(i, d)
 			w.conn.record(i, ct)

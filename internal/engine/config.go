@@ -60,6 +60,12 @@ type Config struct {
 	RespSize int // rr/crr/udp_rr response bytes
 	MsgSize  int // stream write size / UDP datagram size
 
+	// Service points tcp_rr or tcp_crr at HOST:PORT where one or more
+	// `cnibench serve --service-listen` servers (e.g. the backends of a
+	// load-balanced service) answer without a session: every connection
+	// proves the token in a preamble (svcrr.go). The servers' CPU is not
+	// measured.
+	Service string
 	// URL points the http test at an external HTTP server instead of a
 	// cnibench server's HTTP data plane (server CPU is then not measured).
 	URL string
@@ -154,6 +160,21 @@ func (cfg Config) Validate() error {
 		}
 		if cfg.Target != "" {
 			return &FieldError{"target", cfg.Target, "give either --target (a cnibench server) or --url (an HTTP server), not both"}
+		}
+		return cfg.validateRest()
+	}
+	if cfg.Service != "" {
+		if cfg.Test != TCPRR && cfg.Test != TCPCRR {
+			return &FieldError{"service", cfg.Service, "only tcp_rr and tcp_crr take --service; drop it or use --test tcp_rr"}
+		}
+		if cfg.Target != "" {
+			return &FieldError{"target", cfg.Target, "give either --target (one cnibench server) or --service (servers behind a service address), not both"}
+		}
+		if _, _, err := SplitTarget(cfg.Service); err != nil || !strings.Contains(cfg.Service, ":") {
+			return &FieldError{"service", quote(cfg.Service), "must be HOST:PORT of `cnibench serve --service-listen`, e.g. 198.19.0.10:12871"}
+		}
+		if cfg.Rate > 0 {
+			return &FieldError{"rate", "", "service mode runs at full speed; drop --rate"}
 		}
 		return cfg.validateRest()
 	}
@@ -294,6 +315,9 @@ func (cfg Config) Map() map[string]string {
 		m["http_keepalive"] = strconv.FormatBool(cfg.HTTPKeepAlive)
 		m["http_path"] = cfg.HTTPPath
 		m["socket_model"] = "one goroutine per client on Go's netpoller"
+	}
+	if cfg.Service != "" {
+		m["service"] = cfg.Service
 	}
 	return m
 }

@@ -46,6 +46,9 @@ type workload struct {
 	threads int
 	// cookie is the session's cookie, carried by every UDP datagram.
 	cookie uint64
+	// svcPreamble, in service mode (Config.Service), opens every tcp_rr
+	// connection and every tcp_crr transaction (svcrr.go).
+	svcPreamble []byte
 }
 
 func newWorkload(cfg Config) *workload {

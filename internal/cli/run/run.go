@@ -26,7 +26,7 @@ type flagpole struct {
 	Repeat, Flows          int
 	ReqSize, RespSize, Msg string
 	HTTPBody, HTTPPath     string
-	URL                    string
+	URL, Service           string
 	KeepAlive, BusyPoll    bool
 	Rate                   string
 	Format, Output         string
@@ -66,6 +66,7 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 	fl.StringVar(&f.Msg, "message-size", "", "write size for tcp_stream (default 128K) or datagram size for udp_stream (default: the path MTU less the IP and UDP headers; larger fragments, with a warning)")
 	fl.StringVar(&f.HTTPBody, "http-body", "1024", "HTTP response body bytes")
 	fl.StringVar(&f.HTTPPath, "http-path", "", "HTTP request path (default /, or the path of --url)")
+	fl.StringVar(&f.Service, "service", "", "tcp_rr/tcp_crr against HOST:PORT where `cnibench serve --service-listen` servers answer without a session, e.g. a load-balanced service's VIP (instead of --target; needs the token; server CPU is then not measured)")
 	fl.StringVar(&f.URL, "url", "", "http test against an external HTTP server, e.g. http://198.18.0.10:8080/ (instead of --target; server CPU is then not measured)")
 	fl.BoolVar(&f.KeepAlive, "http-keepalive", false, "reuse HTTP connections (default: a new connection per request, as 'hey -disable-keepalive')")
 	fl.StringVar(&f.Rate, "rate", "0", "fixed offered load: bit/s for stream tests (e.g. 1G), trans/s otherwise (e.g. 20k), latency then timed from each scheduled send (open loop, as wrk2); 0 = as fast as possible (closed loop: one transaction in flight per flow)")
@@ -82,7 +83,7 @@ func (f *flagpole) config(cmd *cobra.Command) (engine.Config, error) {
 	cfg := engine.Config{
 		Target: f.Target, Test: f.Test, Duration: f.Duration, Warmup: f.Warmup,
 		Repeat: f.Repeat, Flows: f.Flows, HTTPKeepAlive: f.KeepAlive, HTTPPath: f.HTTPPath,
-		BusyPoll: f.BusyPoll, Timeout: f.Timeout, URL: f.URL,
+		BusyPoll: f.BusyPoll, Timeout: f.Timeout, URL: f.URL, Service: f.Service,
 	}
 	if cmd.Flags().Changed("warmup") && f.Warmup == 0 {
 		cfg.Warmup = -1 // explicit zero: no warm-up
@@ -220,6 +221,9 @@ func PrintText(w io.Writer, res *result.Result) error {
 	to := c["target"]
 	if to == "" {
 		to = c["url"]
+	}
+	if to == "" {
+		to = "service " + c["service"]
 	}
 	fmt.Fprintf(w, "%s to %s, %s flow(s), %d × %s (warm-up %s), path MTU %s\n",
 		c["test"], to, c["flows"], len(res.Repeats), c["duration"], c["warmup"], orDash(c["path_mtu"]))

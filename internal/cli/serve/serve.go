@@ -2,6 +2,8 @@
 package serve
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,15 +19,16 @@ import (
 )
 
 type flagpole struct {
-	Listen       string
-	Token        string
-	MaxSessions  int
-	MaxPending   int
-	MaxFlows     int
-	MaxBufferMem string
-	HelloTimeout time.Duration
-	IdleTimeout  time.Duration
-	MaxWindow    time.Duration
+	Listen        string
+	ServiceListen string
+	Token         string
+	MaxSessions   int
+	MaxPending    int
+	MaxFlows      int
+	MaxBufferMem  string
+	HelloTimeout  time.Duration
+	IdleTimeout   time.Duration
+	MaxWindow     time.Duration
 }
 
 // NewCommand returns the serve command.
@@ -47,6 +50,7 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 	d := engine.DefaultLimits()
 	fl := cmd.Flags()
 	fl.StringVar(&flags.Listen, "listen", ":"+strconv.Itoa(engine.DefaultPort), "control address ADDR:PORT to listen on")
+	fl.StringVar(&flags.ServiceListen, "service-listen", "", "also serve service-mode tcp_rr/tcp_crr (no session: any server with the same token answers any connection, as behind a load-balanced service) on ADDR:PORT; needs the token")
 	fl.StringVar(&flags.Token, "token", "", "shared secret clients must send (default $"+engine.TokenEnv+"; the variable keeps it out of the process list)")
 	fl.IntVar(&flags.MaxSessions, "max-sessions", d.MaxSessions, "sessions served at once")
 	fl.IntVar(&flags.MaxPending, "max-pending", d.MaxPending, "connections waiting for their hello; when full the oldest is dropped")
@@ -84,7 +88,26 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, flags *f
 		ln.Addr(), engine.ProtoVersion, auth, lim.MaxSessions, lim.MaxFlows, flags.MaxBufferMem)
 	srv := engine.NewServer(logger)
 	srv.Limits = lim
-	return srv.Serve(cmd.Context(), ln)
+	if flags.ServiceListen == "" {
+		return srv.Serve(cmd.Context(), ln)
+	}
+	if lim.Token == "" {
+		ln.Close()
+		return clierr.Usagef("--service-listen %s: needs a token (--token or $%s): its port serves anyone who proves it", flags.ServiceListen, engine.TokenEnv)
+	}
+	sln, err := net.Listen("tcp", flags.ServiceListen)
+	if err != nil {
+		ln.Close()
+		return clierr.Usagef("--service-listen %s: %v", flags.ServiceListen, err)
+	}
+	fmt.Fprintf(s.ErrOut, "cnibench serve: service mode on %s (token required)\n", sln.Addr())
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	svcErr := make(chan error, 1)
+	go func() { svcErr <- srv.ServeService(ctx, sln) }()
+	err = srv.Serve(ctx, ln)
+	cancel()
+	return errors.Join(err, <-svcErr)
 }
 
 // limits checks the limit flags and reads the token.

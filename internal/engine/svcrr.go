@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Service mode (issue 11): tcp_rr and tcp_crr against a fixed port that any
+// of several servers behind one service address (a VIP with backends on
+// several hosts) may answer. The ordinary data planes belong to one
+// session on one server (setup → ready{port}); a connection that a load
+// balancer sends to another server would find no session there. Service
+// mode has no session: every data connection opens with a preamble that
+// carries the request and response sizes and proves, with an HMAC of the
+// shared token, that the client was given the run's secret, so any server
+// started with the same token serves it without state.
+//
+// Preamble (svcPreambleLen bytes, big endian):
+//
+//	magic "cnbS" | version u8 | flags u8 | reserved u16 |
+//	request size u32 | response size u32 | nonce [16] | mac [16]
+//
+// mac is the first 16 bytes of HMAC-SHA256(token, everything before it).
+// Flag svcOneShot asks the server to close after one response (tcp_crr,
+// whose transaction includes the teardown, the server closing first).
+// The nonce makes preambles of different runs differ; a preamble replayed
+// by someone who captured it gets the same sizes served, no more.
+const (
+	svcMagic       = "cnbS"
+	svcVersion     = 1
+	svcPreambleLen = 4 + 1 + 1 + 2 + 4 + 4 + 16 + 16
+	svcOneShot     = 1 << 0
+	svcMACLen      = 16
+)
+
+// svcPreamble is a decoded preamble.
+type svcPreamble struct {
+	OneShot  bool
+	ReqSize  int
+	RespSize int
+}
+
+// Errors of preamble verification.
+var (
+	errSvcMagic   = errors.New("service preamble: not a cnibench service connection")
+	errSvcVersion = errors.New("service preamble: unknown version")
+	errSvcMAC     = errors.New("service preamble: wrong token")
+	errSvcSize    = errors.New("service preamble: request or response size out of range")
+)
+
+// encodeSvcPreamble builds the preamble for p, authenticated with token,
+// with a random nonce.
+func encodeSvcPreamble(token string, p svcPreamble) ([]byte, error) {
+	if token == "" {
+		return nil, errors.New("service mode needs a token (--token or " + TokenEnv + ")")
+	}
+	if p.ReqSize < 1 || p.ReqSize > MaxMsgSize || p.RespSize < 1 || p.RespSize > MaxMsgSize {
+		return nil, errSvcSize
+	}
+	b := make([]byte, 0, svcPreambleLen)
+	b = append(b, svcMagic...)
+	flags := byte(0)
+	if p.OneShot {
+		flags |= svcOneShot
+	}
+	b = append(b, svcVersion, flags, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(p.ReqSize))
+	b = binary.BigEndian.AppendUint32(b, uint32(p.RespSize))
+	var nonce [16]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, fmt.Errorf("service preamble nonce: %w", err)
+	}
+	b = append(b, nonce[:]...)
+	return append(b, svcMAC(token, b)...), nil
+}
+
+func svcMAC(token string, msg []byte) []byte {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write(msg)
+	return m.Sum(nil)[:svcMACLen]
+}
+
+// decodeSvcPreamble verifies a preamble of exactly svcPreambleLen bytes
+// against token and returns what it asks for.
+func decodeSvcPreamble(token string, b []byte) (svcPreamble, error) {
+	if len(b) != svcPreambleLen || string(b[:4]) != svcMagic {
+		return svcPreamble{}, errSvcMagic
+	}
+	if b[4] != svcVersion {
+		return svcPreamble{}, errSvcVersion
+	}
+	body, mac := b[:svcPreambleLen-svcMACLen], b[svcPreambleLen-svcMACLen:]
+	if token == "" || !hmac.Equal(mac, svcMAC(token, body)) {
+		return svcPreamble{}, errSvcMAC
+	}
+	p := svcPreamble{
+		OneShot:  b[5]&svcOneShot != 0,
+		ReqSize:  int(binary.BigEndian.Uint32(b[8:12])),
+		RespSize: int(binary.BigEndian.Uint32(b[12:16])),
+	}
+	if p.ReqSize < 1 || p.ReqSize > MaxMsgSize || p.RespSize < 1 || p.RespSize > MaxMsgSize {
+		return svcPreamble{}, errSvcSize
+	}
+	return p, nil
+}
