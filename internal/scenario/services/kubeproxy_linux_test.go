@@ -29,34 +29,7 @@ func TestKubeProxyRulesLoadAndBalance(t *testing.T) {
 		eps = append(eps, testutil.StartTCPEcho(t, do, netip.MustParseAddr(a)))
 	}
 	vip := netip.MustParseAddrPort("198.19.0.10:80")
-	// VIPs are routed like any remote address (kube-proxy's are, via the
-	// default route): here to the loopback, where the DNAT happens first.
-	lo, err := h.LinkByName("lo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.RouteAdd(&netlink.Route{LinkIndex: lo.Attrs().Index, Dst: netlink.NewIPNet(vip.Addr().AsSlice())}); err != nil {
-		t.Fatal(err)
-	}
-	rules, err := KubeProxyRules([]Service{{Name: "default/echo:rr", VIP: vip.Addr(), Port: vip.Port(), Endpoints: eps}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := func(stdin []byte, prog string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command(prog, args...)
-		cmd.Stdin = bytes.NewReader(stdin)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := do(cmd.Start); err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("%s: %v: %s", prog, err, errb.String())
-		}
-		return out.String()
-	}
-	run(rules, "iptables-nft-restore", "--noflush", "-w")
+	run := loadService(t, do, h, Service{Name: "default/echo:rr", VIP: vip.Addr(), Port: vip.Port(), Endpoints: eps})
 	if saved := run(nil, "iptables-nft-save", "-t", "nat"); !strings.Contains(saved, "--to-destination "+eps[2].String()) {
 		t.Fatalf("rules not loaded:\n%s", saved)
 	}
@@ -81,4 +54,40 @@ func TestKubeProxyRulesLoadAndBalance(t *testing.T) {
 			t.Errorf("endpoint %v served nothing: %q", ep, line)
 		}
 	}
+}
+
+// loadService routes svc's VIP to the namespace's loopback (kube-proxy's
+// VIPs are routed like any remote address, via the default route; the
+// DNAT happens first) and loads its kube-proxy rules with
+// iptables-nft-restore there. It returns a runner of further programs in
+// the namespace (stdin, program, arguments → stdout).
+func loadService(t *testing.T, do testutil.Do, h *netlink.Handle, svc Service) func([]byte, string, ...string) string {
+	t.Helper()
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.RouteAdd(&netlink.Route{LinkIndex: lo.Attrs().Index, Dst: netlink.NewIPNet(svc.VIP.AsSlice())}); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := KubeProxyRules([]Service{svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(stdin []byte, prog string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(prog, args...)
+		cmd.Stdin = bytes.NewReader(stdin)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := do(cmd.Start); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%s: %v: %s", prog, err, errb.String())
+		}
+		return out.String()
+	}
+	run(rules, "iptables-nft-restore", "--noflush", "-w")
+	return run
 }

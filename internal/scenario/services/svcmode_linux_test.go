@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/testutil"
 	"github.com/cnibench/cnibench/internal/testutil/nstest"
@@ -83,25 +81,7 @@ func TestServiceModeThroughKubeProxy(t *testing.T) {
 		eps = append(eps, netip.MustParseAddrPort(a+":12871"))
 	}
 	vip := netip.MustParseAddrPort("198.19.0.10:80")
-	lo, err := h.LinkByName("lo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.RouteAdd(&netlink.Route{LinkIndex: lo.Attrs().Index, Dst: netlink.NewIPNet(vip.Addr().AsSlice())}); err != nil {
-		t.Fatal(err)
-	}
-	rules, err := KubeProxyRules([]Service{{Name: "default/rr:svc", VIP: vip.Addr(), Port: vip.Port(), Endpoints: eps}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	load := exec.Command("iptables-nft-restore", "--noflush", "-w")
-	load.Stdin = strings.NewReader(string(rules))
-	if err := do(load.Start); err != nil {
-		t.Fatal(err)
-	}
-	if err := load.Wait(); err != nil {
-		t.Fatalf("iptables-nft-restore: %v", err)
-	}
+	loadService(t, do, h, Service{Name: "default/rr:svc", VIP: vip.Addr(), Port: vip.Port(), Endpoints: eps})
 	for _, test := range []string{engine.TCPCRR, engine.TCPRR} {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), clientEnv+"="+vip.String(), "CNB_SERVICES_TEST="+test, "CNB_SERVICES_TOKEN="+token)
