@@ -119,8 +119,13 @@ func FuzzTable(f *testing.F) {
 	f.Add("a,b,c", uint16(7))
 	f.Add("10.0.0.1:80", uint16(13))
 	f.Fuzz(func(t *testing.T, list string, m uint16) {
+		// Small tables and few backends keep every execution short: an
+		// execution still running when -fuzztime ends fails the run.
 		b := strings.Split(list, ",")
-		table, sorted, err := Table(b, int(m))
+		if len(b) > 64 {
+			b = b[:64]
+		}
+		table, sorted, err := Table(b, int(m%4096))
 		if err != nil {
 			return
 		}
