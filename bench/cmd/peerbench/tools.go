@@ -36,12 +36,18 @@ func prepareTools(ctx context.Context, o options, root, tmp string) (*Tools, err
 		Cnibench:   filepath.Join(tmp, "cnibench"),
 		HTTPServer: filepath.Join(tmp, "httpserver"),
 	}
+	// The commit goes into cnibench's version, as `make build` puts it, so
+	// that reports say which code they measured.
+	ldflags := ""
+	if out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short", "HEAD").Output(); err == nil {
+		ldflags = "-X github.com/cnibench/cnibench/internal/buildinfo.Commit=" + strings.TrimSpace(string(out))
+	}
 	for _, b := range []struct{ out, pkg string }{
 		{t.Cnibench, "./cmd/cnibench"},
 		{t.HTTPServer, "./bench/httpserver"},
 	} {
 		logf("go build -o %s %s", b.out, b.pkg)
-		cmd := exec.CommandContext(ctx, t.Go, "build", "-o", b.out, b.pkg)
+		cmd := exec.CommandContext(ctx, t.Go, "build", "-ldflags", ldflags, "-o", b.out, b.pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("go build %s: %w: %s", b.pkg, err, out)
