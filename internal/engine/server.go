@@ -29,6 +29,7 @@ type Server struct {
 	Limits Limits
 
 	lim        Limits
+	setupOnce  sync.Once
 	budget     budget
 	sessions   atomic.Int64 // sessions past their hello
 	conns      atomic.Int64 // open control connections
@@ -48,12 +49,20 @@ func NewServer(logger *slog.Logger) *Server {
 	return &Server{Logger: logger, open: map[net.Conn]struct{}{}, pending: list.New(), shutdownCh: make(chan struct{})}
 }
 
+// setup fixes the limits on first use: Serve and ServeService may run side
+// by side and then share one budget of flows and buffers.
+func (s *Server) setup() {
+	s.setupOnce.Do(func() {
+		s.lim = s.Limits.withDefaults()
+		s.budget.lim = s.lim
+	})
+}
+
 // Serve accepts control connections on ln until ctx is cancelled, then
 // closes ln, ends every session and waits for their data planes to stop.
 // Temporary accept failures (out of file descriptors) are retried.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	s.lim = s.Limits.withDefaults()
-	s.budget.lim = s.lim
+	s.setup()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	var err error
