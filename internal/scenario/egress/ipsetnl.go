@@ -130,26 +130,6 @@ func appendIPSetEntry(b []byte, p netip.Prefix) []byte {
 // attribute's length is 16 bits.
 const ipsetMaxPerMsg = (0xffff - 4) / ipsetEntryBytes
 
-// ipsetADTRequests encodes adding (or deleting) cidrs to set name as
-// requests of at most perMsg entries each (at most ipsetMaxPerMsg), every
-// entry a DATA container in one ADT attribute, as `ipset restore`
-// aggregates its lines. cidrs must be IPv4 and masked.
-func ipsetADTRequests(name string, cidrs []netip.Prefix, perMsg int) ([][]byte, error) {
-	if perMsg < 1 {
-		return nil, fmt.Errorf("ipset requests: %d entries per message", perMsg)
-	}
-	perMsg = min(perMsg, ipsetMaxPerMsg)
-	var out [][]byte
-	for i := 0; i < len(cidrs); i += perMsg {
-		b, err := appendIPSetADT(nil, name, cidrs[i:min(i+perMsg, len(cidrs))])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, nil
-}
-
 // appendIPSetADT appends one ADT request for part (at most ipsetMaxPerMsg
 // entries) to b[:0]-style buffers: callers reuse b between requests.
 func appendIPSetADT(b []byte, name string, part []netip.Prefix) ([]byte, error) {

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"testing"
 
@@ -165,4 +166,23 @@ func FuzzParseIPSetTypeReply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = parseIPSetTypeReply(b)
 	})
+}
+
+// ipsetADTRequests encodes, as ipsetConn.add does, adding cidrs to set
+// name as requests of at most perMsg entries each (at most
+// ipsetMaxPerMsg), for the tests to decode.
+func ipsetADTRequests(name string, cidrs []netip.Prefix, perMsg int) ([][]byte, error) {
+	if perMsg < 1 {
+		return nil, fmt.Errorf("ipset requests: %d entries per message", perMsg)
+	}
+	perMsg = min(perMsg, ipsetMaxPerMsg)
+	var out [][]byte
+	for i := 0; i < len(cidrs); i += perMsg {
+		b, err := appendIPSetADT(nil, name, cidrs[i:min(i+perMsg, len(cidrs))])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
 }
