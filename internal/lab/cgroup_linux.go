@@ -27,9 +27,9 @@ type runCgroup struct {
 // cgroupPrefix names the spawners' cgroups: cnibench-<pid>-<random>.
 const cgroupPrefix = "cnibench-"
 
-// cgroupBase returns this process's own cgroup v2 directory (the v2 mount
+// CgroupBase returns this process's own cgroup v2 directory (the v2 mount
 // plus the "0::" path of /proc/self/cgroup).
-func cgroupBase() (string, error) {
+func CgroupBase() (string, error) {
 	mounts, err := os.ReadFile("/proc/self/mounts")
 	if err != nil {
 		return "", fmt.Errorf("read mounts: %w", err)
@@ -61,7 +61,7 @@ func cgroupBase() (string, error) {
 // newRunCgroup removes the cgroups of dead spawners and creates one for
 // this spawner.
 func newRunCgroup() (*runCgroup, error) {
-	base, err := cgroupBase()
+	base, err := CgroupBase()
 	if err != nil {
 		return nil, err
 	}
@@ -99,10 +99,12 @@ func newRunCgroup() (*runCgroup, error) {
 // empty and removes it.
 func (c *runCgroup) kill() error {
 	defer unix.Close(c.fd)
-	return killCgroup(c.dir)
+	return KillCgroup(c.dir)
 }
 
-func killCgroup(dir string) error {
+// KillCgroup kills every process in the cgroup v2 directory dir, waits (up
+// to 2 s) until it is empty and removes it; a dir already gone is fine.
+func KillCgroup(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("kill cgroup %s: %w", dir, err)
 	}
@@ -137,7 +139,7 @@ func removeStaleCgroups(base string) {
 			continue
 		}
 		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
-			_ = killCgroup(filepath.Join(base, e.Name()))
+			_ = KillCgroup(filepath.Join(base, e.Name()))
 		}
 	}
 }

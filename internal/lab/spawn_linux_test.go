@@ -121,7 +121,7 @@ func TestStaleCgroupsRemoved(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates cgroups")
 	}
-	base, err := cgroupBase()
+	base, err := CgroupBase()
 	if err != nil {
 		t.Skipf("no cgroup v2: %v", err)
 	}

@@ -5,7 +5,6 @@ package socklb
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -19,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/testutil"
 	"github.com/cnibench/cnibench/internal/testutil/nstest"
 )
@@ -168,32 +168,9 @@ type testCgroup struct {
 // removes it when the test ends (its client processes have exited by then).
 func newTestCgroup(t *testing.T) *testCgroup {
 	t.Helper()
-	mounts, err := os.ReadFile("/proc/self/mounts")
+	base, err := lab.CgroupBase()
 	if err != nil {
-		t.Fatal(err)
-	}
-	mnt := ""
-	for _, l := range strings.Split(string(mounts), "\n") {
-		if f := strings.Fields(l); len(f) >= 3 && f[2] == "cgroup2" {
-			mnt = f[1]
-			break
-		}
-	}
-	if mnt == "" {
-		t.Skip("no cgroup v2 hierarchy mounted: cgroup sock_addr programs need one")
-	}
-	self, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := ""
-	for _, l := range strings.Split(string(self), "\n") {
-		if p, ok := strings.CutPrefix(l, "0::"); ok {
-			base = filepath.Join(mnt, p)
-		}
-	}
-	if base == "" {
-		t.Skip("this process has no cgroup v2 path")
+		t.Skipf("cgroup sock_addr programs need a cgroup v2 directory: %v", err)
 	}
 	dir := filepath.Join(base, fmt.Sprintf("cnb-socklb-test-%d", os.Getpid()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -206,17 +183,8 @@ func newTestCgroup(t *testing.T) *testCgroup {
 	}
 	t.Cleanup(func() {
 		unix.Close(fd)
-		deadline := time.Now().Add(2 * time.Second)
-		for {
-			err := unix.Rmdir(dir)
-			if err == nil || errors.Is(err, unix.ENOENT) {
-				return
-			}
-			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-				t.Errorf("remove cgroup %s: %v", dir, err)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		if err := lab.KillCgroup(dir); err != nil {
+			t.Error(err)
 		}
 	})
 	return &testCgroup{dir: dir, fd: fd}
