@@ -3,10 +3,13 @@
 // DNATs a new flow to a service's VIP to a backend chosen from the
 // service's Maglev table and records it in BPF connection maps; a TCX
 // egress program on the same device rewrites the replies' source back to
-// the VIP. No kernel conntrack or NAT is involved.
+// the VIP. No kernel conntrack or NAT is involved. A pod whose flow lands
+// on itself (hairpin) also gets its source rewritten to HairpinAddr, and
+// the packets are bounced straight back out the pod's veth.
 //
-// Load sizes and fills the maps; Attach attaches both programs to one
-// device. The BPF source is tclb.c; the generated tclb_bpfel.{go,o} are
+// Load sizes and fills the maps; Attach attaches both programs to a
+// device, and can be called for several devices (in one or several
+// network namespaces), which then share the maps. The BPF source is tclb.c; the generated tclb_bpfel.{go,o} are
 // committed so that building cnibench needs no clang.
 package tclb
 
@@ -29,6 +32,12 @@ var ErrNotSupported = errors.New("not supported")
 // 1/n, and 10,000 services take 10 MB.
 const DefaultMaglevSize = 251
 
+// HairpinAddr is the source a pod sees on a flow to its own service that
+// the load balancer sent back to the pod itself (169.254.42.1, Cilium's
+// IPV4_LOOPBACK). It must not be a VIP or a backend; treat it as a
+// constant.
+var HairpinAddr = netip.AddrFrom4([4]byte{169, 254, 42, 1})
+
 // Proto is a service's L4 protocol.
 type Proto uint8
 
@@ -49,17 +58,32 @@ type Service struct {
 type Counters struct {
 	// New counts flows given a backend, Forward packets of known flows
 	// rewritten, Reverse replies rewritten back to the VIP, NoBackend
-	// service packets dropped for want of a backend.
-	New, Forward, Reverse, NoBackend uint64
+	// service packets dropped for want of a backend, Hairpin the new flows
+	// (also in New) whose backend was their own source.
+	New, Forward, Reverse, NoBackend, Hairpin uint64
 }
 
+// The indexes of the counters map: tclb.c's enum counter_idx (a test
+// checks they agree).
 const (
 	cntNew = iota
 	cntForward
 	cntReverse
 	cntNoBackend
+	cntHairpin
 	cntMax
 )
+
+// countersFrom names the per-index sums read from the counters map.
+func countersFrom(c []uint64) Counters {
+	return Counters{
+		New:       c[cntNew],
+		Forward:   c[cntForward],
+		Reverse:   c[cntReverse],
+		NoBackend: c[cntNoBackend],
+		Hairpin:   c[cntHairpin],
+	}
+}
 
 // svcKey, svcVal and backendVal mirror tclb.c's structs.
 type svcKey struct {
@@ -105,6 +129,9 @@ func entries(services []Service, m int) (layout, error) {
 		if !s.VIP.Addr().Is4() || s.VIP.Port() == 0 || (s.Proto != TCP && s.Proto != UDP) {
 			return layout{}, fmt.Errorf("service %v: want an IPv4 VIP, a port and TCP or UDP", s.VIP)
 		}
+		if s.VIP.Addr() == HairpinAddr {
+			return layout{}, fmt.Errorf("service %v: the VIP is the hairpin address", s.VIP)
+		}
 		if seen[vkey{s.VIP, s.Proto}] {
 			return layout{}, fmt.Errorf("service %v/%d: listed twice", s.VIP, s.Proto)
 		}
@@ -118,6 +145,11 @@ func entries(services []Service, m int) (layout, error) {
 			for i, b := range s.Backends {
 				if !b.Addr().Is4() || b.Port() == 0 || b.Addr().IsUnspecified() {
 					return layout{}, fmt.Errorf("service %v: backend %v: want an IPv4 address and a port", s.VIP, b)
+				}
+				// Reserved: hairpinned flows come from it, so a pod
+				// could not tell the two apart.
+				if b.Addr() == HairpinAddr {
+					return layout{}, fmt.Errorf("service %v: backend %v: the hairpin address", s.VIP, b)
 				}
 				names[i] = b.String()
 				byName[names[i]] = b

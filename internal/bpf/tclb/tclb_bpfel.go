@@ -34,7 +34,7 @@ type tclbNat struct {
 	_    structs.HostLayout
 	Addr uint32
 	Port uint16
-	Pad  uint16
+	Kind uint16
 }
 
 type tclbSvcKey struct {
@@ -55,15 +55,16 @@ type tclbSvcVal struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	tclbMapBackends   = "backends"
-	tclbMapCounters   = "counters"
-	tclbMapCtFwd      = "ct_fwd"
-	tclbMapCtRev      = "ct_rev"
-	tclbMapMaglev     = "maglev"
-	tclbMapServices   = "services"
-	tclbProgLbEgress  = "lb_egress"
-	tclbProgLbIngress = "lb_ingress"
-	tclbVarMaglevM    = "maglev_m"
+	tclbMapBackends    = "backends"
+	tclbMapCounters    = "counters"
+	tclbMapCtFwd       = "ct_fwd"
+	tclbMapCtRev       = "ct_rev"
+	tclbMapMaglev      = "maglev"
+	tclbMapServices    = "services"
+	tclbProgLbEgress   = "lb_egress"
+	tclbProgLbIngress  = "lb_ingress"
+	tclbVarHairpinAddr = "hairpin_addr"
+	tclbVarMaglevM     = "maglev_m"
 )
 
 // loadTclb returns the embedded CollectionSpec for tclb.
@@ -128,7 +129,8 @@ type tclbMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tclbVariableSpecs struct {
-	MaglevM *ebpf.VariableSpec `ebpf:"maglev_m"`
+	HairpinAddr *ebpf.VariableSpec `ebpf:"hairpin_addr"`
+	MaglevM     *ebpf.VariableSpec `ebpf:"maglev_m"`
 }
 
 // tclbObjects contains all objects after they have been loaded into the kernel.
@@ -174,7 +176,8 @@ func (m *tclbMaps) Close() error {
 //
 // It can be passed to loadTclbObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tclbVariables struct {
-	MaglevM *ebpf.Variable `ebpf:"maglev_m"`
+	HairpinAddr *ebpf.Variable `ebpf:"hairpin_addr"`
+	MaglevM     *ebpf.Variable `ebpf:"maglev_m"`
 }
 
 // tclbPrograms contains all programs after they have been loaded into the kernel.

@@ -20,13 +20,18 @@ import (
 	"github.com/cnibench/cnibench/internal/nsrun"
 )
 
-// LB is the loaded programs and maps; while attached, their TCX links.
-// Its methods are for one goroutine at a time.
+// LB is the loaded programs and maps; while attached, their TCX links on
+// every device. Its methods are for one goroutine at a time.
 type LB struct {
-	objs   tclbObjects
-	links  []link.Link
-	dev    string
-	closed bool
+	objs     tclbObjects
+	attached []attachment
+	closed   bool
+}
+
+// attachment is one device's TCX links.
+type attachment struct {
+	dev   string
+	links []link.Link
 }
 
 // Load creates the maps for services with Maglev tables of size m (0:
@@ -48,6 +53,9 @@ func Load(services []Service, m int) (*LB, error) {
 	}
 	if err := spec.Variables["maglev_m"].Set(uint32(m)); err != nil {
 		return nil, fmt.Errorf("set maglev_m: %w", err)
+	}
+	if err := spec.Variables["hairpin_addr"].Set(mapval.Addr4(HairpinAddr)); err != nil {
+		return nil, fmt.Errorf("set hairpin_addr: %w", err)
 	}
 	spec.Maps["services"].MaxEntries = uint32(max(len(l.keys), 1))
 	spec.Maps["maglev"].MaxEntries = uint32(max(len(l.table), 1))
@@ -87,54 +95,77 @@ func Load(services []Service, m int) (*LB, error) {
 
 // Attach attaches lb_ingress at TCX ingress and lb_egress at TCX egress of
 // dev (a pod's node-side veth). do runs its function inside dev's network
-// namespace (nil: the caller's thread's).
+// namespace (nil: the caller's thread's). It may be called for several
+// devices, in the same or other namespaces: they all share the maps, so a
+// flow DNATed on one device is reverse-NATed wherever its replies leave.
+// A failed call leaves the earlier attachments as they were.
 func (lb *LB) Attach(do func(func() error) error, dev string) error {
-	if len(lb.links) > 0 {
-		return fmt.Errorf("attach tclb to %s: already attached to %s", dev, lb.dev)
+	if lb.closed {
+		return fmt.Errorf("attach tclb to %s: load balancer closed", dev)
 	}
 	if do == nil {
 		do = func(f func() error) error { return f() }
 	}
-	err := do(func() error {
-		ifi, err := net.InterfaceByName(dev)
-		if err != nil {
-			return fmt.Errorf("find interface %s: %w", dev, err)
-		}
-		for _, p := range []struct {
-			prog   *ebpf.Program
-			attach ebpf.AttachType
-		}{{lb.objs.LbIngress, ebpf.AttachTCXIngress}, {lb.objs.LbEgress, ebpf.AttachTCXEgress}} {
-			l, err := link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: p.prog, Attach: p.attach})
-			if err != nil {
-				if errors.Is(err, ebpf.ErrNotSupported) {
-					err = fmt.Errorf("%w: TCX: %w", ErrNotSupported, err)
-				}
-				return fmt.Errorf("attach %v on %s: %w", p.attach, dev, err)
-			}
-			lb.links = append(lb.links, l)
-		}
-		return nil
+	var links []link.Link
+	err := do(func() (err error) {
+		links, err = lb.attachHere(dev)
+		return err
 	})
 	if err != nil {
-		return errors.Join(fmt.Errorf("attach tclb: %w", err), lb.Detach())
+		// do can fail after its function succeeded (leaving the
+		// namespace), so links may need closing here.
+		return errors.Join(fmt.Errorf("attach tclb to %s: %w", dev, err), closeLinks(links))
 	}
-	lb.dev = dev
+	lb.attached = append(lb.attached, attachment{dev: dev, links: links})
 	return nil
 }
 
-// Detach removes the TCX links; the maps stay.
-func (lb *LB) Detach() error {
+// attachHere attaches both programs to dev in the calling thread's
+// network namespace; on failure it closes what it attached.
+func (lb *LB) attachHere(dev string) ([]link.Link, error) {
+	ifi, err := net.InterfaceByName(dev)
+	if err != nil {
+		return nil, fmt.Errorf("find interface: %w", err)
+	}
+	var links []link.Link
+	for _, p := range []struct {
+		prog   *ebpf.Program
+		attach ebpf.AttachType
+	}{{lb.objs.LbIngress, ebpf.AttachTCXIngress}, {lb.objs.LbEgress, ebpf.AttachTCXEgress}} {
+		l, err := link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: p.prog, Attach: p.attach})
+		if err != nil {
+			if errors.Is(err, ebpf.ErrNotSupported) {
+				err = fmt.Errorf("%w: TCX: %w", ErrNotSupported, err)
+			}
+			return nil, errors.Join(fmt.Errorf("%v: %w", p.attach, err), closeLinks(links))
+		}
+		links = append(links, l)
+	}
+	return links, nil
+}
+
+// closeLinks closes (and so detaches) links, which works from any network
+// namespace.
+func closeLinks(links []link.Link) error {
 	var errs []error
-	for _, l := range lb.links {
+	for _, l := range links {
 		if err := l.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	lb.links = nil
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("detach tclb from %s: %w", lb.dev, err)
+	return errors.Join(errs...)
+}
+
+// Detach removes the TCX links from every device; the maps stay.
+func (lb *LB) Detach() error {
+	var errs []error
+	for _, a := range lb.attached {
+		if err := closeLinks(a.links); err != nil {
+			errs = append(errs, fmt.Errorf("detach tclb from %s: %w", a.dev, err))
+		}
 	}
-	return nil
+	lb.attached = nil
+	return errors.Join(errs...)
 }
 
 // Counters sums the per-CPU counters.
@@ -143,7 +174,7 @@ func (lb *LB) Counters() (Counters, error) {
 	if err != nil {
 		return Counters{}, fmt.Errorf("tclb: %w", err)
 	}
-	return Counters{New: c[cntNew], Forward: c[cntForward], Reverse: c[cntReverse], NoBackend: c[cntNoBackend]}, nil
+	return countersFrom(c), nil
 }
 
 // Close detaches and frees everything; it may be called more than once.

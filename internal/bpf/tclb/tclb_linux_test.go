@@ -3,6 +3,9 @@
 package tclb
 
 import (
+	"fmt"
+	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -96,9 +99,9 @@ func TestTCLB(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	lab := newTCLBLab(t, []string{"198.18.1.2", "198.18.2.2"})
 	var backends []netip.AddrPort
-	served := &servedCount{n: map[netip.Addr]int{}}
+	served := newServedCount()
 	for _, a := range []string{"198.18.1.2", "198.18.2.2"} {
-		backends = append(backends, startEchoBoth(t, lab.node, netip.MustParseAddr(a), served))
+		backends = append(backends, startEchoBoth(t, lab.node, netip.AddrPortFrom(netip.MustParseAddr(a), 0), served))
 	}
 	// The service maps the VIP's port to each backend's own (kernel-chosen)
 	// port; UDP goes to the VIP's port 53 and the first backend.
@@ -121,61 +124,19 @@ func TestTCLB(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 40 {
-		var peer string
-		err := lab.pod(func() error {
-			c, err := net.DialTimeout("tcp4", vip.String(), 2*time.Second)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-			peer = c.RemoteAddr().String()
-			if _, err := c.Write([]byte("x")); err != nil {
-				return err
-			}
-			_, err = c.Read(make([]byte, 1))
-			return err
-		})
-		if err != nil {
-			t.Fatalf("TCP exchange %d through %v: %v", i, vip, err)
-		}
-		if peer != vip.String() {
-			t.Fatalf("peer %s, want the VIP", peer)
+		if err := exchangeTCP(lab.pod, vip, "x"); err != nil {
+			t.Fatalf("TCP exchange %d: %v", i, err)
 		}
 	}
 	if served.get(backends[0].Addr()) == 0 || served.get(backends[1].Addr()) == 0 {
 		t.Errorf("connections per backend %v: want both used", served.n)
 	}
 	// UDP through the VIP's port 53: the reply's source is the VIP.
-	err = lab.pod(func() error {
-		u, err := net.ListenUDP("udp4", nil)
-		if err != nil {
-			return err
-		}
-		defer u.Close()
-		_ = u.SetDeadline(time.Now().Add(2 * time.Second))
-		to := netip.AddrPortFrom(vip.Addr(), 53)
-		if _, err := u.WriteToUDPAddrPort([]byte("y"), to); err != nil {
-			return err
-		}
-		_, from, err := u.ReadFromUDPAddrPort(make([]byte, 8))
-		if err == nil && from != to {
-			t.Errorf("UDP reply from %v, want %v", from, to)
-		}
-		return err
-	})
-	if err != nil {
-		t.Errorf("UDP exchange through the VIP: %v", err)
+	if err := exchangeUDP(lab.pod, netip.AddrPortFrom(vip.Addr(), 53), "y"); err != nil {
+		t.Error(err)
 	}
 	// A service without backends drops (the connect times out).
-	err = lab.pod(func() error {
-		c, err := net.DialTimeout("tcp4", empty.String(), 300*time.Millisecond)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	})
-	if err == nil {
+	if reachable(lab.pod, empty) {
 		t.Error("connected to a service without backends")
 	}
 	c, err := lb.Counters()
@@ -199,35 +160,98 @@ func TestTCLB(t *testing.T) {
 	if err := lb.Detach(); err != nil {
 		t.Fatal(err)
 	}
-	err = lab.pod(func() error {
-		c, err := net.DialTimeout("tcp4", vip.String(), 300*time.Millisecond)
+	if reachable(lab.pod, vip) {
+		t.Error("reached the VIP with the programs detached")
+	}
+}
+
+// exchangeTCP connects from inside do to vip, sends msg and reads it
+// echoed back; the connection's peer must be vip.
+func exchangeTCP(do func(func() error) error, vip netip.AddrPort, msg string) error {
+	var c net.Conn
+	err := do(func() (err error) {
+		c, err = net.DialTimeout("tcp4", vip.String(), 2*time.Second)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("TCP to %v: %w", vip, err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if peer := c.RemoteAddr().String(); peer != vip.String() {
+		return fmt.Errorf("TCP to %v: peer %s", vip, peer)
+	}
+	if _, err := c.Write([]byte(msg)); err != nil {
+		return fmt.Errorf("TCP to %v: %w", vip, err)
+	}
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil {
+		return fmt.Errorf("TCP to %v: read the echo: %w", vip, err)
+	}
+	if string(got) != msg {
+		return fmt.Errorf("TCP to %v: echo %q, want %q", vip, got, msg)
+	}
+	return nil
+}
+
+// exchangeUDP sends msg from inside do to vip and reads the echo, which
+// must come from vip.
+func exchangeUDP(do func(func() error) error, vip netip.AddrPort, msg string) error {
+	var u *net.UDPConn
+	if err := do(func() (err error) {
+		u, err = net.ListenUDP("udp4", nil)
+		return err
+	}); err != nil {
+		return fmt.Errorf("UDP to %v: %w", vip, err)
+	}
+	defer u.Close()
+	_ = u.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := u.WriteToUDPAddrPort([]byte(msg), vip); err != nil {
+		return fmt.Errorf("UDP to %v: %w", vip, err)
+	}
+	b := make([]byte, 64)
+	n, from, err := u.ReadFromUDPAddrPort(b)
+	if err != nil {
+		return fmt.Errorf("UDP to %v: %w", vip, err)
+	}
+	if from != vip || string(b[:n]) != msg {
+		return fmt.Errorf("UDP to %v: reply %q from %v, want %q from the VIP", vip, b[:n], from, msg)
+	}
+	return nil
+}
+
+// reachable reports whether a TCP connect from inside do to to succeeds
+// within 300 ms.
+func reachable(do func(func() error) error, to netip.AddrPort) bool {
+	err := do(func() error {
+		c, err := net.DialTimeout("tcp4", to.String(), 300*time.Millisecond)
 		if err == nil {
 			c.Close()
 		}
 		return err
 	})
-	if err == nil {
-		t.Error("reached the VIP with the programs detached")
-	}
+	return err == nil
 }
 
-// startEchoBoth starts a TCP and a UDP echo on the same port of ip in the
-// namespace, counting TCP connections per address in served.
-func startEchoBoth(t *testing.T, do func(func() error) error, ip netip.Addr, served *servedCount) netip.AddrPort {
+// startEchoBoth starts a TCP and a UDP echo on the same port of at (port
+// 0: one the kernel picks) in the namespace, counting TCP connections per
+// listening address and per peer address in served.
+func startEchoBoth(t *testing.T, do func(func() error) error, at netip.AddrPort, served *servedCount) netip.AddrPort {
 	t.Helper()
+	ip := at.Addr()
 	var ln net.Listener
 	var uc *net.UDPConn
 	if err := do(func() (err error) {
-		if ln, err = net.Listen("tcp4", netip.AddrPortFrom(ip, 0).String()); err != nil {
+		if ln, err = net.Listen("tcp4", at.String()); err != nil {
 			return err
 		}
 		at := netip.MustParseAddrPort(ln.Addr().String())
 		uc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(at))
 		return err
 	}); err != nil {
-		t.Fatalf("listen on %v: %v", ip, err)
+		t.Fatalf("listen on %v: %v", at, err)
 	}
-	at := netip.MustParseAddrPort(ln.Addr().String())
+	at = netip.MustParseAddrPort(ln.Addr().String())
 	done := make(chan struct{}, 2)
 	t.Cleanup(func() {
 		ln.Close()
@@ -242,13 +266,13 @@ func startEchoBoth(t *testing.T, do func(func() error) error, ip netip.Addr, ser
 			if err != nil {
 				return
 			}
-			served.add(ip)
+			served.add(ip, netip.MustParseAddrPort(c.RemoteAddr().String()).Addr())
 			go func() {
 				defer c.Close()
 				_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-				b := make([]byte, 1)
-				if _, err := c.Read(b); err == nil {
-					_, _ = c.Write(b)
+				b := make([]byte, 64)
+				if n, err := c.Read(b); err == nil {
+					_, _ = c.Write(b[:n])
 				}
 			}()
 		}
@@ -267,16 +291,30 @@ func startEchoBoth(t *testing.T, do func(func() error) error, ip netip.Addr, ser
 	return at
 }
 
-// servedCount counts TCP connections per backend address.
+// servedCount counts TCP connections per backend address (n) and per
+// peer address (peers).
 type servedCount struct {
-	mu sync.Mutex
-	n  map[netip.Addr]int
+	mu    sync.Mutex
+	n     map[netip.Addr]int
+	peers map[netip.Addr]int
 }
 
-func (s *servedCount) add(a netip.Addr) {
+func newServedCount() *servedCount {
+	return &servedCount{n: map[netip.Addr]int{}, peers: map[netip.Addr]int{}}
+}
+
+func (s *servedCount) add(a, peer netip.Addr) {
 	s.mu.Lock()
 	s.n[a]++
+	s.peers[peer]++
 	s.mu.Unlock()
+}
+
+// peerCounts returns a copy of the per-peer counts.
+func (s *servedCount) peerCounts() map[netip.Addr]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.peers)
 }
 
 func (s *servedCount) get(a netip.Addr) int {
