@@ -57,6 +57,19 @@ type Topology struct {
 	Nodes [2]*NS
 	// Wire is the wire mode between the nodes (WireNIC or WireVeth).
 	Wire string
+	// Pods are every pod built, the standard ones and Options.ExtraPods
+	// (routed datapaths; nil for the others).
+	Pods []Pod
+}
+
+// Pod returns the pod of a role.
+func (t *Topology) Pod(role string) (Pod, bool) {
+	for _, p := range t.Pods {
+		if p.Role == role {
+			return p, true
+		}
+	}
+	return Pod{}, false
 }
 
 // Endpoint is one client/server pair.
@@ -92,6 +105,8 @@ type Env struct {
 	WireMTU  int
 	// Wire is the wire mode (WireNIC or WireVeth).
 	Wire string
+	// ExtraPods are Options.ExtraPods (validated).
+	ExtraPods []PodSpec
 
 	mu         sync.Mutex
 	namespaces []*NS
@@ -131,6 +146,7 @@ type registration struct {
 	name        string
 	description string
 	factory     Factory
+	hidden      bool
 }
 
 var (
@@ -141,7 +157,15 @@ var (
 
 // Register adds a datapath to the registry. Datapaths register from init
 // functions; a duplicate name is an error reported by NewDatapath.
-func Register(f Factory) {
+func Register(f Factory) { register(f, false) }
+
+// RegisterHidden adds a datapath that NewDatapath and Describe know but
+// Names does not list: a topology that only a scenario brings up (e.g.
+// the l4lb scenario's load-balancer node and workers), never a cell of
+// the datapath matrix.
+func RegisterHidden(f Factory) { register(f, true) }
+
+func register(f Factory, hidden bool) {
 	d := f()
 	regMu.Lock()
 	defer regMu.Unlock()
@@ -151,7 +175,7 @@ func Register(f Factory) {
 			return
 		}
 	}
-	registry = append(registry, registration{name: d.Name(), description: d.Description(), factory: f})
+	registry = append(registry, registration{name: d.Name(), description: d.Description(), factory: f, hidden: hidden})
 	slices.SortStableFunc(registry, func(a, b registration) int { return rank(a.name) - rank(b.name) })
 }
 
@@ -169,13 +193,16 @@ func rank(name string) int {
 	return len(listOrder)
 }
 
-// Names lists the registered datapaths in registration order.
+// Names lists the registered datapaths in registration order (hidden ones
+// excepted).
 func Names() []string {
 	regMu.Lock()
 	defer regMu.Unlock()
 	names := make([]string, 0, len(registry))
 	for _, r := range registry {
-		names = append(names, r.name)
+		if !r.hidden {
+			names = append(names, r.name)
+		}
 	}
 	return names
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 )
@@ -96,7 +97,12 @@ func (r *Routed) Setup(ctx context.Context, env *Env) (*Topology, error) {
 	}
 	podNS := map[string]*NS{}
 	podIdx := [2][]int{}
-	for _, p := range pods {
+	all := slices.Clone(pods)
+	for _, x := range env.ExtraPods {
+		all = append(all, pod{role: x.Role, node: x.Node, ip: x.IP})
+	}
+	var built []Pod
+	for _, p := range all {
 		node := nodes[p.node]
 		ns, err := env.NewNS(ctx, p.role)
 		if err != nil {
@@ -136,6 +142,7 @@ func (r *Routed) Setup(ctx context.Context, env *Env) (*Topology, error) {
 		if err := routeAdd(node, host32(p.ip), netip.Addr{}, p.hostIf(), false); err != nil {
 			return nil, err
 		}
+		built = append(built, Pod{Role: p.role, Node: p.node, NS: ns, IP: p.ip, HostDev: p.hostIf()})
 	}
 	for i, node := range nodes {
 		// Proxy ARP only answers if the node routes the gateway elsewhere
@@ -182,6 +189,7 @@ func (r *Routed) Setup(ctx context.Context, env *Env) (*Topology, error) {
 		PodMTU:  env.WireMTU,
 		PathMTU: env.WireMTU,
 		Nodes:   nodes,
+		Pods:    built,
 	}, nil
 }
 

@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"sync"
 )
@@ -45,6 +46,29 @@ type Options struct {
 	// up`): status does not report it as leaked once this process exits.
 	// Datapaths whose state lives in this process (BPF links) are skipped.
 	Detached bool
+	// ExtraPods are pods the routed datapaths add to the standard three
+	// (e.g. a services scenario's backends on both nodes); the other
+	// datapaths build none. Topology.Pods lists what was built.
+	ExtraPods []PodSpec
+}
+
+// PodSpec is an extra pod: its role (namespace name part), node (0 or 1)
+// and address, inside that node's pod CIDR.
+type PodSpec struct {
+	Role string
+	Node int
+	IP   netip.Addr
+}
+
+// Pod is a pod a datapath built.
+type Pod struct {
+	Role string
+	Node int
+	NS   *NS
+	IP   netip.Addr
+	// HostDev is the node-side interface of the pod's veth (routed
+	// datapaths; "" elsewhere).
+	HostDev string
 }
 
 // Lab is a set of datapaths, each with its own nodes and pods. Build it with
@@ -200,13 +224,16 @@ func ValidateOptions(opts Options) (Options, error) {
 			return opts, err
 		}
 	}
+	if err := validatePods(opts.ExtraPods); err != nil {
+		return opts, err
+	}
 	known := Names()
 	if len(opts.Datapaths) == 0 {
 		opts.Datapaths = known
 	}
 	seen := map[string]bool{}
 	for _, d := range opts.Datapaths {
-		if !slices.Contains(known, d) {
+		if !slices.Contains(known, d) && Describe(d) == "" {
 			return opts, fmt.Errorf("unknown datapath %q (known: %v)", d, known)
 		}
 		if seen[d] {

@@ -116,7 +116,7 @@ func (l *Lab) Up(ctx context.Context, opts Options) (err error) {
 			}
 			continue
 		}
-		env := &Env{Logger: l.logger.With("datapath", name), RunID: opts.RunID, Datapath: name, WireMTU: opts.MTU, Wire: opts.Wire}
+		env := &Env{Logger: l.logger.With("datapath", name), RunID: opts.RunID, Datapath: name, WireMTU: opts.MTU, Wire: opts.Wire, ExtraPods: opts.ExtraPods}
 		d := &deployment{dp: dp, env: env}
 		l.mu.Lock()
 		l.deployed = append(l.deployed, d)

@@ -17,3 +17,6 @@ func Status() ([]RunStatus, error) { return nil, ErrNotSupportedOnOS }
 func Cleanup(context.Context, CleanupOptions) (CleanupResult, error) {
 	return CleanupResult{}, ErrNotSupportedOnOS
 }
+
+// validatePods: the lab builds nothing on this OS.
+func validatePods([]PodSpec) error { return nil }

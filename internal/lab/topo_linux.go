@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 
 	"github.com/cnibench/cnibench/internal/nsrun"
 
@@ -54,6 +55,31 @@ var pods = []pod{
 	{role: RoleClient1, node: 0, ip: netip.MustParseAddr("198.19.1.10")},
 	{role: RoleClient2, node: 1, ip: netip.MustParseAddr("198.19.2.10")},
 	{role: RoleServer, node: 1, ip: netip.MustParseAddr("198.19.2.20")},
+}
+
+// validatePods checks extra pods against the standard ones.
+func validatePods(specs []PodSpec) error {
+	seen := map[string]bool{}
+	ips := map[netip.Addr]bool{}
+	for _, p := range pods {
+		seen[p.role], ips[p.ip] = true, true
+	}
+	for _, p := range specs {
+		if len(p.Role) == 0 || len(p.Role) > 8 || strings.Trim(p.Role, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
+			return fmt.Errorf("extra pod %q: role must be 1 to 8 lower-case letters or digits", p.Role)
+		}
+		if p.Node != 0 && p.Node != 1 {
+			return fmt.Errorf("extra pod %s: node %d, want 0 or 1", p.Role, p.Node)
+		}
+		if !PodCIDRs[p.Node].Contains(p.IP) || p.IP == gatewayIP(p.Node) || p.IP == PodCIDRs[p.Node].Addr() {
+			return fmt.Errorf("extra pod %s: address %v is not a pod address of node %d (%v)", p.Role, p.IP, p.Node+1, PodCIDRs[p.Node])
+		}
+		if seen[p.Role] || ips[p.IP] {
+			return fmt.Errorf("extra pod %s (%v): role or address already in use", p.Role, p.IP)
+		}
+		seen[p.Role], ips[p.IP] = true, true
+	}
+	return nil
 }
 
 // gatewayIP is the bridge address of a node's pod subnet (bridge, vxlan).

@@ -9,16 +9,65 @@ import (
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
-// The section of a filter scenario (egress-filter, issue 10): runs that
-// carry a mechanism label, drawn against the rule count on a log axis,
-// one series per mechanism (and traversal, and datapath, when several).
+// The section of a scenario with a shape (egress-filter, services): runs
+// drawn against a size label (rules, services) on a log axis, one series
+// per value of a series label (mechanism, implementation; with a variant
+// label such as traversal, and the datapath, when several).
 
-// Labels of filter scenario runs.
+// Labels of scenario runs.
 const (
-	LabelMechanism = "mechanism"
-	LabelTraversal = "traversal"
-	LabelRate      = "rate"
+	LabelMechanism      = "mechanism"
+	LabelTraversal      = "traversal"
+	LabelRate           = "rate"
+	LabelImplementation = "implementation"
+	LabelServices       = "services"
 )
+
+// scenarioShape says how a scenario's runs are drawn.
+type scenarioShape struct {
+	x       string // the size label on the x axis (log scale)
+	xText   string // what x counts, for titles ("rules", "services")
+	series  string // one line per value
+	seriesH string // the table's first column header
+	variant string // a further label splitting a series (dotted), or ""
+	// baseline is the series value drawn dashed grey (nothing loaded).
+	baseline string
+	intro    string
+	// pointMetrics are the per-point costs, shown first under pointLead.
+	pointMetrics []string
+	pointLead    string
+}
+
+var scenarioShapes = []scenarioShape{
+	{
+		x: LabelRules, xText: "rules", series: LabelMechanism, seriesH: "Mechanism", variant: LabelTraversal, baseline: NoneMechanism,
+		intro: "Every metric against the number of deny rules (log scale), one line per mechanism (" + NoneMechanism +
+			" = nothing loaded, dashed); median over repeats with its 95 % CI. Points that were too large, skipped or failed are named under the chart and in the tables.",
+		pointMetrics: FilterMetrics,
+		pointLead:    "Loading the filter: set-up until a denied probe is proven dropped, one update (add and remove one /32), tear-down and memory.",
+	},
+	{
+		x: LabelServices, xText: "services", series: LabelImplementation, seriesH: "Implementation",
+		intro: "Every metric against the number of services in the table (log scale; the measured service is the last one kube-proxy's KUBE-SERVICES scans), one line per implementation; " +
+			"median over repeats with its 95 % CI. Each cell proved its path (iptables: every connection to the VIP DNATed in conntrack; eBPF: its own translations counted, no VIP and no NAT in conntrack). " +
+			"Points that were skipped or failed are named under the chart and in the tables.",
+		pointMetrics: ServiceMetrics,
+		pointLead:    "Loading the services: time to load the table (both nodes' rules for iptables, the maps and attachments for eBPF), and to remove it.",
+	},
+}
+
+// ServiceMetrics are the per-point costs of a services point.
+var ServiceMetrics = []string{result.SvcSetupSeconds, result.SvcTeardownSeconds}
+
+// shapeOf returns the shape of a scenario's runs, if one fits.
+func shapeOf(sr []*result.Run) (scenarioShape, bool) {
+	for _, sh := range scenarioShapes {
+		if v := values(sr, sh.series); len(v) > 1 || (len(v) == 1 && v[0] != "") {
+			return sh, true
+		}
+	}
+	return scenarioShape{}, false
+}
 
 // NoneMechanism is the filter scenario's baseline: nothing loaded.
 const NoneMechanism = "none"
@@ -49,6 +98,10 @@ func scenarioMetricTitle(metric string) string {
 		return "Packet rate (received)"
 	case result.ThroughputBitsPerSec:
 		return "Throughput (goodput)"
+	case result.SvcSetupSeconds:
+		return "Loading the services"
+	case result.SvcTeardownSeconds:
+		return "Removing the services"
 	}
 	return MetricTitle(metric)
 }
@@ -71,7 +124,7 @@ func cellMetrics(test, rate string) []string {
 // filterSeries is one line of a filter scenario chart (one table row).
 type filterSeries struct {
 	name  string
-	match map[string]string // mechanism, traversal, datapath
+	match map[string]string // series, variant, datapath
 	color string
 	dash  bool
 	dot   bool // a further traversal of the same mechanism (same colour)
@@ -79,6 +132,7 @@ type filterSeries struct {
 
 // filterScenario is what the section's tables and charts share.
 type filterScenario struct {
+	sh     scenarioShape
 	scen   string
 	runs   []*result.Run
 	skips  []result.Skip
@@ -86,13 +140,13 @@ type filterScenario struct {
 	series []filterSeries
 }
 
-func newFilterScenario(m *model, scen string, runs []*result.Run) *filterScenario {
-	fs := &filterScenario{scen: scen, runs: runs}
+func newFilterScenario(m *model, sh scenarioShape, scen string, runs []*result.Run) *filterScenario {
+	fs := &filterScenario{sh: sh, scen: scen, runs: runs}
 	var rules, mechs, travs, dps []string
 	for _, r := range runs {
-		rules = append(rules, r.Labels[LabelRules])
-		mechs = append(mechs, r.Labels[LabelMechanism])
-		travs = append(travs, r.Labels[LabelTraversal])
+		rules = append(rules, r.Labels[sh.x])
+		mechs = append(mechs, r.Labels[sh.series])
+		travs = append(travs, r.Labels[sh.variant])
 		dps = append(dps, r.Labels[LabelDatapath])
 	}
 	for _, sk := range m.set.Skipped {
@@ -100,28 +154,32 @@ func newFilterScenario(m *model, scen string, runs []*result.Run) *filterScenari
 			continue
 		}
 		fs.skips = append(fs.skips, sk)
-		if v, ok := sk.Labels[LabelRules]; ok {
+		if v, ok := sk.Labels[sh.x]; ok {
 			rules = append(rules, v)
 		}
-		if v, ok := sk.Labels[LabelMechanism]; ok {
+		if v, ok := sk.Labels[sh.series]; ok {
 			mechs = append(mechs, v)
 		}
-		if v, ok := sk.Labels[LabelTraversal]; ok {
+		if v, ok := sk.Labels[sh.variant]; ok && sh.variant != "" {
 			travs = append(travs, v)
 		}
 	}
-	fs.rules = SortValues(LabelRules, rules)
-	mechs = SortValues(LabelMechanism, mechs)
-	if i := indexOf(mechs, NoneMechanism); i > 0 {
-		mechs = append([]string{NoneMechanism}, append(mechs[:i:i], mechs[i+1:]...)...)
+	fs.rules = SortValues(sh.x, rules)
+	mechs = SortValues(sh.series, mechs)
+	if i := indexOf(mechs, sh.baseline); i > 0 && sh.baseline != "" {
+		mechs = append([]string{sh.baseline}, append(mechs[:i:i], mechs[i+1:]...)...)
 	}
-	travs, dps = SortValues(LabelTraversal, travs), SortValues(LabelDatapath, dps)
+	travs, dps = SortValues(sh.variant, travs), SortValues(LabelDatapath, dps)
 	for _, dp := range dps {
 		for mi, mech := range mechs {
 			for _, tr := range travs {
+				match := map[string]string{sh.series: mech, LabelDatapath: dp}
+				if sh.variant != "" {
+					match[sh.variant] = tr
+				}
 				s := filterSeries{
 					name:  show(mech),
-					match: map[string]string{LabelMechanism: mech, LabelTraversal: tr, LabelDatapath: dp},
+					match: match,
 					color: palette[mi%len(palette)],
 				}
 				if len(travs) > 1 {
@@ -131,7 +189,7 @@ func newFilterScenario(m *model, scen string, runs []*result.Run) *filterScenari
 				if len(dps) > 1 {
 					s.name = show(dp) + ": " + s.name
 				}
-				if mech == NoneMechanism {
+				if sh.baseline != "" && mech == sh.baseline {
 					s.color, s.dash = pathColors["node-to-node"], true
 				}
 				if len(filter(runs, s.match)) > 0 || fs.skipFor(s.match, "") != "" {
@@ -153,7 +211,7 @@ func (fs *filterScenario) skipFor(match map[string]string, rules string) string 
 				ok = false
 			}
 		}
-		if rv, has := sk.Labels[LabelRules]; has && rules != "" && rv != rules {
+		if rv, has := sk.Labels[fs.sh.x]; has && rules != "" && rv != rules {
 			ok = false
 		}
 		if ok {
@@ -174,8 +232,8 @@ func shortReason(reason string) string {
 // pick returns the run of a series at one rule count with the most
 // values of metric among runs (the per-point metrics are attached to
 // every cell of the point; one cell's repeats count each value once).
-func pick(runs []*result.Run, match map[string]string, rules, metric string) *result.Run {
-	want := map[string]string{LabelRules: rules}
+func pick(runs []*result.Run, x string, match map[string]string, rules, metric string) *result.Run {
+	want := map[string]string{x: rules}
 	for k, v := range match {
 		want[k] = v
 	}
@@ -193,17 +251,17 @@ func pick(runs []*result.Run, match map[string]string, rules, metric string) *re
 // count and a table with one row per series, one column per rule count.
 func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*result.Run) (*table, *lineChart) {
 	title := scenarioMetricTitle(metric)
-	t := &table{Caption: title + " by rules, " + caption, Header: []string{"Mechanism"}, Right: []bool{false}}
+	t := &table{Caption: title + " by " + fs.sh.xText + ", " + caption, Header: []string{fs.sh.seriesH}, Right: []bool{false}}
 	for _, rv := range fs.rules {
-		t.Header = append(t.Header, "rules "+compactCount(rv))
+		t.Header = append(t.Header, fs.sh.xText+" "+compactCount(rv))
 		t.Right = append(t.Right, true)
 	}
 	sc := scaleOf(runs, metric)
 	lc := &lineChart{
 		ID: id, Kind: "scenario",
-		Title:    fmt.Sprintf("%s vs rules — %s", title, caption),
+		Title:    fmt.Sprintf("%s vs %s — %s", title, fs.sh.xText, caption),
 		Subtitle: "median with 95 % CI; " + BetterText(metric),
-		XLabel:   "rules (log scale)",
+		XLabel:   fs.sh.xText + " (log scale)",
 		YLabel:   title + " (" + AxisUnit(metric, sc) + ")",
 		LogX:     true,
 		AutoLogY: true,
@@ -229,7 +287,7 @@ func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*resul
 				notes = append(notes, s.name+" "+compactCount(rv)+": "+shortReason(reason))
 				continue
 			}
-			r := pick(runs, s.match, rv, metric)
+			r := pick(runs, fs.sh.x, s.match, rv, metric)
 			if r == nil {
 				row = append(row, txt("—"))
 				continue
@@ -317,14 +375,12 @@ func (fs *filterScenario) metricsBlocks(lead, idPrefix, caption string, metrics 
 
 // filterScenarioSection: the set-up, update and memory costs of each
 // mechanism, then every cell's traffic metrics, against the rule count.
-func (m *model) filterScenarioSection(scen string, sr []*result.Run) section {
-	fs := newFilterScenario(m, scen, sr)
+func (m *model) filterScenarioSection(sh scenarioShape, scen string, sr []*result.Run) section {
+	fs := newFilterScenario(m, sh, scen, sr)
 	id := "scenario-" + slug(scen)
 	s := section{ID: id, Title: "Scenario " + scen}
-	s.Blocks = append(s.Blocks, block{Para: "Every metric against the number of deny rules (log scale), one line per mechanism (" + NoneMechanism +
-		" = nothing loaded, dashed); median over repeats with its 95 % CI. Points that were too large, skipped or failed are named under the chart and in the tables."})
-	s.Blocks = append(s.Blocks, fs.metricsBlocks("Loading the filter: set-up until a denied probe is proven dropped, one update (add and remove one /32), tear-down and memory.",
-		id+"-filter", scen, FilterMetrics, sr)...)
+	s.Blocks = append(s.Blocks, block{Para: sh.intro})
+	s.Blocks = append(s.Blocks, fs.metricsBlocks(sh.pointLead, id+"-point", "scenario "+scen, sh.pointMetrics, sr)...)
 	for _, test := range values(sr, LabelTest) {
 		for _, rate := range values(sr, LabelRate) {
 			for _, fl := range values(sr, LabelFlows) {

@@ -145,8 +145,8 @@ func (m *model) scenarioSections() []section {
 	var out []section
 	for _, scen := range values(runs, LabelScenario) {
 		sr := filter(runs, map[string]string{LabelScenario: scen})
-		if len(values(sr, LabelMechanism)) > 1 || values(sr, LabelMechanism)[0] != "" {
-			out = append(out, m.filterScenarioSection(scen, sr))
+		if sh, ok := shapeOf(sr); ok {
+			out = append(out, m.filterScenarioSection(sh, scen, sr))
 			continue
 		}
 		// The parameter: a non-standard label with several values.

@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/pkg/result"
 )
 
 // LabelScenario is the label every result of a scenario carries, with the
@@ -60,6 +61,62 @@ type Env struct {
 	Endpoint lab.Endpoint
 	Topology *lab.Topology
 	Logger   *slog.Logger
+	// Serve starts `cnibench serve ARGS` in ns with the run's token, the
+	// way the suite starts its servers, and returns once it listens; stop
+	// ends it. Nil outside the suite.
+	Serve func(ctx context.Context, ns *lab.NS, args ...string) (stop func(), err error)
+	// Run runs one `cnibench run ARGS` client in ns as the suite runs its
+	// cells (same cgroup, CPUs and token) and returns its result. Nil
+	// outside the suite.
+	Run func(ctx context.Context, ns *lab.NS, args ...string) (*result.Result, error)
+	// Cgroup is the cgroup v2 directory every client and server the suite
+	// starts runs in (where socket-level hooks attach); "" if none.
+	Cgroup string
+}
+
+// Cell is one measurement of a point: a test with a flow count and an
+// optional fixed rate, under the point's labels plus Labels. Path is the
+// cell's path label ("" = the endpoint's path, e.g. cross-node).
+type Cell struct {
+	Test   string
+	Flows  int
+	Rate   string
+	Path   string
+	Labels map[string]string
+}
+
+// Celler is implemented by scenarios that choose every point's cells; the
+// suite gives the others its default cells (egress-filter's list).
+type Celler interface {
+	Cells(p Point) []Cell
+}
+
+// LabNeeds is implemented by scenarios that need more of the lab than the
+// standard pods: extra pods (e.g. service backends on both nodes).
+type LabNeeds interface {
+	ExtraPods() []lab.PodSpec
+}
+
+// Target is where a cell's client runs and what it is pointed at: Args
+// replace the suite's `--target SERVER` (e.g. `--service VIP:PORT`).
+type Target struct {
+	Client *lab.NS
+	Args   []string
+}
+
+// Targeter is implemented by prepared points whose cells do not go to the
+// endpoint's server.
+type Targeter interface {
+	Target(c Cell) (Target, error)
+}
+
+// Checker is implemented by prepared points that prove every cell's path:
+// BeginCell is called before the cell's client starts, the function it
+// returns after it ended. Its metrics join the cell's repeat; an error
+// fails the cell ("proof failed: …"), so a path that was not the one
+// labelled is never reported as measured.
+type Checker interface {
+	BeginCell(c Cell) (end func() (map[string]float64, error), err error)
 }
 
 // Prepared is a point set up in the lab; the suite runs the cells against it

@@ -105,6 +105,10 @@ type Options struct {
 	Rules            []int
 	FilterTraversals []string
 	FilterSeed       uint64
+	// Implementations and Services are the services scenario's
+	// --implementations and --services (empty: its defaults).
+	Implementations []string
+	Services        []int
 	// Binary is the cnibench executable run inside the namespaces.
 	Binary string
 }

@@ -10,14 +10,18 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/scenario/egress"
+	"github.com/cnibench/cnibench/internal/scenario/services"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
 // Scenarios the suite runs with --scenario.
-const ScenarioEgress = egress.ScenarioName
+const (
+	ScenarioEgress   = egress.ScenarioName
+	ScenarioServices = services.ScenarioName
+)
 
 // Scenarios lists the accepted --scenario values.
-var Scenarios = []string{ScenarioEgress}
+var Scenarios = []string{ScenarioEgress, ScenarioServices}
 
 // ScenarioDatapath is the datapath a scenario runs on without --datapaths.
 const ScenarioDatapath = "veth-routing"
@@ -29,29 +33,35 @@ const FixedRate = "1G"
 // LabelRate marks the fixed-rate udp_stream cell (absent on the others).
 const LabelRate = "rate"
 
-// scenarioTest is one cell of every scenario point: a test at one flow on
-// the cross-node path, at full speed or at a fixed rate.
-type scenarioTest struct {
-	Test string
-	Rate string
+// defaultCells are the cells of every point of a scenario that does not
+// choose its own (egress-filter, issue 10): udp_stream at the maximum rate
+// (goodput, packet rate), udp_stream at 1 Gbit/s (CPU at a fixed load),
+// tcp_stream, tcp_rr and icmp_echo (latency), at one flow on the
+// cross-node path.
+var defaultCells = []scenario.Cell{
+	{Test: engine.UDPStream, Flows: 1}, {Test: engine.UDPStream, Flows: 1, Rate: FixedRate, Labels: map[string]string{LabelRate: FixedRate}},
+	{Test: engine.TCPStream, Flows: 1}, {Test: engine.TCPRR, Flows: 1}, {Test: engine.ICMPEcho, Flows: 1},
 }
 
-// scenarioTests are the cells of every point (issue 10): udp_stream at the
-// maximum rate (goodput, packet rate), udp_stream at 1 Gbit/s (CPU at a
-// fixed load), tcp_stream, tcp_rr and icmp_echo (latency).
-var scenarioTests = []scenarioTest{
-	{engine.UDPStream, ""}, {engine.UDPStream, FixedRate}, {engine.TCPStream, ""},
-	{engine.TCPRR, ""}, {engine.ICMPEcho, ""},
+// cellsOf are the cells of a point: the scenario's own, or defaultCells.
+func cellsOf(sc scenario.Scenario, p scenario.Point) []scenario.Cell {
+	if c, ok := sc.(scenario.Celler); ok {
+		return c.Cells(p)
+	}
+	return defaultCells
 }
 
 // scenarioCell is a scenario's part of a cell: the point's labels (plus
-// LabelRate), the client's --rate, and what the point adds to the cell's
-// repeats (its Prepared's metrics and config, set once prepared).
+// the cell's), the client's --rate, and what the point adds to the cell's
+// repeats (its Prepared's metrics and config, set once prepared), and the
+// prepared point itself (its client target and proof, when it has them).
 type scenarioCell struct {
 	labels  map[string]string
 	rate    string
+	cell    scenario.Cell
 	metrics map[string]float64
 	config  map[string]string
+	prep    scenario.Prepared
 }
 
 // apply adds the point's metrics and config to a measured result, and the
@@ -78,16 +88,20 @@ func (sc *scenarioCell) apply(c cell, res *result.Result) {
 	}
 }
 
-// scenarioCells are the cells of one point on a datapath's cross-node path.
-func scenarioCells(p scenario.Point, datapath string, mtu int) []cell {
+// scenarioCells are the cells of one point on a datapath (the cross-node
+// path unless the cell names its own).
+func scenarioCells(sc scenario.Scenario, p scenario.Point, datapath string, mtu int) []cell {
 	var out []cell
-	for _, t := range scenarioTests {
+	for _, t := range cellsOf(sc, p) {
 		extra := maps.Clone(p.Labels)
-		if t.Rate != "" {
-			extra[LabelRate] = t.Rate
+		maps.Copy(extra, t.Labels)
+		path := t.Path
+		if path == "" {
+			path = "cross-node"
 		}
-		out = append(out, cell{Datapath: datapath, Path: "cross-node", Test: t.Test, Flows: 1, MTU: mtu,
-			timeWait: -1, sc: &scenarioCell{labels: extra, rate: t.Rate}})
+		flows := max(t.Flows, 1)
+		out = append(out, cell{Datapath: datapath, Path: path, Test: t.Test, Flows: flows, MTU: mtu,
+			timeWait: -1, sc: &scenarioCell{labels: extra, rate: t.Rate, cell: t}})
 	}
 	return out
 }
@@ -105,17 +119,35 @@ func (c cell) scenarioString() string {
 
 // validateScenario checks the scenario options; errors name the flag.
 func (o Options) validateScenario() error {
-	if o.Scenario == "" {
-		if len(o.Mechanisms) > 0 || len(o.Rules) > 0 || len(o.FilterTraversals) > 0 {
-			return fmt.Errorf("--mechanisms, --rules and --filter-traversal need --scenario %s", ScenarioEgress)
-		}
+	egressFlags := len(o.Mechanisms) > 0 || len(o.Rules) > 0 || len(o.FilterTraversals) > 0
+	servicesFlags := len(o.Implementations) > 0 || len(o.Services) > 0
+	switch {
+	case o.Scenario == "" && egressFlags:
+		return fmt.Errorf("--mechanisms, --rules and --filter-traversal need --scenario %s", ScenarioEgress)
+	case o.Scenario == "" && servicesFlags:
+		return fmt.Errorf("--implementations and --services need --scenario %s", ScenarioServices)
+	case o.Scenario == "":
 		return nil
-	}
-	if !slices.Contains(Scenarios, o.Scenario) {
+	case !slices.Contains(Scenarios, o.Scenario):
 		return fmt.Errorf("--scenario %q: must be one of %s", o.Scenario, strings.Join(Scenarios, ", "))
+	case o.Scenario != ScenarioEgress && egressFlags:
+		return fmt.Errorf("--mechanisms, --rules and --filter-traversal are options of --scenario %s, not %s", ScenarioEgress, o.Scenario)
+	case o.Scenario != ScenarioServices && servicesFlags:
+		return fmt.Errorf("--implementations and --services are options of --scenario %s, not %s", ScenarioServices, o.Scenario)
 	}
-	_, err := o.egressScenario()
+	_, err := o.newScenario()
 	return err
+}
+
+// newScenario builds the scenario of these options.
+func (o Options) newScenario() (scenario.Scenario, error) {
+	switch o.Scenario {
+	case ScenarioEgress:
+		return o.egressScenario()
+	case ScenarioServices:
+		return services.New(services.Options{Implementations: o.Implementations, Services: o.Services})
+	}
+	return nil, fmt.Errorf("--scenario %q: must be one of %s", o.Scenario, strings.Join(Scenarios, ", "))
 }
 
 // egressScenario builds the egress-filter scenario of these options.
@@ -131,7 +163,8 @@ func (o Options) egressScenario() (*egress.Scenario, error) {
 
 // withScenarioDefaults: a scenario runs on veth-routing unless --datapaths
 // says otherwise, without the baseline datapath or the conntrack variants
-// (its baseline is the mechanism none).
+// (its baseline is part of its points), with the tests and flows of its
+// cells.
 func (o Options) withScenarioDefaults() Options {
 	if len(o.Datapaths) == 0 {
 		o.Datapaths = []string{ScenarioDatapath}
@@ -139,13 +172,24 @@ func (o Options) withScenarioDefaults() Options {
 	o.NoBaseline = true
 	o.Conntrack = false
 	o.MTUs = o.MTUs[:1]
-	o.Tests = nil
-	for _, t := range scenarioTests {
-		if !slices.Contains(o.Tests, t.Test) {
-			o.Tests = append(o.Tests, t.Test)
+	o.Tests, o.Flows = nil, nil
+	cells := defaultCells
+	if sc, err := o.newScenario(); err == nil {
+		if pts := sc.Points(); len(pts) > 0 {
+			cells = cellsOf(sc, pts[0])
 		}
 	}
-	o.Flows = []int{1}
+	for _, c := range cells {
+		if !slices.Contains(o.Tests, c.Test) {
+			o.Tests = append(o.Tests, c.Test)
+		}
+		if c.Test != engine.HTTP && !slices.Contains(o.Flows, max(c.Flows, 1)) {
+			o.Flows = append(o.Flows, max(c.Flows, 1))
+		}
+		if c.Test == engine.HTTP {
+			o.HTTPClients = c.Flows
+		}
+	}
 	return o
 }
 
@@ -155,7 +199,16 @@ func (o Options) scenarioConfig(m map[string]string) {
 		return
 	}
 	m["scenario"] = o.Scenario
-	if s, err := o.egressScenario(); err == nil {
+	switch o.Scenario {
+	case ScenarioServices:
+		if s, err := services.New(services.Options{Implementations: o.Implementations, Services: o.Services}); err == nil {
+			maps.Copy(m, s.Config())
+		}
+	case ScenarioEgress:
+		s, err := o.egressScenario()
+		if err != nil {
+			return
+		}
 		so := s.Options()
 		m["mechanisms"] = strings.Join(so.Mechanisms, ",")
 		rules := make([]string, len(so.Rules))

@@ -31,7 +31,7 @@ type scenarioLab struct {
 // Skipped points are recorded. Whatever happens, everything is closed and
 // the lab comes down.
 func (st *state) runScenario(ctx context.Context) error {
-	sc, err := st.o.egressScenario()
+	sc, err := st.o.newScenario()
 	if err != nil {
 		return &ValidationError{err.Error()}
 	}
@@ -68,7 +68,11 @@ func (st *state) runScenario(ctx context.Context) error {
 			st.warnOnce("lab teardown failed: " + err.Error())
 		}
 	}()
-	if err := l.Up(ctx, lab.Options{Datapaths: st.o.Datapaths, MTU: mtu, Wire: st.o.Wire}); err != nil {
+	lo := lab.Options{Datapaths: st.o.Datapaths, MTU: mtu, Wire: st.o.Wire}
+	if n, ok := sc.(scenario.LabNeeds); ok {
+		lo.ExtraPods = n.ExtraPods()
+	}
+	if err := l.Up(ctx, lo); err != nil {
 		return fmt.Errorf("bring the lab up (MTU %d): %w", mtu, err)
 	}
 	st.recordDatapaths(l, st.o.Datapaths)
@@ -92,14 +96,15 @@ func (st *state) runScenario(ctx context.Context) error {
 
 	// Matrix order for results.json: datapath, then point, then cell.
 	st.mu.Lock()
+	st.total = 0
 	for _, sl := range labs {
 		for _, p := range run {
-			for _, c := range scenarioCells(p, sl.name, mtu) {
+			for _, c := range scenarioCells(sc, p, sl.name, mtu) {
 				st.rank[result.LabelKey(c.labels())] = len(st.rank)
+				st.total += st.o.Repeat
 			}
 		}
 	}
-	st.total = len(labs) * len(run) * len(scenarioTests) * st.o.Repeat
 	st.mu.Unlock()
 	if len(labs) == 0 || len(run) == 0 {
 		st.progressf("scenario %s: nothing can run here", sc.Name())
@@ -125,7 +130,7 @@ func (st *state) runScenario(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			cells := scenarioCells(j.p, j.sl.name, mtu)
+			cells := scenarioCells(sc, j.p, j.sl.name, mtu)
 			rng.Shuffle(len(cells), func(a, b int) { cells[a], cells[b] = cells[b], cells[a] })
 			st.runPoint(ctx, sc, j.sl, j.p, cells, rep)
 		}
@@ -137,7 +142,10 @@ func (st *state) runScenario(ctx context.Context) error {
 // Prepare is recorded as the failure of every cell of the point.
 func (st *state) runPoint(ctx context.Context, sc scenario.Scenario, sl *scenarioLab, p scenario.Point, cells []cell, rep int) {
 	t0 := time.Now()
-	env := scenario.Env{Endpoint: sl.ep, Topology: sl.topo, Logger: st.log}
+	env := scenario.Env{Endpoint: sl.ep, Topology: sl.topo, Logger: st.log, Serve: st.serveIn, Run: st.runClient}
+	if cg, err := st.spawner.Cgroup(); err == nil {
+		env.Cgroup = cg
+	}
 	prep, err := sc.Prepare(ctx, env, p)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -156,7 +164,7 @@ func (st *state) runPoint(ctx context.Context, sc scenario.Scenario, sl *scenari
 		if ctx.Err() != nil {
 			break
 		}
-		c.sc.metrics, c.sc.config = prep.Metrics(), prep.Config()
+		c.sc.metrics, c.sc.config, c.sc.prep = prep.Metrics(), prep.Config(), prep
 		key := result.LabelKey(c.labels())
 		before := st.repeatsOf(key)
 		c.timeWait = st.resetState(ctx, sl.topo)

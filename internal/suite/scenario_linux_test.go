@@ -108,7 +108,7 @@ func TestSuiteEgressScenario(t *testing.T) {
 		t.Errorf("skipped: %+v", set.Skipped)
 	}
 	// 3 mechanisms × 2 rule counts × 5 cells.
-	if want := 3 * 2 * len(scenarioTests); len(set.Runs) != want {
+	if want := 3 * 2 * len(defaultCells); len(set.Runs) != want {
 		t.Fatalf("%d runs, want %d\n%s", len(set.Runs), want, progress.String())
 	}
 	proven := []string{result.FilterSetupSeconds, result.FilterSetupReturnedSeconds, result.FilterSetupResolutionSeconds,

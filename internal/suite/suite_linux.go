@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -268,14 +267,30 @@ func (st *state) recordDatapaths(l *lab.Lab, dps []string) {
 
 func (st *state) startServer(ctx context.Context, ep lab.Endpoint) (*server, error) {
 	addr := fmt.Sprintf("%s:%d", ep.ServerIP, servePort)
-	cmd := exec.Command(st.o.Binary, "serve", "--listen", addr)
+	return st.startServerIn(ctx, ep.Server, addr, "--listen", addr)
+}
+
+// serveIn starts `cnibench serve ARGS` in ns for a scenario
+// (scenario.Env.Serve).
+func (st *state) serveIn(ctx context.Context, ns *lab.NS, args ...string) (func(), error) {
+	s, err := st.startServerIn(ctx, ns, ns.Name, args...)
+	if err != nil {
+		return nil, err
+	}
+	return s.stop, nil
+}
+
+// startServerIn starts `cnibench serve ARGS` in ns on the servers' CPUs and
+// returns once it listens; addr names it in messages.
+func (st *state) startServerIn(ctx context.Context, ns *lab.NS, addr string, args ...string) (*server, error) {
+	cmd := exec.Command(st.o.Binary, append([]string{"serve"}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = st.childEnv()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := st.spawner.Start(ep.Server, cmd, st.serverCPUs); err != nil {
+	if err := st.spawner.Start(ns, cmd, st.serverCPUs); err != nil {
 		return nil, err
 	}
 	s := &server{cmd: cmd, addr: addr, done: make(chan struct{})}
@@ -331,76 +346,6 @@ func (s *server) stop() {
 		_ = s.cmd.Process.Kill()
 		<-s.done
 	}
-}
-
-// measure runs one repeat of a cell in the client pod and records it.
-func (st *state) measure(ctx context.Context, c cell, rep int, ep lab.Endpoint, topo *lab.Topology, dp lab.Datapath, srv *server) {
-	args := []string{"run", "--target", srv.addr, "--test", c.Test,
-		"--flows", strconv.Itoa(c.Flows), "--duration", st.o.Duration.String(),
-		"--warmup", st.o.Warmup.String(), "--repeat", "1", "--format", "json", "-q"}
-	if c.sc != nil && c.sc.rate != "" {
-		args = append(args, "--rate", c.sc.rate)
-	}
-	cmd := exec.Command(st.o.Binary, args...)
-	// Own process group: the terminal's Ctrl-C reaches only the suite, which
-	// then interrupts the client so that it reports what it measured.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = st.childEnv()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-
-	// Path evidence (lab counters) around the client's whole run.
-	ev := lab.BeginEvidence(dp, topo)
-	t0 := time.Now()
-	err := st.spawner.Start(ep.Client, cmd, st.clientCPUs)
-	if err == nil {
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err = <-done:
-		case <-ctx.Done():
-			_ = cmd.Process.Signal(os.Interrupt)
-			select {
-			case err = <-done:
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-				err = <-done
-			}
-		}
-	}
-	el := time.Since(t0)
-	evidence, evWarnings := ev.End()
-	var res result.Result
-	if jerr := json.Unmarshal(stdout.Bytes(), &res); jerr != nil || res.Schema != result.SchemaResult {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" && err != nil {
-			msg = err.Error()
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		st.record(c, rep, nil, fmt.Sprintf("client failed: %s", firstLine(msg)), el)
-		return
-	}
-	if len(res.Repeats) > 0 && res.Repeats[0].Metrics != nil {
-		m := res.Repeats[0].Metrics
-		for k, v := range evidence {
-			m[k] = v
-		}
-		res.Warnings = append(res.Warnings, evWarnings...)
-		res.Warnings = append(res.Warnings, lab.CheckPath(c.Datapath, lab.PathKind(c.Path), m)...)
-	}
-	if len(res.Repeats) > 0 && res.Repeats[0].Metrics != nil && c.timeWait >= 0 {
-		res.Repeats[0].Metrics[TimeWaitAtStart] = float64(c.timeWait)
-	}
-	if res.Config == nil {
-		res.Config = map[string]string{}
-	}
-	res.Config["expected_path_mtu"] = strconv.Itoa(topo.PathMTU)
-	res.Config["pod_mtu"] = strconv.Itoa(topo.PodMTU)
-	res.Config["wire"] = topo.Wire
-	c.sc.apply(c, &res)
-	st.record(c, rep, &res, "", el)
 }
 
 func firstLine(s string) string {

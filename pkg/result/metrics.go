@@ -72,6 +72,8 @@ const (
 	FilterKernelBytes            = "filter_kernel_bytes"
 	FilterLoaderRSSBytes         = "filter_loader_rss_bytes"
 	FilterTeardownSeconds        = "filter_teardown_seconds"
+	SvcSetupSeconds              = "svc_setup_seconds"
+	SvcTeardownSeconds           = "svc_teardown_seconds"
 	DatagramsReceivedPerSec      = "datagrams_received_per_sec"
 )
 
@@ -134,6 +136,14 @@ var Metrics = map[string]MetricInfo{
 	FilterKernelBytes:            {"bytes", LowerIsBetter, "egress-filter scenario: kernel memory of the filter's rules or maps as the kernel reports it (BPF map memory, ipset size in memory); absent when the mechanism cannot tell"},
 	FilterLoaderRSSBytes:         {"bytes", LowerIsBetter, "egress-filter scenario: peak RSS of the loader; an external loader's own peak (ipset, iptables-restore), or for in-process loaders the suite's peak RSS during the load minus its RSS before"},
 	FilterTeardownSeconds:        {"s", LowerIsBetter, "egress-filter scenario: time to remove the filter after the point's cells"},
+	SvcSetupSeconds:              {"s", LowerIsBetter, "services scenario: time to load the point's service table (iptables: iptables-nft-restore on both nodes; eBPF: maps filled and programs attached)"},
+	SvcTeardownSeconds:           {"s", LowerIsBetter, "services scenario: time to remove the service table after the point's cells"},
+	"svc_conntrack_vip_entries":  {"entries", Neutral, "services scenario: conntrack entries in the nodes after the cell whose original destination is a service VIP (netfilter saw the VIP: iptables)"},
+	"svc_conntrack_nat_entries":  {"entries", Neutral, "services scenario: conntrack entries in the nodes after the cell whose reply does not come from their original destination (NAT applied)"},
+	"svc_backends_reached":       {"backends", Neutral, "services scenario: distinct backends the nodes' conntrack saw reached during the cell"},
+	"svc_lb_translations":        {"translations", Neutral, "services scenario: the eBPF implementation's translations during the cell (socket LB: connects and sends rewritten; TC LB: new flows)"},
+	"svc_syn_retransmits":        {"SYNs", LowerIsBetter, "services scenario: SYNs retransmitted by the scenario's pods during the cell (each costs the connection 1 s)"},
+	"svc_paws_timewait_rejects":  {"segments", LowerIsBetter, "services scenario: segments the pods refused against a TIME_WAIT socket of the same four-tuple (PAWS): port reuse after NAT"},
 	DatagramsReceivedPerSec:      {"datagrams/s", HigherIsBetter, "packet rate: distinct UDP datagrams the receiver got per second of the measured window (datagrams_received ÷ window; udp_stream in scenarios)"},
 	ConntrackEntries:             {"entries", Neutral, "connection-tracking entries in the two node namespaces right after the repeat (shows whether a datapath engages conntrack)"},
 	"time_wait_at_start":         {"sockets", Neutral, "TCP sockets in TIME_WAIT in the datapath's namespaces when the repeat started (the suite flushes conntrack before every cell but cannot remove TIME_WAIT sockets, so it records them)"},

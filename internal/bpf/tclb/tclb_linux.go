@@ -177,6 +177,32 @@ func (lb *LB) Counters() (Counters, error) {
 	return countersFrom(c), nil
 }
 
+// Flush empties the connection maps (ct_fwd, ct_rev), as flushing the
+// kernel's conntrack table does for DNAT: the next packet of every flow is
+// a new flow again. It returns how many entries it removed.
+func (lb *LB) Flush() (int, error) {
+	n := 0
+	for _, m := range []*ebpf.Map{lb.objs.CtFwd, lb.objs.CtRev} {
+		var keys []tclbFlow
+		var k tclbFlow
+		var v tclbNat
+		it := m.Iterate()
+		for it.Next(&k, &v) {
+			keys = append(keys, k)
+		}
+		if err := it.Err(); err != nil {
+			return n, fmt.Errorf("tclb: list connections: %w", err)
+		}
+		for _, key := range keys {
+			if err := m.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				return n, fmt.Errorf("tclb: delete a connection: %w", err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Close detaches and frees everything; it may be called more than once.
 func (lb *LB) Close() error {
 	if lb.closed {

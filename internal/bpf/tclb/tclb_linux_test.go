@@ -156,6 +156,14 @@ func TestTCLB(t *testing.T) {
 	if n := strings.TrimSpace(string(ct)); n != "" && n != "0" {
 		t.Errorf("node namespace conntrack count %s, want 0", n)
 	}
+	// Flush empties both connection maps: at least one entry per flow
+	// above in each, none left.
+	if n, err := lb.Flush(); err != nil || n < 2*41 {
+		t.Errorf("Flush removed %d entries (%v), want >= %d", n, err, 2*41)
+	}
+	if n, err := lb.Flush(); err != nil || n != 0 {
+		t.Errorf("second Flush removed %d entries (%v), want 0", n, err)
+	}
 	// Negative control: detached, the VIP leads nowhere.
 	if err := lb.Detach(); err != nil {
 		t.Fatal(err)

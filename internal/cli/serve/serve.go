@@ -21,6 +21,8 @@ import (
 type flagpole struct {
 	Listen        string
 	ServiceListen string
+	HTTPListen    string
+	HTTPBody      string
 	Token         string
 	MaxSessions   int
 	MaxPending    int
@@ -51,6 +53,8 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&flags.Listen, "listen", ":"+strconv.Itoa(engine.DefaultPort), "control address ADDR:PORT to listen on")
 	fl.StringVar(&flags.ServiceListen, "service-listen", "", "also serve service-mode tcp_rr/tcp_crr (no session: any server with the same token answers any connection, as behind a load-balanced service) on ADDR:PORT; needs the token")
+	fl.StringVar(&flags.HTTPListen, "http-listen", "", "also answer every HTTP GET on ADDR:PORT with --http-body bytes (no session: the backend of a load-balanced service for `cnibench run --test http --url`); each connection takes one of --max-flows")
+	fl.StringVar(&flags.HTTPBody, "http-body", "1024", "body bytes of --http-listen's answers")
 	fl.StringVar(&flags.Token, "token", "", "shared secret clients must send (default $"+engine.TokenEnv+"; the variable keeps it out of the process list)")
 	fl.IntVar(&flags.MaxSessions, "max-sessions", d.MaxSessions, "sessions served at once")
 	fl.IntVar(&flags.MaxPending, "max-pending", d.MaxPending, "connections waiting for their hello; when full the oldest is dropped")
@@ -88,26 +92,61 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, flags *f
 		ln.Addr(), engine.ProtoVersion, auth, lim.MaxSessions, lim.MaxFlows, flags.MaxBufferMem)
 	srv := engine.NewServer(logger)
 	srv.Limits = lim
-	if flags.ServiceListen == "" {
+	type extra struct {
+		name string
+		ln   net.Listener
+		run  func(context.Context, net.Listener) error
+	}
+	var extras []extra
+	closeAll := func() {
+		ln.Close()
+		for _, x := range extras {
+			x.ln.Close()
+		}
+	}
+	if flags.ServiceListen != "" {
+		if lim.Token == "" {
+			closeAll()
+			return clierr.Usagef("--service-listen %s: needs a token (--token or $%s): its port serves anyone who proves it", flags.ServiceListen, engine.TokenEnv)
+		}
+		sln, err := net.Listen("tcp", flags.ServiceListen)
+		if err != nil {
+			closeAll()
+			return clierr.Usagef("--service-listen %s: %v", flags.ServiceListen, err)
+		}
+		extras = append(extras, extra{"service mode", sln, srv.ServeService})
+	}
+	if flags.HTTPListen != "" {
+		body, err := engine.ParseSize(flags.HTTPBody)
+		if err != nil || body < 0 || body > engine.MaxHTTPBody {
+			closeAll()
+			return clierr.Usagef("--http-body %q: must be a size between 0 and %d bytes, e.g. 1K", flags.HTTPBody, engine.MaxHTTPBody)
+		}
+		hln, err := net.Listen("tcp", flags.HTTPListen)
+		if err != nil {
+			closeAll()
+			return clierr.Usagef("--http-listen %s: %v", flags.HTTPListen, err)
+		}
+		extras = append(extras, extra{fmt.Sprintf("http (%d-byte bodies)", body), hln, func(ctx context.Context, l net.Listener) error {
+			return srv.ServeHTTPBody(ctx, l, int(body))
+		}})
+	}
+	if len(extras) == 0 {
 		return srv.Serve(cmd.Context(), ln)
 	}
-	if lim.Token == "" {
-		ln.Close()
-		return clierr.Usagef("--service-listen %s: needs a token (--token or $%s): its port serves anyone who proves it", flags.ServiceListen, engine.TokenEnv)
-	}
-	sln, err := net.Listen("tcp", flags.ServiceListen)
-	if err != nil {
-		ln.Close()
-		return clierr.Usagef("--service-listen %s: %v", flags.ServiceListen, err)
-	}
-	fmt.Fprintf(s.ErrOut, "cnibench serve: service mode on %s (token required)\n", sln.Addr())
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	svcErr := make(chan error, 1)
-	go func() { svcErr <- srv.ServeService(ctx, sln) }()
+	errs := make(chan error, len(extras))
+	for _, x := range extras {
+		fmt.Fprintf(s.ErrOut, "cnibench serve: %s on %s\n", x.name, x.ln.Addr())
+		go func() { errs <- x.run(ctx, x.ln) }()
+	}
 	err = srv.Serve(ctx, ln)
 	cancel()
-	return errors.Join(err, <-svcErr)
+	for range extras {
+		err = errors.Join(err, <-errs)
+	}
+	return err
 }
 
 // limits checks the limit flags and reads the token.

@@ -19,6 +19,7 @@ import (
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/scenario/egress"
+	"github.com/cnibench/cnibench/internal/scenario/services"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -42,6 +43,8 @@ type flagpole struct {
 	Mechanisms  string
 	Rules       string
 	Traversal   string
+	Impls       string
+	Services    string
 }
 
 // NewCommand returns the suite command.
@@ -91,6 +94,8 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 	fl.StringVar(&f.Mechanisms, "mechanisms", "", "egress-filter: comma-separated filter mechanisms (default: all: "+strings.Join(egress.Mechanisms(), ",")+")")
 	fl.StringVar(&f.Rules, "rules", "", "egress-filter: comma-separated deny-set sizes (default: 10,1000 with the quick profile, 10,100,1000,10000,100000,1000000 with standard)")
 	fl.StringVar(&f.Traversal, "filter-traversal", "", "egress-filter: every-packet and/or new-connection (a leading 'ct state established accept'); default every-packet")
+	fl.StringVar(&f.Impls, "implementations", "", "services: comma-separated service implementations (default: all: "+strings.Join(services.Implementations, ",")+")")
+	fl.StringVar(&f.Services, "services", "", "services: comma-separated service counts (default: 1,1000 with the quick profile, 1,100,1000,10000 with standard)")
 	return cmd, f
 }
 
@@ -236,8 +241,20 @@ func (f *flagpole) scenarioOptions(cmd *cobra.Command, o *suite.Options) error {
 		if o.Rules, err = ints("rules", f.Rules); err != nil {
 			return err
 		}
-	} else if o.Scenario != "" && o.Profile == "quick" {
+	} else if o.Scenario == suite.ScenarioEgress && o.Profile == "quick" {
 		o.Rules = []int{10, 1000}
+	}
+	if changed("implementations") {
+		if o.Implementations, err = splitList("implementations", f.Impls); err != nil {
+			return err
+		}
+	}
+	if changed("services") {
+		if o.Services, err = ints("services", f.Services); err != nil {
+			return err
+		}
+	} else if o.Scenario == suite.ScenarioServices && o.Profile == "quick" {
+		o.Services = []int{1, 1000}
 	}
 	if changed("filter-traversal") {
 		if o.FilterTraversals, err = splitList("filter-traversal", f.Traversal); err != nil {

@@ -1,0 +1,31 @@
+//go:build !linux
+
+package services
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/scenario"
+)
+
+// ErrNotSupported is wrapped by the skip reason of an implementation this
+// machine cannot run.
+var ErrNotSupported = errors.New("not supported")
+
+type state struct {
+	mu      sync.Mutex
+	started map[*lab.Topology][]func()
+}
+
+func probe(string) error { return lab.ErrNotSupportedOnOS }
+
+// Prepare implements scenario.Scenario; the lab is Linux only.
+func (s *Scenario) Prepare(context.Context, scenario.Env, scenario.Point) (scenario.Prepared, error) {
+	return nil, lab.ErrNotSupportedOnOS
+}
+
+// Close implements scenario.Scenario.
+func (s *Scenario) Close(context.Context) error { return nil }
