@@ -19,7 +19,11 @@ import (
 
 // egressPrograms returns the IDs of loaded BPF programs of the egress
 // filter (egress_lpm, egress_hash; the kernel truncates names to 15 bytes).
-func egressPrograms(t *testing.T) []ebpf.ProgramID {
+func egressPrograms(t *testing.T) []ebpf.ProgramID { return bpfPrograms(t, "egress_") }
+
+// bpfPrograms returns the IDs of loaded BPF programs whose name starts with
+// one of prefixes.
+func bpfPrograms(t *testing.T, prefixes ...string) []ebpf.ProgramID {
 	t.Helper()
 	var ids []ebpf.ProgramID
 	id := ebpf.ProgramID(0)
@@ -38,7 +42,7 @@ func egressPrograms(t *testing.T) []ebpf.ProgramID {
 		}
 		info, err := p.Info()
 		p.Close()
-		if err == nil && strings.HasPrefix(info.Name, "egress_") {
+		if err == nil && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(info.Name, p) }) {
 			ids = append(ids, id)
 		}
 	}

@@ -107,6 +107,11 @@ func TestScenarioOptions(t *testing.T) {
 		{"rules without scenario", func(o *Options) { o.Rules = []int{10} }, "need --scenario egress-filter"},
 		{"bad mechanism", func(o *Options) { o.Scenario = ScenarioEgress; o.Mechanisms = []string{"pf"} }, "--mechanisms"},
 		{"bad traversal", func(o *Options) { o.Scenario = ScenarioEgress; o.FilterTraversals = []string{"x"} }, "--filter-traversal"},
+		{"services", func(o *Options) { o.Scenario = ScenarioServices; o.Services = []int{1, 1000} }, ""},
+		{"services without scenario", func(o *Options) { o.Services = []int{1} }, "need --scenario services"},
+		{"rules with services", func(o *Options) { o.Scenario = ScenarioServices; o.Rules = []int{10} }, "options of --scenario egress-filter, not services"},
+		{"services with egress", func(o *Options) { o.Scenario = ScenarioEgress; o.Implementations = []string{"iptables"} }, "options of --scenario services, not egress-filter"},
+		{"bad implementation", func(o *Options) { o.Scenario = ScenarioServices; o.Implementations = []string{"ipvs"} }, "--implementations"},
 	}
 	for _, tt := range tests {
 		o := base()

@@ -61,12 +61,6 @@ func (p *prepared) tcpCounters() (synRetrans, pawsTW uint64, err error) {
 	return synRetrans, pawsTW, nil
 }
 
-// ctStats summarises the nodes' conntrack tables.
-type ctStats struct {
-	vip, nat int
-	backends map[netip.Addr]bool
-}
-
 func conntrackStats(nodes [2]*lab.NS, vips []netip.Addr, backends []netip.Addr) (ctStats, error) {
 	st := ctStats{backends: map[netip.Addr]bool{}}
 	isVIP := func(a netip.Addr) bool { return FillerVIPs.Contains(a) || containsAddr(vips, a) }
@@ -153,35 +147,6 @@ func (p *prepared) BeginCell(c scenario.Cell) (func() (map[string]float64, error
 		}
 		return m, checkCell(p.impl, c, st, moved)
 	}, nil
-}
-
-// checkCell is the proof of one cell: iptables must have translated in
-// netfilter (VIP entries, all NATed); the eBPF paths must have translated
-// in BPF with netfilter never seeing a VIP nor doing any NAT; connection
-// tests to the pod-to-service VIP must reach backends on both nodes where
-// the nodes track connections.
-func checkCell(impl string, c scenario.Cell, st ctStats, translations uint64) error {
-	var errs []error
-	switch impl {
-	case ImplIPTables:
-		if st.vip == 0 {
-			errs = append(errs, errors.New("no conntrack entry to a VIP: kube-proxy's DNAT was not taken"))
-		}
-		if st.nat < st.vip {
-			errs = append(errs, fmt.Errorf("%d of %d VIP entries not translated", st.vip-st.nat, st.vip))
-		}
-	default:
-		if translations == 0 {
-			errs = append(errs, fmt.Errorf("%s translated nothing", impl))
-		}
-		if st.vip != 0 || st.nat != 0 {
-			errs = append(errs, fmt.Errorf("netfilter saw %d VIP and %d NATed connections: the eBPF path was bypassed", st.vip, st.nat))
-		}
-	}
-	if c.Path == PathPodToService && c.Test != engine.TCPRR && len(st.backends) == 1 {
-		errs = append(errs, errors.New("only one backend reached"))
-	}
-	return errors.Join(errs...)
 }
 
 // verify runs a short tcp_crr on both paths, each checked as a cell is.

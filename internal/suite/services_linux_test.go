@@ -1,0 +1,91 @@
+package suite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/scenario/services"
+	"github.com/cnibench/cnibench/internal/testutil"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+// TestSuiteServicesScenario runs the services scenario with every
+// implementation at one service and tiny windows: every cell is measured
+// and carries its proof, and nothing is left behind (namespaces, BPF
+// programs, host nft tables).
+func TestSuiteServicesScenario(t *testing.T) {
+	testutil.SkipUnlessRoot(t)
+	testutil.NeedProgram(t, "iptables-nft-restore")
+	before := labNamespaces(t)
+	progsBefore := bpfPrograms(t, "sock4_", "lb_")
+	tablesBefore := hostTables(t)
+
+	o := tinyOptions(t)
+	o.Scenario = ScenarioServices
+	o.Services = []int{1}
+	o.Repeat = 1
+	o.Duration = 100 * time.Millisecond
+	o.Warmup = 50 * time.Millisecond
+	var progress strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := (&Runner{Progress: &progress, LockPath: filepath.Join(t.TempDir(), "lock")}).Run(ctx, o)
+	if err != nil {
+		t.Fatalf("suite: %v\n%s", err, progress.String())
+	}
+	assertNothingLeft(t, before)
+	for _, id := range bpfPrograms(t, "sock4_", "lb_") {
+		if !slices.Contains(progsBefore, id) {
+			t.Errorf("service LB program %d left loaded", id)
+		}
+	}
+	if after := hostTables(t); !slices.Equal(after, tablesBefore) {
+		t.Errorf("host nft tables changed: %v → %v", tablesBefore, after)
+	}
+	data, err := os.ReadFile(out.ResultsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := result.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Skipped) != 0 {
+		t.Errorf("skipped: %+v", set.Skipped)
+	}
+	// 3 implementations × 1 service count × 6 cells.
+	if want := 3 * 6; len(set.Runs) != want {
+		t.Fatalf("%d runs, want %d\n%s", len(set.Runs), want, progress.String())
+	}
+	for _, r := range set.Runs {
+		l := r.Labels
+		if l["scenario"] != ScenarioServices || l["services"] != "1" || l["implementation"] == "" ||
+			(l["path"] != services.PathPodToService && l["path"] != services.PathHairpin) {
+			t.Errorf("labels %v", l)
+			continue
+		}
+		if len(r.Repeats) != 1 || r.Repeats[0].Error != "" {
+			t.Errorf("%v: repeats %+v", l, r.Repeats)
+			continue
+		}
+		m := r.Repeats[0].Metrics
+		if m[result.TransPerSec] <= 0 || m[result.SvcSetupSeconds] <= 0 {
+			t.Errorf("%v: rate %v, set-up %v", l, m[result.TransPerSec], m[result.SvcSetupSeconds])
+		}
+		// The proof, as recorded: iptables translated in conntrack, the
+		// eBPF paths in BPF with no VIP in conntrack.
+		vip, translated := m[services.MetricVIPEntries], m[services.MetricTranslations]
+		if l["implementation"] == services.ImplIPTables {
+			if vip <= 0 {
+				t.Errorf("%v: no VIP conntrack entry", l)
+			}
+		} else if translated <= 0 || vip != 0 || m[services.MetricNATEntries] != 0 {
+			t.Errorf("%v: translations %v, VIP entries %v, NAT entries %v", l, translated, vip, m[services.MetricNATEntries])
+		}
+	}
+}
