@@ -151,4 +151,3 @@ func (st *state) measure(ctx context.Context, c cell, rep int, ep lab.Endpoint, 
 	c.sc.apply(c, &res)
 	st.record(c, rep, &res, "", el)
 }
-

@@ -43,4 +43,3 @@ func checkCell(impl string, c scenario.Cell, st ctStats, translations uint64) er
 	}
 	return errors.Join(errs...)
 }
-
