@@ -62,9 +62,9 @@ type Env struct {
 	Topology *lab.Topology
 	Logger   *slog.Logger
 	// Serve starts `cnibench serve ARGS` in ns with the run's token, the
-	// way the suite starts its servers, and returns once it listens; stop
-	// ends it. Nil outside the suite.
-	Serve func(ctx context.Context, ns *lab.NS, args ...string) (stop func(), err error)
+	// way the suite starts its servers, and returns once it listens. Nil
+	// outside the suite.
+	Serve func(ctx context.Context, ns *lab.NS, args ...string) (*Server, error)
 	// Run runs one `cnibench run ARGS` client in ns as the suite runs its
 	// cells (same cgroup, CPUs and token) and returns its result. Nil
 	// outside the suite.
@@ -72,6 +72,24 @@ type Env struct {
 	// Cgroup is the cgroup v2 directory every client and server the suite
 	// starts runs in (where socket-level hooks attach); "" if none.
 	Cgroup string
+}
+
+// Server is a `cnibench serve` started through Env.Serve.
+type Server struct {
+	// PID is the server's process id (its CPU time is in
+	// /proc/PID/stat).
+	PID int
+	// Stop ends it (SIGTERM, then SIGKILL after 5 s) and waits for it.
+	Stop func()
+}
+
+// OwnDatapath is implemented by scenarios that run on a topology of their
+// own (a hidden lab datapath, e.g. l4lb's load-balancer node, workers and
+// external clients): the suite builds only that datapath, starts no server
+// of its own, and every cell's client comes from the prepared point's
+// Targeter.
+type OwnDatapath interface {
+	Datapath() string
 }
 
 // Cell is one measurement of a point: a test with a flow count and an

@@ -65,7 +65,11 @@ func (st *state) runClient(ctx context.Context, ns *lab.NS, args ...string) (*re
 
 // measure runs one repeat of a cell in the client pod and records it.
 func (st *state) measure(ctx context.Context, c cell, rep int, ep lab.Endpoint, topo *lab.Topology, dp lab.Datapath, srv *server) {
-	client, target := ep.Client, []string{"--target", srv.addr}
+	var client *lab.NS
+	var target []string
+	if srv != nil {
+		client, target = ep.Client, []string{"--target", srv.addr}
+	}
 	var check func() (map[string]float64, error)
 	if c.sc != nil {
 		if tg, ok := c.sc.prep.(scenario.Targeter); ok {
@@ -84,6 +88,10 @@ func (st *state) measure(ctx context.Context, c cell, rep int, ep lab.Endpoint, 
 			}
 			check = end
 		}
+	}
+	if client == nil {
+		st.record(c, rep, nil, "no client target: the scenario gave none", 0)
+		return
 	}
 	args := append(append([]string{"run"}, target...), "--test", c.Test,
 		"--flows", strconv.Itoa(c.Flows), "--duration", st.o.Duration.String(),

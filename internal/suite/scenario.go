@@ -135,8 +135,14 @@ func (o Options) validateScenario() error {
 	case o.Scenario != ScenarioServices && servicesFlags:
 		return fmt.Errorf("--implementations and --services are options of --scenario %s, not %s", ScenarioServices, o.Scenario)
 	}
-	_, err := o.newScenario()
-	return err
+	sc, err := o.newScenario()
+	if err != nil {
+		return err
+	}
+	if own, ok := sc.(scenario.OwnDatapath); ok && len(o.Datapaths) > 0 && !slices.Equal(o.Datapaths, []string{own.Datapath()}) {
+		return fmt.Errorf("--datapaths %s: scenario %s runs on its own topology (%s); drop --datapaths", strings.Join(o.Datapaths, ","), o.Scenario, own.Datapath())
+	}
+	return nil
 }
 
 // newScenario builds the scenario of these options.
@@ -166,6 +172,10 @@ func (o Options) egressScenario() (*egress.Scenario, error) {
 // (its baseline is part of its points), with the tests and flows of its
 // cells.
 func (o Options) withScenarioDefaults() Options {
+	sc, scErr := o.newScenario()
+	if own, ok := sc.(scenario.OwnDatapath); ok && scErr == nil {
+		o.Datapaths = []string{own.Datapath()}
+	}
 	if len(o.Datapaths) == 0 {
 		o.Datapaths = []string{ScenarioDatapath}
 	}
@@ -174,7 +184,7 @@ func (o Options) withScenarioDefaults() Options {
 	o.MTUs = o.MTUs[:1]
 	o.Tests, o.Flows = nil, nil
 	cells := defaultCells
-	if sc, err := o.newScenario(); err == nil {
+	if scErr == nil {
 		if pts := sc.Points(); len(pts) > 0 {
 			cells = cellsOf(sc, pts[0])
 		}

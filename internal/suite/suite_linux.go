@@ -24,6 +24,7 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/hostinfo"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -272,12 +273,12 @@ func (st *state) startServer(ctx context.Context, ep lab.Endpoint) (*server, err
 
 // serveIn starts `cnibench serve ARGS` in ns for a scenario
 // (scenario.Env.Serve).
-func (st *state) serveIn(ctx context.Context, ns *lab.NS, args ...string) (func(), error) {
+func (st *state) serveIn(ctx context.Context, ns *lab.NS, args ...string) (*scenario.Server, error) {
 	s, err := st.startServerIn(ctx, ns, ns.Name, args...)
 	if err != nil {
 		return nil, err
 	}
-	return s.stop, nil
+	return &scenario.Server{PID: s.cmd.Process.Pid, Stop: s.stop}, nil
 }
 
 // startServerIn starts `cnibench serve ARGS` in ns on the servers' CPUs and

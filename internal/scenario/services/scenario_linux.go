@@ -92,7 +92,7 @@ func (s *Scenario) ensureBackends(ctx context.Context, env scenario.Env) error {
 			}
 			return fmt.Errorf("backend pod %s is missing: the datapath builds no extra pods (use a routed datapath, e.g. veth-routing)", b.Role)
 		}
-		stop, err := env.Serve(ctx, pod.NS,
+		srv, err := env.Serve(ctx, pod.NS,
 			"--listen", netip.AddrPortFrom(pod.IP, 12870).String(),
 			"--service-listen", netip.AddrPortFrom(pod.IP, RRPort).String(),
 			"--http-listen", netip.AddrPortFrom(pod.IP, HTTPPort).String(),
@@ -103,7 +103,7 @@ func (s *Scenario) ensureBackends(ctx context.Context, env scenario.Env) error {
 			}
 			return fmt.Errorf("start the backend in %s: %w", b.Role, err)
 		}
-		stops = append(stops, stop)
+		stops = append(stops, srv.Stop)
 	}
 	s.started[env.Topology] = stops
 	return nil
