@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/buildinfo"
@@ -113,26 +114,48 @@ func (cl *Client) Run(ctx context.Context, cfg Config) (*result.Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var host string
-	var port int
+	type hostPort struct {
+		host string
+		port int
+	}
+	var dests []hostPort
 	var ext *url.URL
-	if cfg.URL != "" {
-		ext, _ = url.Parse(cfg.URL)
-		host = ext.Hostname()
-		port, _ = strconv.Atoi(ext.Port())
-		if port == 0 {
-			port = 80
+	switch {
+	case cfg.URL != "":
+		for _, one := range strings.Split(cfg.URL, ",") {
+			u, _ := url.Parse(one)
+			if ext == nil {
+				ext = u
+			}
+			port, _ := strconv.Atoi(u.Port())
+			if port == 0 {
+				port = 80
+			}
+			dests = append(dests, hostPort{u.Hostname(), port})
 		}
-	} else if cfg.Service != "" {
-		host, port, _ = SplitTarget(cfg.Service)
-	} else {
-		host, port, _ = SplitTarget(cfg.Target)
+	case cfg.Service != "":
+		for _, one := range strings.Split(cfg.Service, ",") {
+			h, p, _ := SplitTarget(one)
+			dests = append(dests, hostPort{h, p})
+		}
+	default:
+		h, p, _ := SplitTarget(cfg.Target)
+		dests = append(dests, hostPort{h, p})
 	}
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil || len(ips) == 0 {
-		return nil, fmt.Errorf("resolve %s: %w", host, err)
+	// Several destinations (--service or --url lists): connections take
+	// them in turn, e.g. a service's backends reached without the service.
+	var targets []netip.AddrPort
+	for _, d := range dests {
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", d.host)
+		if err != nil || len(ips) == 0 {
+			return nil, fmt.Errorf("resolve %s: %w", d.host, err)
+		}
+		targets = append(targets, netip.AddrPortFrom(ips[0].Unmap(), uint16(d.port)))
 	}
-	ip := ips[0].Unmap()
+	ip, port := targets[0].Addr(), int(targets[0].Port())
+	if len(targets) == 1 {
+		targets = nil
+	}
 	if cfg.Test == ICMPEcho {
 		// Fail before any repeat when ICMP datagram sockets are refused.
 		if err := checkICMPSocket(ip); err != nil {
@@ -141,6 +164,7 @@ func (cl *Client) Run(ctx context.Context, cfg Config) (*result.Result, error) {
 	}
 	var ct *control
 	var pre []byte
+	var err error
 	if cfg.Service != "" {
 		if pre, err = encodeSvcPreamble(cl.Token, svcPreamble{OneShot: cfg.Test == TCPCRR, ReqSize: cfg.ReqSize, RespSize: cfg.RespSize}); err != nil {
 			return nil, &FieldError{"service", cfg.Service, err.Error()}
@@ -187,7 +211,7 @@ func (cl *Client) Run(ctx context.Context, cfg Config) (*result.Result, error) {
 		res.Warnings = append(res.Warnings, "busy polling was on: the client spun on non-blocking sockets, so latency excludes wake-ups and client CPU is inflated")
 	}
 	for i := 0; i < cfg.Repeat; i++ {
-		rep, err := cl.repeat(ctx, ct, cfg, ip, port, i, res, pre)
+		rep, err := cl.repeat(ctx, ct, cfg, ip, port, i, res, pre, targets)
 		if rep != nil {
 			res.Repeats = append(res.Repeats, *rep)
 		}
@@ -271,7 +295,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.Addr, extPort, idx int, res *result.Result, svcPre []byte) (*result.Repeat, error) {
+func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.Addr, extPort, idx int, res *result.Result, svcPre []byte, targets []netip.AddrPort) (*result.Repeat, error) {
 	ctlTimeout := cfg.Timeout + 5*time.Second
 	setup := &Setup{Test: cfg.Test, Flows: cfg.Flows, ReqSize: cfg.ReqSize, RespSize: cfg.RespSize,
 		MsgSize: cfg.MsgSize, HTTPBody: cfg.HTTPBody, TimeoutMillis: cfg.Timeout.Milliseconds()}
@@ -290,14 +314,22 @@ func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.
 	w := newWorkload(cfg)
 	w.cookie = r.Ready.Cookie
 	w.svcPreamble = svcPre
+	w.targets = targets
 	if cfg.Test == HTTP {
-		addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
-		hostHeader := addr
+		addrs := []string{net.JoinHostPort(ip.String(), strconv.Itoa(port))}
+		if len(targets) > 0 {
+			addrs = addrs[:0]
+			for _, t := range targets {
+				addrs = append(addrs, t.String())
+			}
+		}
+		hostHeader := addrs[0]
 		if cfg.URL != "" {
-			u, _ := url.Parse(cfg.URL)
+			first, _, _ := strings.Cut(cfg.URL, ",")
+			u, _ := url.Parse(first)
 			hostHeader = u.Host
 		}
-		w.startHTTP(addr, hostHeader)
+		w.startHTTP(addrs, hostHeader)
 	} else if err := w.startFlows(ip, port); err != nil {
 		return nil, fmt.Errorf("open %d %s flow(s): %w", cfg.Flows, cfg.Test, err)
 	}

@@ -97,6 +97,7 @@ func (w *workload) tcpStream(i int, ip netip.Addr, port int, ready chan<- error)
 }
 
 func (w *workload) tcpRR(i int, ip netip.Addr, port int, ready chan<- error) {
+	ip, port = w.target(i, 0, ip, port)
 	fd, _, err := dialTCP(ip, port, w.cfg.Timeout, true, w.cfg.BusyPoll)
 	if err == nil && w.svcPreamble != nil {
 		if err = writeFull(fd, w.svcPreamble, false); err != nil {
@@ -143,10 +144,11 @@ func (w *workload) tcpCRR(i int, ip netip.Addr, port int) {
 	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
 	spin := w.cfg.BusyPoll
 	var y yielder
-	for !w.stop.Load() {
+	for k := 0; !w.stop.Load(); k++ {
 		y.yield()
 		t0 := p.sendTime(time.Now())
-		fd, ct, err := dialTCP(ip, port, w.cfg.Timeout, true, spin)
+		dip, dport := w.target(i, k, ip, port)
+		fd, ct, err := dialTCP(dip, dport, w.cfg.Timeout, true, spin)
 		if err != nil {
 			w.fail(i, fmt.Errorf("tcp_crr: %w", err))
 			// Do not spin on a refused or exhausted connect.

@@ -123,7 +123,8 @@ func Defaults(cfg Config) Config {
 	}
 	if cfg.HTTPPath == "" {
 		cfg.HTTPPath = "/"
-		if u, err := url.Parse(cfg.URL); err == nil && cfg.URL != "" {
+		first, _, _ := strings.Cut(cfg.URL, ",")
+		if u, err := url.Parse(first); err == nil && cfg.URL != "" {
 			cfg.HTTPPath = u.RequestURI()
 		}
 	}
@@ -151,9 +152,16 @@ func (cfg Config) Validate() error {
 		return &FieldError{"test", quote(cfg.Test), "must be one of " + strings.Join(Tests, ", ")}
 	}
 	if cfg.URL != "" {
-		u, err := url.Parse(cfg.URL)
-		if err != nil || u.Scheme != "http" || u.Host == "" {
-			return &FieldError{"url", quote(cfg.URL), "must be an http:// URL with a host, e.g. http://198.18.0.10:8080/"}
+		var path string
+		for i, one := range strings.Split(cfg.URL, ",") {
+			u, err := url.Parse(one)
+			if err != nil || u.Scheme != "http" || u.Host == "" {
+				return &FieldError{"url", quote(cfg.URL), "must be an http:// URL with a host, e.g. http://198.18.0.10:8080/, or several separated by commas"}
+			}
+			if i > 0 && u.Path != path {
+				return &FieldError{"url", quote(cfg.URL), "URLs of one run must have the same path"}
+			}
+			path = u.Path
 		}
 		if cfg.Test != HTTP {
 			return &FieldError{"url", cfg.URL, "only the http test takes --url; drop it or use --test http"}
@@ -170,8 +178,10 @@ func (cfg Config) Validate() error {
 		if cfg.Target != "" {
 			return &FieldError{"target", cfg.Target, "give either --target (one cnibench server) or --service (servers behind a service address), not both"}
 		}
-		if _, _, err := SplitTarget(cfg.Service); err != nil || !strings.Contains(cfg.Service, ":") {
-			return &FieldError{"service", quote(cfg.Service), "must be HOST:PORT of `cnibench serve --service-listen`, e.g. 198.19.0.10:12871"}
+		for _, one := range strings.Split(cfg.Service, ",") {
+			if _, _, err := SplitTarget(one); err != nil || !strings.Contains(one, ":") {
+				return &FieldError{"service", quote(cfg.Service), "must be HOST:PORT of `cnibench serve --service-listen`, e.g. 198.19.0.10:12871, or several separated by commas (connections then take them in turn)"}
+			}
 		}
 		if cfg.Rate > 0 {
 			return &FieldError{"rate", "", "service mode runs at full speed; drop --rate"}

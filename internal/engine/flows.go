@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,10 @@ type workload struct {
 	// svcPreamble, in service mode (Config.Service), opens every tcp_rr
 	// connection and every tcp_crr transaction (svcrr.go).
 	svcPreamble []byte
+	// targets, when the client was given several destinations (--service
+	// or --url lists), are taken in turn: flow i's connections start at
+	// targets[i%n] and each new connection takes the next.
+	targets []netip.AddrPort
 }
 
 func newWorkload(cfg Config) *workload {
@@ -234,4 +239,14 @@ func (w *workload) udpSent() (datagrams, bytes uint64) {
 		datagrams += w.flows[i].measured.Load()
 	}
 	return datagrams, datagrams * uint64(w.cfg.MsgSize)
+}
+
+// target returns the destination of flow i's k-th connection: (ip, port)
+// unless the client has several destinations.
+func (w *workload) target(i, k int, ip netip.Addr, port int) (netip.Addr, int) {
+	if n := len(w.targets); n > 0 {
+		t := w.targets[(i+k)%n]
+		return t.Addr(), int(t.Port())
+	}
+	return ip, port
 }

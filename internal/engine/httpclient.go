@@ -232,26 +232,28 @@ func truncate(b []byte) string {
 
 // startHTTP starts the http test's clients: on Linux the epoll client
 // (httpepoll_linux.go), otherwise, or with --rate, one goroutine per client.
-func (w *workload) startHTTP(addr string, hostHeader string) {
+// startHTTP starts the http clients against addrs (HOST:PORT; with
+// several, connections take them in turn).
+func (w *workload) startHTTP(addrs []string, hostHeader string) {
 	req := buildRequest(hostHeader, w.cfg.HTTPPath, w.cfg.HTTPKeepAlive)
-	if !forceGoroutineHTTP && w.startHTTPEpoll(addr, req) {
+	if !forceGoroutineHTTP && w.startHTTPEpoll(addrs, req) {
 		return
 	}
-	w.startHTTPGoroutines(addr, req)
+	w.startHTTPGoroutines(addrs, req)
 }
 
 // forceGoroutineHTTP makes startHTTP use the goroutine client (tests).
 var forceGoroutineHTTP = false
 
 // startHTTPGoroutines starts one goroutine per client on Go's netpoller.
-func (w *workload) startHTTPGoroutines(addr string, req []byte) {
+func (w *workload) startHTTPGoroutines(addrs []string, req []byte) {
 	for i := 0; i < w.cfg.Flows; i++ {
 		w.wg.Add(1)
-		go w.httpClient(i, addr, req)
+		go w.httpClient(i, addrs, req)
 	}
 }
 
-func (w *workload) httpClient(i int, addr string, req []byte) {
+func (w *workload) httpClient(i int, addrs []string, req []byte) {
 	defer w.wg.Done()
 	f := &w.flows[i]
 	d := net.Dialer{Timeout: w.cfg.Timeout}
@@ -266,11 +268,14 @@ func (w *workload) httpClient(i int, addr string, req []byte) {
 		}
 	}
 	defer closeConn()
+	next := i
 	for !w.stop.Load() {
 		t0 := p.sendTime(time.Now()) // scheduled send with --rate (coordinated omission)
 		var ct time.Duration
 		if c == nil {
 			var err error
+			addr := addrs[next%len(addrs)]
+			next++
 			c, err = d.Dial("tcp", addr)
 			if err != nil {
 				w.fail(i, fmt.Errorf("http connect: %w", err))

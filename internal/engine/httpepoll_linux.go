@@ -48,17 +48,21 @@ func httpThreads(flows int) int {
 // startHTTPEpoll starts the epoll client and reports true, or reports false
 // (the caller then starts the goroutine client): with --rate, whose pacing
 // only the goroutine client does, or for an address it cannot parse.
-func (w *workload) startHTTPEpoll(addr string, req []byte) bool {
+func (w *workload) startHTTPEpoll(addrs []string, req []byte) bool {
 	if w.cfg.Rate > 0 {
 		return false
 	}
-	ap, err := netip.ParseAddrPort(addr)
-	if err != nil {
-		return false
-	}
-	sa, err := rawSockaddr(ap.Addr(), int(ap.Port()))
-	if err != nil {
-		return false
+	var sas []*rawSA
+	for _, addr := range addrs {
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil {
+			return false
+		}
+		sa, err := rawSockaddr(ap.Addr(), int(ap.Port()))
+		if err != nil {
+			return false
+		}
+		sas = append(sas, sa)
 	}
 	n := httpThreads(w.cfg.Flows)
 	reserveThreads(n)
@@ -68,7 +72,7 @@ func (w *workload) startHTTPEpoll(addr string, req []byte) bool {
 		for i := t; i < w.cfg.Flows; i += n {
 			flows = append(flows, i)
 		}
-		l := &epollLoop{w: w, sa: sa, req: req, flows: flows}
+		l := &epollLoop{w: w, sas: sas, req: req, flows: flows, next: t}
 		w.wg.Add(1)
 		go l.run()
 	}
@@ -170,8 +174,10 @@ type hconn struct {
 
 // epollLoop is one epoll thread and its clients.
 type epollLoop struct {
-	w     *workload
-	sa    *rawSA
+	w *workload
+	// sas are the destinations, taken in turn by new connections.
+	sas   []*rawSA
+	next  int
 	req   []byte
 	flows []int
 	ep    int
@@ -272,9 +278,11 @@ func (l *epollLoop) scan(now time.Time) {
 func (l *epollLoop) connect(k int, now time.Time) {
 	c := l.conns[k]
 	c.t0, c.ct = now, 0
-	fd, err := rawSocket(l.sa.family)
+	sa := l.sas[l.next%len(l.sas)]
+	l.next++
+	fd, err := rawSocket(sa.family)
 	if err == nil {
-		if err = rawConnect(fd, l.sa); err != nil {
+		if err = rawConnect(fd, sa); err != nil {
 			rawClose(fd)
 		}
 	}

@@ -126,7 +126,7 @@ func runEpoll(t *testing.T, addr string, cfg Config, warmup bool, until func(cli
 	if !warmup {
 		w.phase.Store(phaseMeasured)
 	}
-	if !w.startHTTPEpoll(addr, buildRequest(addr, "/", cfg.HTTPKeepAlive)) {
+	if !w.startHTTPEpoll([]string{addr}, buildRequest(addr, "/", cfg.HTTPKeepAlive)) {
 		t.Fatal("epoll client not started")
 	}
 	limit := time.Now().Add(20 * time.Second)

@@ -47,8 +47,8 @@ var scenarioShapes = []scenarioShape{
 		pointLead:    "Loading the filter: set-up until a denied probe is proven dropped, one update (add and remove one /32), tear-down and memory.",
 	},
 	{
-		x: LabelServices, xText: "services", series: LabelImplementation, seriesH: "Implementation",
-		intro: "Every metric against the number of services in the table (log scale; the measured service is the last one kube-proxy's KUBE-SERVICES scans), one line per implementation; " +
+		x: LabelServices, xText: "services", series: LabelImplementation, seriesH: "Implementation", baseline: NoneMechanism,
+		intro: "Every metric against the number of services in the table (log scale; the measured service is the last one kube-proxy's KUBE-SERVICES scans), one line per implementation (" + NoneMechanism + " = no service, the client takes the backends' addresses in turn, dashed); " +
 			"median over repeats with its 95 % CI. Each cell proved its path (iptables: every connection to the VIP DNATed in conntrack; eBPF: its own translations counted, no VIP and no NAT in conntrack). " +
 			"Points that were skipped or failed are named under the chart and in the tables.",
 		pointMetrics: ServiceMetrics,

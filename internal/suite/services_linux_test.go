@@ -58,8 +58,8 @@ func TestSuiteServicesScenario(t *testing.T) {
 	if len(set.Skipped) != 0 {
 		t.Errorf("skipped: %+v", set.Skipped)
 	}
-	// 3 implementations × 1 service count × 6 cells.
-	if want := 3 * 6; len(set.Runs) != want {
+	// 4 implementations (none included) × 1 service count × 6 cells.
+	if want := 4 * 6; len(set.Runs) != want {
 		t.Fatalf("%d runs, want %d\n%s", len(set.Runs), want, progress.String())
 	}
 	for _, r := range set.Runs {
@@ -74,18 +74,25 @@ func TestSuiteServicesScenario(t *testing.T) {
 			continue
 		}
 		m := r.Repeats[0].Metrics
-		if m[result.TransPerSec] <= 0 || m[result.SvcSetupSeconds] <= 0 {
+		if m[result.TransPerSec] <= 0 || (m[result.SvcSetupSeconds] <= 0 && l["implementation"] != services.ImplNone) {
 			t.Errorf("%v: rate %v, set-up %v", l, m[result.TransPerSec], m[result.SvcSetupSeconds])
 		}
 		// The proof, as recorded: iptables translated in conntrack, the
 		// eBPF paths in BPF with no VIP in conntrack.
 		vip, translated := m[services.MetricVIPEntries], m[services.MetricTranslations]
-		if l["implementation"] == services.ImplIPTables {
+		switch l["implementation"] {
+		case services.ImplIPTables:
 			if vip <= 0 {
 				t.Errorf("%v: no VIP conntrack entry", l)
 			}
-		} else if translated <= 0 || vip != 0 || m[services.MetricNATEntries] != 0 {
-			t.Errorf("%v: translations %v, VIP entries %v, NAT entries %v", l, translated, vip, m[services.MetricNATEntries])
+		case services.ImplNone:
+			if vip != 0 || m[services.MetricNATEntries] != 0 {
+				t.Errorf("%v: VIP entries %v, NAT entries %v without a service", l, vip, m[services.MetricNATEntries])
+			}
+		default:
+			if translated <= 0 || vip != 0 || m[services.MetricNATEntries] != 0 {
+				t.Errorf("%v: translations %v, VIP entries %v, NAT entries %v", l, translated, vip, m[services.MetricNATEntries])
+			}
 		}
 	}
 }

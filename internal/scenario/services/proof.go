@@ -30,6 +30,10 @@ func checkCell(impl string, c scenario.Cell, st ctStats, translations uint64) er
 		if st.nat < st.vip {
 			errs = append(errs, fmt.Errorf("%d of %d VIP entries not translated", st.vip-st.nat, st.vip))
 		}
+	case ImplNone:
+		if st.vip != 0 || st.nat != 0 {
+			errs = append(errs, fmt.Errorf("netfilter saw %d VIP and %d NATed connections without a service", st.vip, st.nat))
+		}
 	default:
 		if translations == 0 {
 			errs = append(errs, fmt.Errorf("%s translated nothing", impl))

@@ -26,13 +26,17 @@ const (
 
 // Implementations, in the order reports list them.
 const (
+	// ImplNone is the baseline: no service; the client takes the
+	// backends' own addresses in turn (client-side balancing), the hairpin
+	// client its own address.
+	ImplNone     = "none"
 	ImplIPTables = "iptables"       // kube-proxy's iptables mode (KUBE-SERVICES, DNAT, conntrack)
 	ImplSocketLB = "ebpf-socket-lb" // cgroup connect/sendmsg/recvmsg/getpeername hooks
 	ImplTCLB     = "ebpf-tc-lb"     // TCX DNAT + reverse NAT with BPF connection maps
 )
 
 // Implementations lists every implementation.
-var Implementations = []string{ImplIPTables, ImplSocketLB, ImplTCLB}
+var Implementations = []string{ImplNone, ImplIPTables, ImplSocketLB, ImplTCLB}
 
 // Paths of the scenario's cells (the path label).
 const (
@@ -201,17 +205,34 @@ func fillerEndpoint(i, j int) netip.Addr {
 	return netip.AddrFrom4([4]byte{10, byte(k >> 16), byte(k >> 8), byte(k)})
 }
 
-// target is where a cell's client runs and what it dials.
-func target(c scenario.Cell) (role string, args []string, err error) {
-	vip, role := MeasuredVIP, lab.RoleClient1
+// target is where a cell's client runs and what it dials: the VIP, or
+// for ImplNone the backends' own addresses (taken in turn by the client's
+// connections), the hairpin client's own.
+func target(impl string, c scenario.Cell) (role string, args []string, err error) {
+	dests, role := []netip.Addr{MeasuredVIP}, lab.RoleClient1
 	if c.Path == PathHairpin {
-		vip, role = HairpinVIP, hairpinRole
+		dests, role = []netip.Addr{HairpinVIP}, hairpinRole
+	}
+	if impl == ImplNone {
+		dests = nil
+		for _, b := range backendPods {
+			if c.Path != PathHairpin || b.Role == hairpinRole {
+				dests = append(dests, b.IP)
+			}
+		}
+	}
+	join := func(port uint16, format string) string {
+		var out []string
+		for _, d := range dests {
+			out = append(out, fmt.Sprintf(format, netip.AddrPortFrom(d, port)))
+		}
+		return strings.Join(out, ",")
 	}
 	switch c.Test {
 	case engine.TCPRR, engine.TCPCRR:
-		return role, []string{"--service", netip.AddrPortFrom(vip, RRPort).String()}, nil
+		return role, []string{"--service", join(RRPort, "%s")}, nil
 	case engine.HTTP:
-		return role, []string{"--url", fmt.Sprintf("http://%s/", netip.AddrPortFrom(vip, HTTPPort))}, nil
+		return role, []string{"--url", join(HTTPPort, "http://%s/")}, nil
 	}
 	return "", nil, fmt.Errorf("services: no target for test %s", c.Test)
 }

@@ -44,6 +44,8 @@ func probe(impl string) error {
 		return socklb.Probe()
 	case ImplTCLB:
 		return tclb.Probe()
+	case ImplNone:
+		return nil
 	}
 	return fmt.Errorf("unknown implementation %q", impl)
 }
@@ -163,6 +165,8 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	svcs := layout(n, backends, pr.pods[hairpinRole].IP)
 	t0 := time.Now()
 	switch impl {
+	case ImplNone:
+		pr.config["service_load_method"] = "none: no service; the client takes the backends' addresses in turn"
 	case ImplIPTables:
 		err = pr.loadIPTables(ctx, svcs)
 	case ImplSocketLB:
@@ -210,7 +214,7 @@ func (p *prepared) unloadAll(ctx context.Context) error {
 
 // Target implements scenario.Targeter.
 func (p *prepared) Target(c scenario.Cell) (scenario.Target, error) {
-	role, args, err := target(c)
+	role, args, err := target(p.impl, c)
 	if err != nil {
 		return scenario.Target{}, err
 	}

@@ -27,7 +27,7 @@ func TestNewValidates(t *testing.T) {
 			t.Errorf("%+v: %v", tt.o, err)
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%+v: error %v, want %q", tt.o, err, tt.want)
-		case tt.want == "" && (len(s.Options().Implementations) != 3 || len(s.Options().Services) != len(DefaultServices)):
+		case tt.want == "" && (len(s.Options().Implementations) != 4 || len(s.Options().Services) != len(DefaultServices)):
 			t.Errorf("defaults not filled: %+v", s.Options())
 		}
 	}
@@ -48,7 +48,7 @@ func TestPointsAndCells(t *testing.T) {
 		t.Fatalf("%d cells, want 6", len(cells))
 	}
 	for _, c := range cells {
-		role, args, err := target(c)
+		role, args, err := target(ImplIPTables, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,8 +63,17 @@ func TestPointsAndCells(t *testing.T) {
 			t.Errorf("%+v: args %v", c, args)
 		}
 	}
-	if _, _, err := target(scenario.Cell{Test: engine.UDPStream}); err == nil {
+	if _, _, err := target(ImplIPTables, scenario.Cell{Test: engine.UDPStream}); err == nil {
 		t.Error("a udp_stream cell got a target")
+	}
+	// The baseline: the backends' own addresses, no VIP.
+	_, args, _ := target(ImplNone, scenario.Cell{Test: engine.TCPCRR, Path: PathPodToService})
+	if got := strings.Count(args[1], ","); got != len(backendPods)-1 || strings.Contains(args[1], MeasuredVIP.String()) {
+		t.Errorf("none: %v", args)
+	}
+	_, args, _ = target(ImplNone, scenario.Cell{Test: engine.HTTP, Path: PathHairpin})
+	if args[1] != "http://"+backendPods[0].IP.String()+":8080/" {
+		t.Errorf("none hairpin: %v", args)
 	}
 }
 
@@ -119,6 +128,8 @@ func TestCheckCell(t *testing.T) {
 		{"ebpf bypassed", ImplTCLB, crr, ctStats{vip: 3, nat: 3, backends: two}, 5, "bypassed"},
 		{"one backend", ImplSocketLB, crr, ctStats{backends: one}, 5, "only one backend"},
 		{"rr may land on one", ImplSocketLB, rr, ctStats{backends: one}, 5, ""},
+		{"none ok", ImplNone, crr, ctStats{backends: two}, 0, ""},
+		{"none NATed", ImplNone, crr, ctStats{nat: 2, backends: two}, 0, "without a service"},
 		{"hairpin has one", ImplIPTables, scenario.Cell{Test: engine.TCPCRR, Path: PathHairpin}, ctStats{vip: 3, nat: 3, backends: one}, 0, ""},
 	}
 	for _, tt := range tests {
