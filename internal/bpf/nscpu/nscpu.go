@@ -9,65 +9,72 @@
 // transmit (veth_xmit) only hands the skb to the peer device's per-CPU
 // backlog (netif_rx), or to its NAPI ring when the peer runs XDP or GRO,
 // and raises the NET_RX softirq. Everything the receiving namespace does
-// with the packet — tc/TCX ingress programs, netfilter, conntrack, IP
-// forwarding or local delivery up to the socket, and the transmit into the
-// next veth, which again only enqueues — then runs inside one call per skb
-// (or per list of skbs) on whatever CPU the softirq runs on, often inside
-// the sending thread's local_bh_enable(), and is charged to no process.
+// with the packet (tc/TCX ingress programs, netfilter and conntrack, IP
+// forwarding or local delivery up to the socket, and the transmit into
+// the next veth, which again only enqueues) then runs inside one
+// __netif_receive_skb_core call per skb, in softirq context on whatever
+// CPU (often inside the sending thread's local_bh_enable), and is charged
+// to no process.
 //
-// fentry/fexit programs bracket those calls (nscpu.c):
+// BTF tracepoint programs (tp_btf, nscpu.c) cut each CPU's receive work
+// into segments. The netif_receive_skb tracepoint, which
+// __netif_receive_skb_core fires once per skb before any of that work,
+// opens a segment charged to the namespace of the receiving device
+// (skb->dev) and closes the segment open before it; napi_gro_receive_entry
+// does the same for an skb entering GRO (veth in NAPI mode). napi_poll
+// (after every NAPI poll: the backlog, a veth's ring, threaded and busy
+// polling), netif_receive_skb_exit and netif_receive_skb_list_exit (after
+// a receive called in process context, e.g. by tun) and softirq_entry and
+// softirq_exit close the open segment. A segment thus spans one skb's
+// receive in one namespace, up to the next skb or the end of the poll.
+// Receives do not interleave on a CPU (softirq and BH-disabled code is
+// not preempted), so segments do not overlap and no time is counted
+// twice.
 //
-//   - __netif_receive_skb: one skb, from process_backlog (netif_rx: veth
-//     without NAPI, netkit, loopback) or netif_receive_skb();
-//   - __netif_receive_skb_list_core: a list of skbs of one device, from GRO
-//     and netif_receive_skb_list() (veth in NAPI mode);
-//   - veth_poll: a veth NAPI poll (XDP, GRO, the ptr_ring), around the list
-//     receive.
+// Why tracepoints rather than fentry/fexit brackets around
+// __netif_receive_skb, __netif_receive_skb_list_core and veth_poll (the
+// non-inlined, BTF-visible functions that hold one skb's, one device's
+// list's and one veth ring's receive, and which a first version of this
+// package used): the kernels cnibench runs on refuse to load fentry and
+// fexit programs (EPERM from BPF_PROG_LOAD, no verifier log: every
+// BPF-trampoline program type is refused, while tp_btf and iterator
+// programs load) and have no kprobes (CONFIG_KPROBES is unset). The
+// tracepoints are a stable interface, and one event per skb costs less
+// than an entry and an exit program.
 //
-// These three are not inlined on the kernels cnibench runs on (they are in
-// /proc/kallsyms and in the kernel's BTF), and none of them calls another
-// in the normal path, so each packet's processing is timed once. Functions
-// that were rejected: process_backlog and net_rx_action handle the skbs of
-// many devices (and namespaces) per call; __netif_receive_skb_one_core is
-// only ever called by __netif_receive_skb; __netif_receive_skb_core is
-// compiled as a .constprop clone (no attachable symbol) and does not cover
-// the protocol delivery (ip_rcv) that follows it;
-// netif_receive_skb_list_internal also holds skbs that RPS sends to other
-// CPUs.
+// Nesting: a bridge port's receive hands the frame to the bridge device
+// with netif_receive_skb() from inside its own receive (the "switched"
+// datapath). The nested event closes the port's segment and opens the
+// bridge's, both in the node's namespace; the packet is counted once (same
+// skb, same namespace, another device). A packet that changes namespace
+// without a new receive call (bpf_redirect_peer, ipvlan, macvlan: "another
+// round" of the same call) is charged to the namespace it arrived in: a
+// pod reached through redirect_peer is charged to its node, which is what
+// a per-node report wants.
 //
-// The namespace charged is that of the receiving device (skb->dev,
-// napi->dev) at entry, identified by its inode (what NetnsInode returns
-// for a handle on it, and `ls -L -i /proc/PID/ns/net` shows).
-//
-// Brackets can nest: a bridge port's receive hands the frame to the bridge
-// device with netif_receive_skb() (the "switched" datapath), and a list
-// receive runs inside veth_poll. A per-CPU stack in the BPF program
-// charges each bracket its own time (elapsed minus the nested brackets'),
-// so the total equals the outermost brackets' time and nothing is counted
-// twice; a nested receive in another namespace (rare: the drivers that
-// move an skb to another namespace do it with another round of the same
-// call) is charged to that namespace. Packets are counted per skb by the
-// per-skb brackets, once per namespace (a bridge port and its bridge count
-// one packet).
-//
-// The NET_RX softirq handler (net_rx_action) is timed too, per CPU, with no
-// namespace: Totals reports it and the part of it spent outside the
-// brackets (backlog and NAPI bookkeeping, RPS, budget handling).
+// softirq_entry/softirq_exit also time the NET_RX softirq as a whole, with
+// no namespace: Totals reports it and the part outside every segment
+// (backlog and NAPI bookkeeping, RPS, XDP before GRO in a veth poll).
 //
 // # What is not counted
 //
 //   - The sender's process-context path: sendmsg, the socket and IP output
-//     of the sending namespace up to its first veth transmit (charged to the
-//     sending process, which the benchmark measures through process CPU
-//     time), and TCP work done in process context (the socket backlog
+//     of the sending namespace up to its first veth transmit (charged to
+//     the sending process, which the benchmark measures through process
+//     CPU time), and TCP work done in process context (the socket backlog
 //     processed at release_sock, recvmsg copies).
-//   - Hard interrupts, softirqs other than NET_RX (timers: TCP retransmit
-//     and delayed ACK; NET_TX: qdisc dequeues, which veths without a qdisc
-//     do not use), RCU callbacks, and time spent scheduling ksoftirqd.
-//   - Frames that XDP drops or redirects in veth_poll are timed but not
-//     counted as packets; a GRO super-packet counts as one.
-//   - The probes' own cost is partly inside the brackets (the part of the
-//     entry program after its timestamp and of the exit program before it).
+//   - Hard interrupts are not excluded: one that arrives during a segment
+//     is charged to it (as are vCPU steal and the probes' own cost after
+//     the opening timestamp).
+//   - Softirqs other than NET_RX (timers: TCP retransmits and delayed
+//     ACKs; NET_TX: qdisc dequeues, which veths without a qdisc do not
+//     use), RCU callbacks, and the scheduling of ksoftirqd.
+//   - In a veth NAPI poll, the XDP program and the ring handling before an
+//     skb enters GRO; frames XDP drops or redirects are not packets; a GRO
+//     super-packet counts as one.
+//   - A segment left open by a path without a closing event is closed by
+//     the next event on its CPU; one longer than 50 ms is dropped (counted
+//     in Totals.Stale).
 //
 // The package's README.md has the measured overhead.
 package nscpu
@@ -85,10 +92,10 @@ var ErrNotSupported = errors.New("not supported")
 
 // Usage is the receive processing charged to one network namespace.
 type Usage struct {
-	// SoftirqNs is the time, in nanoseconds summed over CPUs, spent in
-	// the bracketed receive functions for this namespace's devices. It runs
-	// in softirq context (or, for netif_receive_skb() callers such as tun,
-	// with bottom halves disabled).
+	// SoftirqNs is the time, in nanoseconds summed over CPUs, spent
+	// receiving packets on this namespace's devices. It runs in softirq
+	// context (or, for netif_receive_skb() callers such as tun, with
+	// bottom halves disabled).
 	SoftirqNs uint64
 	// Packets is the number of skbs received by this namespace's devices.
 	Packets uint64
@@ -147,23 +154,19 @@ func Inodes(u map[uint64]Usage) []uint64 {
 // Totals are machine-wide figures, cumulative since Start and summed over
 // CPUs.
 type Totals struct {
-	// NetRxNs is the time spent in the NET_RX softirq handler
-	// (net_rx_action), NetRxRuns the number of its runs (0 if it could not
-	// be attached).
+	// NetRxNs is the time spent in the NET_RX softirq, NetRxRuns the
+	// number of its runs.
 	NetRxNs, NetRxRuns uint64
-	// NetRxInsideNs is the part of NetRxNs inside the per-namespace
-	// brackets; NetRxNs - NetRxInsideNs is softirq receive time that no
-	// namespace is charged for.
+	// NetRxInsideNs is the part of NetRxNs inside per-namespace segments;
+	// NetRxOutside is the rest, receive time no namespace is charged for.
 	NetRxInsideNs uint64
-	// SkbCalls, ListCalls and PollCalls count the brackets charged:
-	// __netif_receive_skb, __netif_receive_skb_list_core, veth_poll.
-	SkbCalls, ListCalls, PollCalls uint64
-	// Unmatched counts exits whose entry was not seen and entries whose
-	// exit was not seen (normally only around Start, for calls in flight);
-	// TooDeep brackets nested deeper than the program's stack (their time
-	// goes to the enclosing one); MapFull charges lost because the usage
-	// map was full (more than MaxNamespaces namespaces).
-	Unmatched, TooDeep, MapFull uint64
+	// Receives, GROs, Polls and Exits count the events: netif_receive_skb,
+	// napi_gro_receive_entry, napi_poll, netif_receive_skb{,_list}_exit.
+	Receives, GROs, Polls, Exits uint64
+	// Segments counts the segments charged, Stale those dropped for
+	// lasting longer than 50 ms, MapFull charges lost because more than
+	// MaxNamespaces namespaces were charged.
+	Segments, Stale, MapFull uint64
 }
 
 // NetRxOutside returns the NET_RX softirq time outside the per-namespace
@@ -179,11 +182,3 @@ func (t Totals) NetRxOutside() uint64 {
 // (max_entries of netns_usage in nscpu.c); charges to further ones are lost
 // and counted in Totals.MapFull.
 const MaxNamespaces = 4096
-
-// Hook names: the kernel functions bracketed.
-const (
-	hookSkb   = "__netif_receive_skb"
-	hookList  = "__netif_receive_skb_list_core"
-	hookPoll  = "veth_poll"
-	hookNetRx = "net_rx_action"
-)

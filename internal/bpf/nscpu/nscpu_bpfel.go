@@ -15,26 +15,21 @@ import (
 
 type nscpuCpuState struct {
 	_          structs.HostLayout
-	Depth      uint32
+	Since      uint64
+	Skb        uint64
+	Dev        uint64
+	Inum       uint32
+	Pkts       uint32
+	Open       uint32
 	InRx       uint32
 	RxStart    uint64
-	Calls      [3]uint64
+	Events     [4]uint64
+	Segments   uint64
 	RxNs       uint64
 	RxRuns     uint64
 	RxInsideNs uint64
-	Unmatched  uint64
-	TooDeep    uint64
+	Stale      uint64
 	MapFull    uint64
-	Stack      [8]struct {
-		_     structs.HostLayout
-		Start uint64
-		Child uint64
-		Tag   uint64
-		Inum  uint32
-		Pkts  uint32
-		Kind  uint32
-		Pad   uint32
-	}
 }
 
 type nscpuUsage struct {
@@ -47,16 +42,15 @@ type nscpuUsage struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	nscpuMapNetnsUsage     = "netns_usage"
-	nscpuMapState          = "state"
-	nscpuProgNetRxEnter    = "net_rx_enter"
-	nscpuProgNetRxExit     = "net_rx_exit"
-	nscpuProgRxListEnter   = "rx_list_enter"
-	nscpuProgRxListExit    = "rx_list_exit"
-	nscpuProgRxSkbEnter    = "rx_skb_enter"
-	nscpuProgRxSkbExit     = "rx_skb_exit"
-	nscpuProgVethPollEnter = "veth_poll_enter"
-	nscpuProgVethPollExit  = "veth_poll_exit"
+	nscpuMapNetnsUsage      = "netns_usage"
+	nscpuMapState           = "state"
+	nscpuProgOnGro          = "on_gro"
+	nscpuProgOnListExit     = "on_list_exit"
+	nscpuProgOnPoll         = "on_poll"
+	nscpuProgOnReceive      = "on_receive"
+	nscpuProgOnReceiveExit  = "on_receive_exit"
+	nscpuProgOnSoftirqEntry = "on_softirq_entry"
+	nscpuProgOnSoftirqExit  = "on_softirq_exit"
 )
 
 // loadNscpu returns the embedded CollectionSpec for nscpu.
@@ -101,14 +95,13 @@ type nscpuSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type nscpuProgramSpecs struct {
-	NetRxEnter    *ebpf.ProgramSpec `ebpf:"net_rx_enter"`
-	NetRxExit     *ebpf.ProgramSpec `ebpf:"net_rx_exit"`
-	RxListEnter   *ebpf.ProgramSpec `ebpf:"rx_list_enter"`
-	RxListExit    *ebpf.ProgramSpec `ebpf:"rx_list_exit"`
-	RxSkbEnter    *ebpf.ProgramSpec `ebpf:"rx_skb_enter"`
-	RxSkbExit     *ebpf.ProgramSpec `ebpf:"rx_skb_exit"`
-	VethPollEnter *ebpf.ProgramSpec `ebpf:"veth_poll_enter"`
-	VethPollExit  *ebpf.ProgramSpec `ebpf:"veth_poll_exit"`
+	OnGro          *ebpf.ProgramSpec `ebpf:"on_gro"`
+	OnListExit     *ebpf.ProgramSpec `ebpf:"on_list_exit"`
+	OnPoll         *ebpf.ProgramSpec `ebpf:"on_poll"`
+	OnReceive      *ebpf.ProgramSpec `ebpf:"on_receive"`
+	OnReceiveExit  *ebpf.ProgramSpec `ebpf:"on_receive_exit"`
+	OnSoftirqEntry *ebpf.ProgramSpec `ebpf:"on_softirq_entry"`
+	OnSoftirqExit  *ebpf.ProgramSpec `ebpf:"on_softirq_exit"`
 }
 
 // nscpuMapSpecs contains maps before they are loaded into the kernel.
@@ -166,26 +159,24 @@ type nscpuVariables struct {
 //
 // It can be passed to loadNscpuObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nscpuPrograms struct {
-	NetRxEnter    *ebpf.Program `ebpf:"net_rx_enter"`
-	NetRxExit     *ebpf.Program `ebpf:"net_rx_exit"`
-	RxListEnter   *ebpf.Program `ebpf:"rx_list_enter"`
-	RxListExit    *ebpf.Program `ebpf:"rx_list_exit"`
-	RxSkbEnter    *ebpf.Program `ebpf:"rx_skb_enter"`
-	RxSkbExit     *ebpf.Program `ebpf:"rx_skb_exit"`
-	VethPollEnter *ebpf.Program `ebpf:"veth_poll_enter"`
-	VethPollExit  *ebpf.Program `ebpf:"veth_poll_exit"`
+	OnGro          *ebpf.Program `ebpf:"on_gro"`
+	OnListExit     *ebpf.Program `ebpf:"on_list_exit"`
+	OnPoll         *ebpf.Program `ebpf:"on_poll"`
+	OnReceive      *ebpf.Program `ebpf:"on_receive"`
+	OnReceiveExit  *ebpf.Program `ebpf:"on_receive_exit"`
+	OnSoftirqEntry *ebpf.Program `ebpf:"on_softirq_entry"`
+	OnSoftirqExit  *ebpf.Program `ebpf:"on_softirq_exit"`
 }
 
 func (p *nscpuPrograms) Close() error {
 	return _NscpuClose(
-		p.NetRxEnter,
-		p.NetRxExit,
-		p.RxListEnter,
-		p.RxListExit,
-		p.RxSkbEnter,
-		p.RxSkbExit,
-		p.VethPollEnter,
-		p.VethPollExit,
+		p.OnGro,
+		p.OnListExit,
+		p.OnPoll,
+		p.OnReceive,
+		p.OnReceiveExit,
+		p.OnSoftirqEntry,
+		p.OnSoftirqExit,
 	)
 }
 

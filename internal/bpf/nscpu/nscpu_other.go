@@ -20,6 +20,4 @@ func Probe() error { return errPlatform() }
 
 func (*Accountant) Read() (map[uint64]Usage, error) { return nil, errPlatform() }
 func (*Accountant) Totals() (Totals, error)         { return Totals{}, errPlatform() }
-func (*Accountant) Attached() []string              { return nil }
-func (*Accountant) Missing() map[string]error       { return nil }
 func (*Accountant) Close() error                    { return nil }
