@@ -166,7 +166,11 @@ func (cl *Client) Run(ctx context.Context, cfg Config) (*result.Result, error) {
 	var pre []byte
 	var err error
 	if cfg.Service != "" {
-		if pre, err = encodeSvcPreamble(cl.Token, svcPreamble{OneShot: cfg.Test == TCPCRR, ReqSize: cfg.ReqSize, RespSize: cfg.RespSize}); err != nil {
+		sp := svcPreamble{OneShot: cfg.Test == TCPCRR, ReqSize: cfg.ReqSize, RespSize: cfg.RespSize}
+		if cfg.Test == TCPStream {
+			sp = svcPreamble{Sink: true, ReqSize: min(cfg.MsgSize, MaxMsgSize), RespSize: 1}
+		}
+		if pre, err = encodeSvcPreamble(cl.Token, sp); err != nil {
 			return nil, &FieldError{"service", cfg.Service, err.Error()}
 		}
 	} else if ext == nil {

@@ -72,7 +72,14 @@ func (w *workload) started(i, fd int, err error, ready chan<- error) bool {
 }
 
 func (w *workload) tcpStream(i int, ip netip.Addr, port int, ready chan<- error) {
+	ip, port = w.target(i, 0, ip, port)
 	fd, _, err := dialTCP(ip, port, w.cfg.Timeout, false, false)
+	if err == nil && w.svcPreamble != nil {
+		if err = writeFull(fd, w.svcPreamble, false); err != nil {
+			closeFD(fd)
+			err = fmt.Errorf("tcp_stream service preamble: %w", err)
+		}
+	}
 	if !w.started(i, fd, err, ready) {
 		return
 	}

@@ -172,8 +172,8 @@ func (cfg Config) Validate() error {
 		return cfg.validateRest()
 	}
 	if cfg.Service != "" {
-		if cfg.Test != TCPRR && cfg.Test != TCPCRR {
-			return &FieldError{"service", cfg.Service, "only tcp_rr and tcp_crr take --service; drop it or use --test tcp_rr"}
+		if cfg.Test != TCPRR && cfg.Test != TCPCRR && cfg.Test != TCPStream {
+			return &FieldError{"service", cfg.Service, "only tcp_rr, tcp_crr and tcp_stream take --service; drop it or use --test tcp_rr"}
 		}
 		if cfg.Target != "" {
 			return &FieldError{"target", cfg.Target, "give either --target (one cnibench server) or --service (servers behind a service address), not both"}

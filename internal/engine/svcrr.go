@@ -26,7 +26,10 @@ import (
 //
 // mac is the first 16 bytes of HMAC-SHA256(token, everything before it).
 // Flag svcOneShot asks the server to close after one response (tcp_crr,
-// whose transaction includes the teardown, the server closing first).
+// whose transaction includes the teardown, the server closing first);
+// flag svcSink asks it to read and discard everything until the client
+// closes (tcp_stream; the sizes are then the client's write size, and
+// no response).
 // The nonce makes preambles of different runs differ; a preamble replayed
 // by someone who captured it gets the same sizes served, no more.
 const (
@@ -34,12 +37,14 @@ const (
 	svcVersion     = 1
 	svcPreambleLen = 4 + 1 + 1 + 2 + 4 + 4 + 16 + 16
 	svcOneShot     = 1 << 0
+	svcSink        = 1 << 1
 	svcMACLen      = 16
 )
 
 // svcPreamble is a decoded preamble.
 type svcPreamble struct {
 	OneShot  bool
+	Sink     bool
 	ReqSize  int
 	RespSize int
 }
@@ -66,6 +71,9 @@ func encodeSvcPreamble(token string, p svcPreamble) ([]byte, error) {
 	flags := byte(0)
 	if p.OneShot {
 		flags |= svcOneShot
+	}
+	if p.Sink {
+		flags |= svcSink
 	}
 	b = append(b, svcVersion, flags, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(p.ReqSize))
@@ -99,6 +107,7 @@ func decodeSvcPreamble(token string, b []byte) (svcPreamble, error) {
 	}
 	p := svcPreamble{
 		OneShot:  b[5]&svcOneShot != 0,
+		Sink:     b[5]&svcSink != 0,
 		ReqSize:  int(binary.BigEndian.Uint32(b[8:12])),
 		RespSize: int(binary.BigEndian.Uint32(b[12:16])),
 	}

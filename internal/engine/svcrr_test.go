@@ -6,7 +6,7 @@ import (
 )
 
 func TestSvcPreamble(t *testing.T) {
-	for _, p := range []svcPreamble{{ReqSize: 1, RespSize: 1}, {OneShot: true, ReqSize: 100, RespSize: MaxMsgSize}} {
+	for _, p := range []svcPreamble{{ReqSize: 1, RespSize: 1}, {OneShot: true, ReqSize: 100, RespSize: MaxMsgSize}, {Sink: true, ReqSize: 128 << 10, RespSize: 1}} {
 		b, err := encodeSvcPreamble("secret", p)
 		if err != nil {
 			t.Fatal(err)

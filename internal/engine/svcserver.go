@@ -100,6 +100,17 @@ func (s *Server) serveSvcConn(c net.Conn, held cost) error {
 	if held, err = s.budget.grow(held, cost{flows: 1, bytes: int64(p.ReqSize + p.RespSize)}); err != nil {
 		return err
 	}
+	if p.Sink {
+		// tcp_stream: discard until the client closes; its request size
+		// is the read buffer.
+		buf := make([]byte, p.ReqSize)
+		for {
+			_ = c.SetReadDeadline(time.Now().Add(s.lim.IdleTimeout))
+			if _, err := c.Read(buf); err != nil {
+				return err
+			}
+		}
+	}
 	req, resp := make([]byte, p.ReqSize), make([]byte, p.RespSize)
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(s.lim.IdleTimeout))

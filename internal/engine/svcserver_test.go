@@ -48,7 +48,7 @@ func TestServiceMode(t *testing.T) {
 		t.Skip("-short: skipping network integration test")
 	}
 	addr := startServiceServers(t, 1, "s3cret")[0]
-	for _, test := range []string{TCPRR, TCPCRR} {
+	for _, test := range []string{TCPRR, TCPCRR, TCPStream} {
 		cfg := Config{Service: addr, Test: test, Flows: 2, Duration: 300 * time.Millisecond, Warmup: 50 * time.Millisecond,
 			Repeat: 2, Timeout: 2 * time.Second, ReqSize: 64, RespSize: 1000}
 		res, err := (&Client{Token: "s3cret"}).Run(context.Background(), cfg)
@@ -133,7 +133,7 @@ func TestServiceConfigErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Service: "127.0.0.1:1", Test: HTTP}, "--service 127.0.0.1:1: only tcp_rr and tcp_crr"},
+		{Config{Service: "127.0.0.1:1", Test: HTTP}, "--service 127.0.0.1:1: only tcp_rr, tcp_crr and tcp_stream"},
 		{Config{Service: "127.0.0.1:1", Target: "127.0.0.1", Test: TCPRR}, "--target 127.0.0.1: give either"},
 		{Config{Service: "127.0.0.1", Test: TCPRR}, "must be HOST:PORT"},
 		{Config{Service: "127.0.0.1:1", Test: TCPRR, Rate: 100}, "--rate"},
