@@ -239,12 +239,25 @@ func (p *prepared) loadIPTables(ctx context.Context, svcs []Service) error {
 		}
 		return errors.Join(errs...)
 	}
+	// Both nodes at once, as every node's kube-proxy syncs on its own.
+	errs := make(chan error, len(p.env.Topology.Nodes))
 	for _, node := range p.env.Topology.Nodes {
-		if err := runIn(ctx, node, rules, iptRestore, "--noflush"); err != nil {
-			return fmt.Errorf("load %d services into %s: %w", len(svcs), node.Name, err)
-		}
+		go func() {
+			if err := runIn(ctx, node, rules, iptRestore, "--noflush"); err != nil {
+				errs <- fmt.Errorf("load %d services into %s: %w", len(svcs), node.Name, err)
+				return
+			}
+			errs <- nil
+		}()
 	}
-	p.config["service_load_method"] = iptRestore + " --noflush on both nodes"
+	var all []error
+	for range p.env.Topology.Nodes {
+		all = append(all, <-errs)
+	}
+	if err := errors.Join(all...); err != nil {
+		return err
+	}
+	p.config["service_load_method"] = iptRestore + " --noflush on both nodes at once"
 	p.config["service_rules_bytes"] = strconv.Itoa(len(rules))
 	return nil
 }

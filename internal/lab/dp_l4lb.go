@@ -1,0 +1,224 @@
+package lab
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// The l4lb lab (hidden datapath "l4lb", seed 003): a north-south L4 load
+// balancer in front of two workers, with the clients outside the cluster.
+// Every namespace is on one external L2 segment (a bridge in the "switch"
+// namespace), so that in dsr the workers can answer the clients without
+// the LB. See internal/bpf/l4lb/README.md for the modes and packet walks.
+
+// L4LBDatapathName is the hidden datapath's registry name.
+const L4LBDatapathName = "l4lb"
+
+// Load-balancing modes (L4LBMode.LB) and transports (L4LBMode.Transport).
+const (
+	// L4LBSNAT: the LB DNATs to the backend and SNATs to itself; replies
+	// come back through it.
+	L4LBSNAT = "snat"
+	// L4LBDSR: the client's address is kept and the worker answers the
+	// client directly (L2 direct return).
+	L4LBDSR = "dsr"
+	// L4LBDirect: the LB hands packets to the worker on the shared segment
+	// (next-hop MAC).
+	L4LBDirect = "direct"
+	// L4LBVXLAN: the LB encapsulates in VXLAN to the worker.
+	L4LBVXLAN = "vxlan"
+)
+
+// L4LBMode is the load balancer's configuration (L4LB.Configure).
+type L4LBMode struct {
+	LB        string // L4LBSNAT or L4LBDSR
+	Transport string // L4LBDirect or L4LBVXLAN
+	// Firewall turns the host firewall on: only L4LBClientPrefix reaches
+	// the services. It is enforced where the client's address is still
+	// visible: at the LB's ingress in snat (the workers only ever see the
+	// LB's address), at the workers' ingress in dsr.
+	Firewall bool
+	// IPv6 asks for an IPv6 service; the lab cannot build one (Validate).
+	IPv6 bool
+}
+
+// L4LBModes lists every IPv4 mode, snat before dsr, direct before vxlan,
+// firewall off before on.
+func L4LBModes() []L4LBMode {
+	var out []L4LBMode
+	for _, lb := range []string{L4LBSNAT, L4LBDSR} {
+		for _, tr := range []string{L4LBDirect, L4LBVXLAN} {
+			for _, fw := range []bool{false, true} {
+				out = append(out, L4LBMode{LB: lb, Transport: tr, Firewall: fw})
+			}
+		}
+	}
+	return out
+}
+
+// Validate checks m. An IPv6 mode is an error wrapping ErrNotSupported
+// (the caller records it as skipped).
+func (m L4LBMode) Validate() error {
+	if m.LB != L4LBSNAT && m.LB != L4LBDSR {
+		return fmt.Errorf("l4lb mode %q: want %s or %s", m.LB, L4LBSNAT, L4LBDSR)
+	}
+	if m.Transport != L4LBDirect && m.Transport != L4LBVXLAN {
+		return fmt.Errorf("l4lb transport %q: want %s or %s", m.Transport, L4LBDirect, L4LBVXLAN)
+	}
+	if m.IPv6 {
+		return &UnsupportedError{
+			Feature: "IPv6 l4lb service",
+			Reason:  "the lab disables IPv6 in every namespace it creates (Env.NewNS), so no IPv6 VIP, address or route exists",
+		}
+	}
+	return nil
+}
+
+// String is the mode's label: LB-TRANSPORT, then "-fw" with the firewall
+// and "-ipv6" for IPv6, e.g. "dsr-vxlan-fw". ParseL4LBMode reads it back.
+func (m L4LBMode) String() string {
+	s := m.LB + "-" + m.Transport
+	if m.Firewall {
+		s += "-fw"
+	}
+	if m.IPv6 {
+		s += "-ipv6"
+	}
+	return s
+}
+
+// ParseL4LBMode parses a mode label (String's form). It checks the syntax
+// and the names; Validate says whether the lab can run it.
+func ParseL4LBMode(s string) (L4LBMode, error) {
+	parts := strings.Split(s, "-")
+	if len(parts) < 2 || len(parts) > 4 {
+		return L4LBMode{}, fmt.Errorf("l4lb mode %q: want LB-TRANSPORT[-fw][-ipv6], e.g. dsr-vxlan-fw", s)
+	}
+	m := L4LBMode{LB: parts[0], Transport: parts[1]}
+	rest := parts[2:]
+	if len(rest) > 0 && rest[0] == "fw" {
+		m.Firewall, rest = true, rest[1:]
+	}
+	if len(rest) > 0 && rest[0] == "ipv6" {
+		m.IPv6, rest = true, rest[1:]
+	}
+	if len(rest) > 0 {
+		return L4LBMode{}, fmt.Errorf("l4lb mode %q: unknown part %q (want fw, then ipv6)", s, rest[0])
+	}
+	v := m
+	v.IPv6 = false // only the names are checked here
+	if err := v.Validate(); err != nil {
+		return L4LBMode{}, fmt.Errorf("l4lb mode %q: %w", s, err)
+	}
+	return m, nil
+}
+
+// PacketPath describes, for reports, what a client's packet and its reply
+// cross in mode m.
+func (m L4LBMode) PacketPath() string {
+	fw := ""
+	if m.Firewall {
+		fw = " (firewall: allow list)"
+	}
+	var fwd, back string
+	switch {
+	case m.LB == L4LBSNAT && m.Transport == L4LBDirect:
+		fwd = "client ext0 -> switch -> lb ext0 TCX ingress BPF" + fw + " (Maglev, ct, DNAT+SNAT, redirect_neigh) -> switch -> worker ext0 -> IP stack -> veth -> backend pod"
+		back = "backend -> worker IP stack -> ext0 -> switch -> lb ext0 TCX ingress BPF (reverse NAT, redirect_neigh) -> switch -> client"
+	case m.LB == L4LBSNAT:
+		fwd = "client ext0 -> switch -> lb ext0 TCX ingress BPF" + fw + " (Maglev, ct, DNAT+SNAT, tunnel key, redirect) -> lb vxlan0 (encap) -> ext0 -> switch -> worker ext0 -> vxlan0 (decap) -> IP stack -> veth -> backend pod"
+		back = "backend -> worker IP stack -> vxlan0 (encap) -> ext0 -> switch -> lb ext0 -> vxlan0 (decap) TCX ingress BPF (reverse NAT, redirect_neigh) -> ext0 -> switch -> client"
+	case m.Transport == L4LBDirect:
+		fwd = "client ext0 -> switch -> lb ext0 TCX ingress BPF (Maglev, ct, next hop = worker, redirect_neigh) -> switch -> worker ext0 TCX ingress BPF" + fw + " (DNAT VIP -> local backend) -> IP stack -> veth -> backend pod"
+		back = "backend -> worker veth TCX ingress BPF (source back to the VIP) -> IP stack -> ext0 -> switch -> client (the LB never sees it)"
+	default:
+		fwd = "client ext0 -> switch -> lb ext0 TCX ingress BPF (Maglev, ct, tunnel key, redirect) -> lb vxlan0 (encap) -> ext0 -> switch -> worker ext0 -> vxlan0 (decap) TCX ingress BPF" + fw + " (DNAT VIP -> local backend) -> IP stack -> veth -> backend pod"
+		back = "backend -> worker veth TCX ingress BPF (source back to the VIP) -> IP stack -> ext0 -> switch -> client (not tunnelled; the LB never sees it)"
+	}
+	return fwd + "; reply: " + back
+}
+
+// Addressing of the l4lb lab. The external segment is one /22 shared by
+// the clients, the LB and the workers; the two clients are in different
+// /24s so that the firewall can tell them apart by prefix. The VIPs and
+// the tunnel addresses are outside it.
+var (
+	L4LBExtNet         = netip.MustParsePrefix("198.18.64.0/22")
+	L4LBClientIP       = netip.MustParseAddr("198.18.64.10")
+	L4LBClientPrefix   = netip.MustParsePrefix("198.18.64.0/24")
+	L4LBClientFWIP     = netip.MustParseAddr("198.18.65.10")
+	L4LBClientFWPrefix = netip.MustParsePrefix("198.18.65.0/24")
+	L4LBNodeIP         = netip.MustParseAddr("198.18.67.1")
+	L4LBWorkerIPs      = [2]netip.Addr{netip.MustParseAddr("198.18.67.11"), netip.MustParseAddr("198.18.67.12")}
+	// L4LBVIPNet is routed by the clients to the LB; L4LBVIP is the
+	// service address.
+	L4LBVIPNet = netip.MustParsePrefix("198.18.68.0/24")
+	L4LBVIP    = netip.MustParseAddr("198.18.68.1")
+	// L4LBTunnelNet holds the VXLAN devices' addresses (vxlan transport);
+	// the LB's is its SNAT source in snat+vxlan, so that the backends'
+	// replies return through the tunnel.
+	L4LBTunnelNet     = netip.MustParsePrefix("198.18.69.0/24")
+	L4LBTunnelIP      = netip.MustParseAddr("198.18.69.1")
+	L4LBWorkerTunIPs  = [2]netip.Addr{netip.MustParseAddr("198.18.69.11"), netip.MustParseAddr("198.18.69.12")}
+	L4LBBackendIPs    = [2]netip.Addr{netip.MustParseAddr("198.19.1.10"), netip.MustParseAddr("198.19.2.10")}
+	L4LBPorts         = []uint16{L4LBPort, 8080, 12871}
+	l4lbAllowPrefixes = []netip.Prefix{L4LBClientPrefix}
+)
+
+// L4LBPort is the service port tests and RefusalProbe use; L4LBPorts are
+// every TCP port the VIP serves (80, the services scenario's HTTP port
+// 8080 and the engine's service-mode port 12871), each to the same port on
+// the backends.
+const L4LBPort = 80
+
+// L4LBVNI is the VXLAN network identifier between the LB and the workers.
+const L4LBVNI = 42
+
+// Roles of the l4lb lab's namespaces.
+const (
+	L4LBRoleSwitch   = "switch"
+	L4LBRoleClient   = "client"
+	L4LBRoleClientFW = "clientfw"
+	L4LBRoleLB       = "lb"
+)
+
+// L4LBWorkerRoles and L4LBBackendRoles name the workers and their backend
+// pods (backend i runs on worker i).
+var (
+	L4LBWorkerRoles  = [2]string{"worker1", "worker2"}
+	L4LBBackendRoles = [2]string{"be1", "be2"}
+)
+
+// LBCounters are the l4lb lab's counters (of the programs of the current
+// LB mode and transport: Configure with another mode or transport starts
+// them again from 0).
+type LBCounters struct {
+	// Forward counts client->backend packets the LB translated and sent to
+	// a worker; Reverse backend->client replies the LB translated back
+	// (snat only: it stays 0 in dsr, where replies bypass the LB).
+	Forward, Reverse uint64
+	// NewFlows counts flows the LB gave a backend; NoBackend and
+	// SNATFailures service packets it dropped for want of a backend or of
+	// a free SNAT port.
+	NewFlows, NoBackend, SNATFailures uint64
+	// WorkerDNAT and WorkerRevNAT are the workers' dsr translations
+	// (VIP -> backend, backend -> VIP), summed over both workers.
+	WorkerDNAT, WorkerRevNAT uint64
+	// FirewallDrops counts service packets the firewall dropped, wherever
+	// it is enforced (LB in snat, workers in dsr).
+	FirewallDrops uint64
+}
+
+// RefusalResult is what RefusalProbe measured from the refused client.
+type RefusalResult struct {
+	// Attempts is the number of connects started; Connected completed a
+	// handshake, Reset were answered with a RST (something answered: not
+	// the firewall), TimedOut got no answer.
+	Attempts, Connected, Reset, TimedOut int
+	// Drops is the rise of the firewall's drop counter during the probe.
+	Drops uint64
+	// Duration is how long the probe ran.
+	Duration time.Duration
+}
