@@ -145,6 +145,10 @@ func (m *model) scenarioSections() []section {
 	var out []section
 	for _, scen := range values(runs, LabelScenario) {
 		sr := filter(runs, map[string]string{LabelScenario: scen})
+		if v := values(sr, LabelLBMode); len(v) > 1 || (len(v) == 1 && v[0] != "") {
+			out = append(out, m.l4lbSection(scen, sr))
+			continue
+		}
 		if sh, ok := shapeOf(sr); ok {
 			out = append(out, m.filterScenarioSection(sh, scen, sr))
 			continue

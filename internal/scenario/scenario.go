@@ -60,6 +60,9 @@ func (p Point) SkipReason() string {
 type Env struct {
 	Endpoint lab.Endpoint
 	Topology *lab.Topology
+	// Datapath is the lab datapath the point runs on (a scenario on its
+	// own topology reaches its knobs through it).
+	Datapath lab.Datapath
 	Logger   *slog.Logger
 	// Serve starts `cnibench serve ARGS` in ns with the run's token, the
 	// way the suite starts its servers, and returns once it listens. Nil

@@ -109,6 +109,8 @@ type Options struct {
 	// --implementations and --services (empty: its defaults).
 	Implementations []string
 	Services        []int
+	// LBModes are the l4lb scenario's --lb-modes (empty: every mode).
+	LBModes []string
 	// Binary is the cnibench executable run inside the namespaces.
 	Binary string
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/scenario/egress"
+	"github.com/cnibench/cnibench/internal/scenario/l4lb"
 	"github.com/cnibench/cnibench/internal/scenario/services"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -18,10 +19,11 @@ import (
 const (
 	ScenarioEgress   = egress.ScenarioName
 	ScenarioServices = services.ScenarioName
+	ScenarioL4LB     = l4lb.ScenarioName
 )
 
 // Scenarios lists the accepted --scenario values.
-var Scenarios = []string{ScenarioEgress, ScenarioServices}
+var Scenarios = []string{ScenarioEgress, ScenarioServices, ScenarioL4LB}
 
 // ScenarioDatapath is the datapath a scenario runs on without --datapaths.
 const ScenarioDatapath = "veth-routing"
@@ -121,7 +123,12 @@ func (c cell) scenarioString() string {
 func (o Options) validateScenario() error {
 	egressFlags := len(o.Mechanisms) > 0 || len(o.Rules) > 0 || len(o.FilterTraversals) > 0
 	servicesFlags := len(o.Implementations) > 0 || len(o.Services) > 0
+	l4lbFlags := len(o.LBModes) > 0
 	switch {
+	case o.Scenario == "" && l4lbFlags:
+		return fmt.Errorf("--lb-modes needs --scenario %s", ScenarioL4LB)
+	case o.Scenario != "" && o.Scenario != ScenarioL4LB && l4lbFlags:
+		return fmt.Errorf("--lb-modes is an option of --scenario %s, not %s", ScenarioL4LB, o.Scenario)
 	case o.Scenario == "" && egressFlags:
 		return fmt.Errorf("--mechanisms, --rules and --filter-traversal need --scenario %s", ScenarioEgress)
 	case o.Scenario == "" && servicesFlags:
@@ -152,6 +159,8 @@ func (o Options) newScenario() (scenario.Scenario, error) {
 		return o.egressScenario()
 	case ScenarioServices:
 		return services.New(services.Options{Implementations: o.Implementations, Services: o.Services})
+	case ScenarioL4LB:
+		return l4lb.New(l4lb.Options{Modes: o.LBModes})
 	}
 	return nil, fmt.Errorf("--scenario %q: must be one of %s", o.Scenario, strings.Join(Scenarios, ", "))
 }
@@ -210,6 +219,10 @@ func (o Options) scenarioConfig(m map[string]string) {
 	}
 	m["scenario"] = o.Scenario
 	switch o.Scenario {
+	case ScenarioL4LB:
+		if s, err := l4lb.New(l4lb.Options{Modes: o.LBModes}); err == nil {
+			maps.Copy(m, s.Config())
+		}
 	case ScenarioServices:
 		if s, err := services.New(services.Options{Implementations: o.Implementations, Services: o.Services}); err == nil {
 			maps.Copy(m, s.Config())

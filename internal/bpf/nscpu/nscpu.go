@@ -33,20 +33,23 @@
 //
 // Why tracepoints rather than fentry/fexit brackets around
 // __netif_receive_skb, __netif_receive_skb_list_core and veth_poll (the
-// non-inlined, BTF-visible functions that hold one skb's, one device's
-// list's and one veth ring's receive, and which a first version of this
-// package used): the kernels cnibench runs on refuse to load fentry and
-// fexit programs (EPERM from BPF_PROG_LOAD, no verifier log: every
-// BPF-trampoline program type is refused, while tp_btf and iterator
-// programs load) and have no kprobes (CONFIG_KPROBES is unset). The
-// tracepoints are a stable interface, and one event per skb costs less
-// than an entry and an exit program.
+// non-inlined, BTF-visible functions that hold one skb's receive, one
+// device's list receive and one veth NAPI poll, which was the first
+// design): the 6.18 kernel this was built on (a Firecracker guest) refuses
+// to load fentry and fexit programs (EPERM from BPF_PROG_LOAD with an
+// empty verifier log; every BPF-trampoline program type is refused, while
+// tp_btf and iterator programs load) and has no kprobes (CONFIG_KPROBES is
+// unset). The tracepoints are also a stable interface, and one program per
+// skb costs less than an entry and an exit program. README.md has the
+// details.
 //
 // Nesting: a bridge port's receive hands the frame to the bridge device
 // with netif_receive_skb() from inside its own receive (the "switched"
 // datapath). The nested event closes the port's segment and opens the
 // bridge's, both in the node's namespace; the packet is counted once (same
-// skb, same namespace, another device). A packet that changes namespace
+// skb, same namespace, another device). netif_receive_skb_exit then closes
+// the bridge's segment, so what the port's receive does after the bridge
+// consumed the frame (very little) is not charged. A packet that changes namespace
 // without a new receive call (bpf_redirect_peer, ipvlan, macvlan: "another
 // round" of the same call) is charged to the namespace it arrived in: a
 // pod reached through redirect_peer is charged to its node, which is what
@@ -64,8 +67,9 @@
 //     CPU time), and TCP work done in process context (the socket backlog
 //     processed at release_sock, recvmsg copies).
 //   - Hard interrupts are not excluded: one that arrives during a segment
-//     is charged to it (as are vCPU steal and the probes' own cost after
-//     the opening timestamp).
+//     is charged to it, as is vCPU steal, and so is part of the probes' own
+//     cost (the rest of the opening program and the start of the next
+//     one: roughly 100 to 200 ns per segment here).
 //   - Softirqs other than NET_RX (timers: TCP retransmits and delayed
 //     ACKs; NET_TX: qdisc dequeues, which veths without a qdisc do not
 //     use), RCU callbacks, and the scheduling of ksoftirqd.
@@ -75,6 +79,13 @@
 //   - A segment left open by a path without a closing event is closed by
 //     the next event on its CPU; one longer than 50 ms is dropped (counted
 //     in Totals.Stale).
+//   - On a PREEMPT_RT kernel, softirq work can be preempted and segments
+//     of different threads would mix on a CPU: the figures are then only
+//     approximate.
+//   - Namespace inodes are reused after a namespace is destroyed; a
+//     namespace created during a measurement can inherit a dead one's
+//     cumulative usage (compare readings of namespaces that live
+//     throughout, as Sub does).
 //
 // The package's README.md has the measured overhead.
 package nscpu
@@ -86,8 +97,8 @@ import (
 )
 
 // ErrNotSupported is wrapped by every error that means "this machine
-// cannot run the accountant" (no BTF, no fentry/fexit, missing kernel
-// function, not privileged).
+// cannot run the accountant" (no kernel BTF, BTF tracepoint programs or
+// one of the tracepoints missing, not privileged).
 var ErrNotSupported = errors.New("not supported")
 
 // Usage is the receive processing charged to one network namespace.

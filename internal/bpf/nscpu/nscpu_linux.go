@@ -55,18 +55,8 @@ func Start() (*Accountant, error) {
 	return a, nil
 }
 
-var expSet = "all"
-
 func (a *Accountant) programs() []*ebpf.Program {
 	p := &a.objs.nscpuPrograms
-	switch expSet {
-	case "nosoftirq":
-		return []*ebpf.Program{p.OnPoll, p.OnReceiveExit, p.OnListExit, p.OnGro, p.OnReceive}
-	case "receive":
-		return []*ebpf.Program{p.OnReceive}
-	case "softirq":
-		return []*ebpf.Program{p.OnSoftirqEntry, p.OnSoftirqExit}
-	}
 	return []*ebpf.Program{p.OnSoftirqEntry, p.OnSoftirqExit, p.OnPoll, p.OnReceiveExit, p.OnListExit, p.OnGro, p.OnReceive}
 }
 

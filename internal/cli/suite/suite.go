@@ -45,6 +45,7 @@ type flagpole struct {
 	Traversal   string
 	Impls       string
 	Services    string
+	LBModes     string
 }
 
 // NewCommand returns the suite command.
@@ -96,6 +97,7 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 	fl.StringVar(&f.Traversal, "filter-traversal", "", "egress-filter: every-packet and/or new-connection (a leading 'ct state established accept'); default every-packet")
 	fl.StringVar(&f.Impls, "implementations", "", "services: comma-separated service implementations (default: all: "+strings.Join(services.Implementations, ",")+")")
 	fl.StringVar(&f.Services, "services", "", "services: comma-separated service counts (default: 1,1000 with the quick profile, 1,100,1000,10000 with standard)")
+	fl.StringVar(&f.LBModes, "lb-modes", "", "l4lb: comma-separated modes LB-TRANSPORT[-fw], LB snat or dsr, TRANSPORT direct or vxlan, e.g. snat-vxlan,dsr-direct-fw (default: all eight, and ipv6, recorded skipped)")
 	return cmd, f
 }
 
@@ -246,6 +248,11 @@ func (f *flagpole) scenarioOptions(cmd *cobra.Command, o *suite.Options) error {
 	}
 	if changed("implementations") {
 		if o.Implementations, err = splitList("implementations", f.Impls); err != nil {
+			return err
+		}
+	}
+	if changed("lb-modes") {
+		if o.LBModes, err = splitList("lb-modes", f.LBModes); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,158 @@
+// Package l4lb is the north-south load-balancer scenario (issue 11, seed
+// 003): external clients reach a service VIP through a BPF load-balancer
+// node in front of two workers, in every combination of LB mode (snat:
+// replies return through the LB; dsr: the backend answers the client
+// directly), LB-to-worker transport (direct, vxlan) and host firewall
+// (off; on: only the benchmark client's prefix is allowed, a second
+// client is refused). It runs on its own topology, the hidden lab
+// datapath "l4lb" (internal/lab/dp_l4lb*.go, internal/bpf/l4lb).
+//
+// Every cell proves its mode while it runs: the LB translated the
+// client's packets, in dsr it translated no reply (the workers did) and in
+// snat it translated the replies; a refused client connects to the VIP
+// during every cell (the same load with the firewall off and on) and with
+// the firewall on none of its attempts connects. Per-node CPU is
+// attributed by BPF accounting of receive processing per network
+// namespace (internal/bpf/nscpu) plus the CPU time of the processes in
+// each node's pods.
+package l4lb
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/scenario"
+)
+
+// ScenarioName is the scenario's name (--scenario, the scenario label).
+const ScenarioName = "l4lb"
+
+// Labels of the scenario's results (besides scenario.LabelScenario).
+const (
+	LabelLBMode    = "lb_mode"   // snat or dsr
+	LabelTransport = "transport" // direct or vxlan
+	LabelFirewall  = "firewall"  // off or on
+	LabelIPFamily  = "ip_family" // ipv4 (ipv6 is recorded skipped)
+)
+
+// PathNorthSouth is the path label of every cell: the external client to
+// the VIP.
+const PathNorthSouth = "north-south"
+
+// Cells: seed 003's `hey -c 1000 -disable-keepalive` (http, 1000 clients,
+// a new connection per request), a stream through the LB (tcp_stream, as
+// its iperf3 run) and the latency of one connection (tcp_rr).
+const (
+	HTTPClients = 1000
+	HTTPPort    = 8080
+	RRPort      = 12871
+)
+
+// Options configure the scenario.
+type Options struct {
+	// Modes are mode labels (lab.L4LBMode.String(), e.g. dsr-vxlan-fw);
+	// empty: every IPv4 mode, and the IPv6 point (skipped here).
+	Modes []string
+}
+
+// Scenario is the l4lb scenario (scenario.Scenario).
+type Scenario struct {
+	o     Options
+	modes []lab.L4LBMode
+	state
+}
+
+// New validates o. Errors name the flag.
+func New(o Options) (*Scenario, error) {
+	s := &Scenario{o: o}
+	if len(o.Modes) == 0 {
+		s.modes = append(lab.L4LBModes(), lab.L4LBMode{LB: lab.L4LBDSR, Transport: lab.L4LBDirect, IPv6: true})
+		return s, nil
+	}
+	for _, name := range o.Modes {
+		m, err := lab.ParseL4LBMode(name)
+		if err != nil {
+			return nil, fmt.Errorf("--lb-modes %q: %v (e.g. snat-direct, dsr-vxlan-fw)", name, err)
+		}
+		if slices.Contains(s.modes, m) {
+			return nil, fmt.Errorf("--lb-modes %q: listed twice", name)
+		}
+		s.modes = append(s.modes, m)
+	}
+	return s, nil
+}
+
+// Name implements scenario.Scenario.
+func (s *Scenario) Name() string { return ScenarioName }
+
+// Datapath implements scenario.OwnDatapath.
+func (s *Scenario) Datapath() string { return lab.L4LBDatapathName }
+
+// PointLabels are the labels of mode m's point.
+func PointLabels(m lab.L4LBMode) map[string]string {
+	fw, fam := "off", "ipv4"
+	if m.Firewall {
+		fw = "on"
+	}
+	if m.IPv6 {
+		fam = "ipv6"
+	}
+	return map[string]string{scenario.LabelScenario: ScenarioName, LabelLBMode: m.LB, LabelTransport: m.Transport,
+		LabelFirewall: fw, LabelIPFamily: fam}
+}
+
+// Points implements scenario.Scenario: one per mode; a mode the lab
+// cannot build (IPv6) is skipped with its reason.
+func (s *Scenario) Points() []scenario.Point {
+	var out []scenario.Point
+	for _, m := range s.modes {
+		out = append(out, scenario.Point{Labels: PointLabels(m), Skip: m.Validate()})
+	}
+	return out
+}
+
+// modeOf reads a point's mode back from its labels.
+func modeOf(p scenario.Point) lab.L4LBMode {
+	l := p.Labels
+	return lab.L4LBMode{LB: l[LabelLBMode], Transport: l[LabelTransport], Firewall: l[LabelFirewall] == "on", IPv6: l[LabelIPFamily] == "ipv6"}
+}
+
+// Cells implements scenario.Celler.
+func (s *Scenario) Cells(scenario.Point) []scenario.Cell {
+	return []scenario.Cell{
+		{Test: engine.HTTP, Flows: HTTPClients, Path: PathNorthSouth},
+		{Test: engine.TCPStream, Flows: 1, Path: PathNorthSouth},
+		{Test: engine.TCPRR, Flows: 1, Path: PathNorthSouth},
+	}
+}
+
+// targetArgs are the client's arguments of a cell: the VIP's HTTP port,
+// or its service-mode port.
+func targetArgs(c scenario.Cell, vip netip.Addr) ([]string, error) {
+	switch c.Test {
+	case engine.HTTP:
+		return []string{"--url", fmt.Sprintf("http://%s/", netip.AddrPortFrom(vip, HTTPPort))}, nil
+	case engine.TCPStream, engine.TCPRR, engine.TCPCRR:
+		return []string{"--service", netip.AddrPortFrom(vip, RRPort).String()}, nil
+	}
+	return nil, fmt.Errorf("l4lb: no target for test %s", c.Test)
+}
+
+// Config describes the scenario for the runs' config.
+func (s *Scenario) Config() map[string]string {
+	var ms []string
+	for _, m := range s.modes {
+		ms = append(ms, m.String())
+	}
+	return map[string]string{
+		"lb_modes":          strings.Join(ms, ","),
+		"lb_vip":            lab.L4LBVIP.String(),
+		"scenario_cells":    fmt.Sprintf("per mode: http ×%d clients keep-alive off (VIP:%d), tcp_stream ×1 and tcp_rr ×1 (service mode, VIP:%d), from the external client", HTTPClients, HTTPPort, RRPort),
+		"lb_refused_client": lab.L4LBClientFWIP.String() + " connects to the VIP during every cell (16 attempts/s, 250 ms each), firewall off or on",
+		"node_cpu_method":   "BPF accounting of receive processing per network namespace (internal/bpf/nscpu: a node's own namespace plus its pods'), plus the CPU time of the processes in its pods; over the client's whole run (warm-up included)",
+	}
+}
