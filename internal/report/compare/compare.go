@@ -10,6 +10,7 @@ package compare
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -193,11 +194,26 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 		if len(inputs) != 1 {
 			return nil, &UsageError{fmt.Sprintf("--by %s compares the values of one label inside one results file; got %d files", by, len(inputs))}
 		}
+		// --by A,B --baseline a,b compares every combination of A and B
+		// with the baseline's (e.g. lb_mode,transport: dsr+direct against
+		// snat+vxlan); the runs must agree on every other label.
+		bys := strings.Split(by, ",")
 		set := inputs[0].Set
+		key := func(l map[string]string) (string, bool) {
+			var vs []string
+			for _, b := range bys {
+				v, ok := l[b]
+				if !ok || v == "" {
+					return "", false
+				}
+				vs = append(vs, v)
+			}
+			return strings.Join(vs, ","), true
+		}
 		var vals []string
 		seen := map[string]bool{}
 		for i := range set.Runs {
-			if v, ok := set.Runs[i].Labels[by]; ok && !seen[v] {
+			if v, ok := key(set.Runs[i].Labels); ok && !seen[v] {
 				seen[v] = true
 				vals = append(vals, v)
 			}
@@ -205,30 +221,37 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 		if len(vals) == 0 {
 			return nil, &UsageError{fmt.Sprintf("--by %s: no run in %s has that label (labels: %s)", by, inputs[0].Name, strings.Join(labelNames(set), ", "))}
 		}
+		sep := "; " // values of several labels contain commas
+		if len(bys) == 1 {
+			vals, sep = report.SortValues(by, vals), ", "
+		}
 		if o.Baseline == "" {
 			if o.Mode != ByDatapath {
-				return nil, &UsageError{fmt.Sprintf("--baseline: name the reference %s for --by %s (values: %s)", by, by, strings.Join(report.SortValues(by, vals), ", "))}
+				return nil, &UsageError{fmt.Sprintf("--baseline: name the reference %s for --by %s (values: %s)", by, by, strings.Join(vals, sep))}
 			}
 			o.Baseline = report.BaselineDatapath
+		}
+		if n := len(strings.Split(o.Baseline, ",")); n != len(bys) {
+			return nil, &UsageError{fmt.Sprintf("--baseline %s: give one value for each label of --by %s (%d), separated by commas", o.Baseline, by, len(bys))}
 		}
 		r.Base = o.Baseline
 		columns = []string{o.Baseline, by}
 		var baseRuns []*result.Run
 		for i := range set.Runs {
-			if set.Runs[i].Labels[by] == o.Baseline {
+			if v, _ := key(set.Runs[i].Labels); v == o.Baseline {
 				baseRuns = append(baseRuns, &set.Runs[i])
 			}
 		}
 		if len(baseRuns) == 0 {
 			return nil, &UsageError{fmt.Sprintf("--baseline %s: %s has no runs with %s=%s (values: %s)",
-				o.Baseline, inputs[0].Name, by, o.Baseline, strings.Join(report.SortValues(by, vals), ", "))}
+				o.Baseline, inputs[0].Name, by, o.Baseline, strings.Join(vals, sep))}
 		}
 		for i := range set.Runs {
 			run := &set.Runs[i]
-			if v := run.Labels[by]; v == o.Baseline || v == "" {
+			if v, ok := key(run.Labels); !ok || v == o.Baseline {
 				continue
 			}
-			b := matchBaseline(baseRuns, run.Labels, by)
+			b := matchBaseline(baseRuns, run.Labels, bys)
 			if b == nil {
 				r.Unmatched++
 				continue
@@ -370,16 +393,19 @@ func side(run *result.Run, metric string) Side {
 	return Side{Present: ok, Summary: s, Values: vals}
 }
 
-// matchBaseline finds the baseline run for labels: all labels except by
-// equal; failing that, all except by and its fallbackIgnore label.
-func matchBaseline(base []*result.Run, labels map[string]string, by string) *result.Run {
+// matchBaseline finds the baseline run for labels: all labels except bys
+// equal; failing that, all except bys and the fallbackIgnore label of a
+// single --by label.
+func matchBaseline(base []*result.Run, labels map[string]string, bys []string) *result.Run {
 	ignores := []string{""}
-	if f := fallbackIgnore[by]; f != "" {
-		ignores = append(ignores, f)
+	if len(bys) == 1 {
+		if f := fallbackIgnore[bys[0]]; f != "" {
+			ignores = append(ignores, f)
+		}
 	}
 	for _, ignore := range ignores {
 		for _, b := range base {
-			if sameExcept(b.Labels, labels, by, ignore) {
+			if sameExcept(b.Labels, labels, bys, ignore) {
 				return b
 			}
 		}
@@ -387,10 +413,10 @@ func matchBaseline(base []*result.Run, labels map[string]string, by string) *res
 	return nil
 }
 
-// sameExcept reports whether a and b agree on every label but by and
+// sameExcept reports whether a and b agree on every label but bys and
 // ignore ("" ignores nothing more).
-func sameExcept(a, b map[string]string, by, ignore string) bool {
-	skip := func(k string) bool { return k == by || ignore != "" && k == ignore }
+func sameExcept(a, b map[string]string, bys []string, ignore string) bool {
+	skip := func(k string) bool { return slices.Contains(bys, k) || ignore != "" && k == ignore }
 	for k, v := range a {
 		if !skip(k) && b[k] != v {
 			return false
