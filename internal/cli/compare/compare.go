@@ -66,7 +66,7 @@ the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).`
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.by, "by", "", `compare the values of one label inside one results file: datapath, mechanism, rules, ...`)
+	fl.StringVar(&f.by, "by", "", `compare the values of a label inside one results file: datapath, mechanism, rules, ...; several labels separated by commas compare their combinations (--by lb_mode,transport --baseline snat,vxlan)`)
 	fl.StringVar(&f.baseline, "baseline", "", `reference value of the --by label (default for --by datapath: "baseline")`)
 	fl.StringSliceVar(&f.metrics, "metrics", nil, "metrics to compare, comma-separated (default: the primary metric of each test, latency_us_p99, loss_pct and the CPU cost)")
 	fl.StringVar(&f.format, "format", "text", "output format: text, md or json")

@@ -199,3 +199,43 @@ func TestTooFewRepeatsSaySo(t *testing.T) {
 		}
 	}
 }
+
+// TestBySeveralLabels: --by lb_mode,transport --baseline snat,vxlan
+// matches each combination with the baseline's on every other label.
+func TestBySeveralLabels(t *testing.T) {
+	l := func(lb, tr, fw string) map[string]string {
+		return map[string]string{"scenario": "l4lb", "lb_mode": lb, "transport": tr, "firewall": fw, "test": "http", "flows": "1000"}
+	}
+	m := result.TransPerSec
+	s := set(
+		run(l("snat", "vxlan", "off"), m, 100, 101, 99, 100, 102, 100),
+		run(l("snat", "vxlan", "on"), m, 90, 91, 89, 90, 92, 90),
+		run(l("dsr", "direct", "off"), m, 200, 201, 199, 200, 202, 200),
+		run(l("dsr", "direct", "on"), m, 180, 181, 179, 180, 182, 180),
+		run(l("snat", "direct", "off"), m, 150, 151, 149, 150, 152, 150),
+	)
+	r, err := Compare([]Input{{"r.json", s}}, Options{Mode: "lb_mode,transport", Baseline: "snat,vxlan", Metrics: []string{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := r.Tables[0].Rows
+	if len(rows) != 3 || r.Unmatched != 0 {
+		t.Fatalf("%d rows, %d unmatched; want 3, 0", len(rows), r.Unmatched)
+	}
+	for _, row := range rows {
+		if row.BaseLabels["firewall"] != row.Labels["firewall"] || row.BaseLabels["lb_mode"] != "snat" || row.BaseLabels["transport"] != "vxlan" {
+			t.Errorf("%v matched %v", row.Labels, row.BaseLabels)
+		}
+		if c := row.Cells[0]; row.Labels["lb_mode"] == "dsr" && row.Labels["firewall"] == "off" && math.Abs(c.DeltaPct-100) > 0.01 {
+			t.Errorf("dsr+direct vs snat+vxlan: %+v, want +100 %%", c)
+		}
+	}
+	for _, tt := range []struct{ base, want string }{
+		{"snat", "give one value for each label of --by lb_mode,transport (2)"},
+		{"dsr,vxlan", "no runs with lb_mode,transport=dsr,vxlan (values: snat,vxlan; dsr,direct; snat,direct)"},
+	} {
+		if _, err := Compare([]Input{{"r.json", s}}, Options{Mode: "lb_mode,transport", Baseline: tt.base, Metrics: []string{m}}); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("--baseline %s: %v, want %q", tt.base, err, tt.want)
+		}
+	}
+}
