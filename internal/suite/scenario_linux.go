@@ -152,7 +152,7 @@ func (st *state) runScenario(ctx context.Context) error {
 // Prepare is recorded as the failure of every cell of the point.
 func (st *state) runPoint(ctx context.Context, sc scenario.Scenario, sl *scenarioLab, p scenario.Point, cells []cell, rep int) {
 	t0 := time.Now()
-	env := scenario.Env{Endpoint: sl.ep, Topology: sl.topo, Datapath: sl.dp, Logger: st.log, Serve: st.serveIn, Run: st.runClient}
+	env := scenario.Env{Endpoint: sl.ep, Topology: sl.topo, Datapath: sl.dp, Logger: st.log, Serve: st.serveIn, Start: st.startIn, Run: st.runClient}
 	if cg, err := st.spawner.Cgroup(); err == nil {
 		env.Cgroup = cg
 	}

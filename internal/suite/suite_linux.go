@@ -268,12 +268,22 @@ func (st *state) recordDatapaths(l *lab.Lab, dps []string) {
 
 func (st *state) startServer(ctx context.Context, ep lab.Endpoint) (*server, error) {
 	addr := fmt.Sprintf("%s:%d", ep.ServerIP, servePort)
-	return st.startServerIn(ctx, ep.Server, addr, "--listen", addr)
+	return st.startServerIn(ctx, ep.Server, addr, "serve", "--listen", addr)
 }
 
 // serveIn starts `cnibench serve ARGS` in ns for a scenario
 // (scenario.Env.Serve).
 func (st *state) serveIn(ctx context.Context, ns *lab.NS, args ...string) (*scenario.Server, error) {
+	s, err := st.startServerIn(ctx, ns, ns.Name, append([]string{"serve"}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	return &scenario.Server{PID: s.cmd.Process.Pid, Stop: s.stop}, nil
+}
+
+// startIn starts `cnibench ARGS` (a long-running helper such as a
+// userspace tunnel) in ns for a scenario (scenario.Env.Start).
+func (st *state) startIn(ctx context.Context, ns *lab.NS, args ...string) (*scenario.Server, error) {
 	s, err := st.startServerIn(ctx, ns, ns.Name, args...)
 	if err != nil {
 		return nil, err
@@ -281,10 +291,11 @@ func (st *state) serveIn(ctx context.Context, ns *lab.NS, args ...string) (*scen
 	return &scenario.Server{PID: s.cmd.Process.Pid, Stop: s.stop}, nil
 }
 
-// startServerIn starts `cnibench serve ARGS` in ns on the servers' CPUs and
-// returns once it listens; addr names it in messages.
+// startServerIn starts `cnibench ARGS` in ns on the servers' CPUs and
+// returns once its first line on stderr says it is ready ("… listening
+// on …" or "ready…"); addr names it in messages.
 func (st *state) startServerIn(ctx context.Context, ns *lab.NS, addr string, args ...string) (*server, error) {
-	cmd := exec.Command(st.o.Binary, append([]string{"serve"}, args...)...)
+	cmd := exec.Command(st.o.Binary, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = st.childEnv()
 	stderr, err := cmd.StderrPipe()
@@ -303,7 +314,7 @@ func (st *state) startServerIn(ctx context.Context, ns *lab.NS, addr string, arg
 			line := sc.Text()
 			if first {
 				first = false
-				if strings.Contains(line, "listening on") {
+				if strings.Contains(line, "listening on") || strings.HasPrefix(line, "ready") {
 					ready <- nil
 				} else {
 					ready <- errors.New(line)
