@@ -10,43 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/google/nftables"
 
 	"github.com/cnibench/cnibench/internal/testutil"
 	"github.com/cnibench/cnibench/pkg/result"
 )
-
-// egressPrograms returns the IDs of loaded BPF programs of the egress
-// filter (egress_lpm, egress_hash; the kernel truncates names to 15 bytes).
-func egressPrograms(t *testing.T) []ebpf.ProgramID { return bpfPrograms(t, "egress_") }
-
-// bpfPrograms returns the IDs of loaded BPF programs whose name starts with
-// one of prefixes.
-func bpfPrograms(t *testing.T, prefixes ...string) []ebpf.ProgramID {
-	t.Helper()
-	var ids []ebpf.ProgramID
-	id := ebpf.ProgramID(0)
-	for {
-		next, err := ebpf.ProgramGetNextID(id)
-		if errors.Is(err, os.ErrNotExist) {
-			return ids
-		}
-		if err != nil {
-			t.Fatalf("list BPF programs: %v", err)
-		}
-		id = next
-		p, err := ebpf.NewProgramFromID(id)
-		if err != nil {
-			continue // gone meanwhile
-		}
-		info, err := p.Info()
-		p.Close()
-		if err == nil && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(info.Name, p) }) {
-			ids = append(ids, id)
-		}
-	}
-}
 
 // hostTables lists the host namespace's nftables tables (read only).
 func hostTables(t *testing.T) []string {
@@ -73,7 +41,7 @@ func TestSuiteEgressScenario(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	testutil.NeedProgram(t, "ipset", "iptables-nft-restore")
 	before := labNamespaces(t)
-	progsBefore := egressPrograms(t)
+	fdsBefore := ownBPFFDs(t)
 	tablesBefore := hostTables(t)
 
 	o := tinyOptions(t)
@@ -91,10 +59,8 @@ func TestSuiteEgressScenario(t *testing.T) {
 		t.Fatalf("suite: %v\n%s", err, progress.String())
 	}
 	assertNothingLeft(t, before)
-	for _, id := range egressPrograms(t) {
-		if !slices.Contains(progsBefore, id) {
-			t.Errorf("egress BPF program %d left loaded (a TCX link or map holds it)", id)
-		}
+	if n := ownBPFFDs(t); n != fdsBefore {
+		t.Errorf("%d BPF objects (programs, links, maps) held open before the run, %d after (a TCX link or map leaked)", fdsBefore, n)
 	}
 	if after := hostTables(t); !slices.Equal(after, tablesBefore) {
 		t.Errorf("host nft tables changed: %v → %v", tablesBefore, after)

@@ -22,7 +22,7 @@ func TestSuiteServicesScenario(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	testutil.NeedProgram(t, "iptables-nft-restore")
 	before := labNamespaces(t)
-	progsBefore := bpfPrograms(t, "sock4_", "lb_")
+	fdsBefore := ownBPFFDs(t)
 	tablesBefore := hostTables(t)
 
 	o := tinyOptions(t)
@@ -39,10 +39,8 @@ func TestSuiteServicesScenario(t *testing.T) {
 		t.Fatalf("suite: %v\n%s", err, progress.String())
 	}
 	assertNothingLeft(t, before)
-	for _, id := range bpfPrograms(t, "sock4_", "lb_") {
-		if !slices.Contains(progsBefore, id) {
-			t.Errorf("service LB program %d left loaded", id)
-		}
+	if n := ownBPFFDs(t); n != fdsBefore {
+		t.Errorf("%d BPF objects (programs, links, maps) held open before the run, %d after", fdsBefore, n)
 	}
 	if after := hostTables(t); !slices.Equal(after, tablesBefore) {
 		t.Errorf("host nft tables changed: %v → %v", tablesBefore, after)
