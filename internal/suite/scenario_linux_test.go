@@ -16,6 +16,63 @@ import (
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
+// runScenarioTest runs a scenario with options o (one repeat), checks
+// that nothing is left behind — lab namespaces, this process's BPF
+// objects, the host's nft tables — and returns the results and the
+// progress output.
+func runScenarioTest(t *testing.T, o Options, timeout time.Duration) (*result.Set, string) {
+	t.Helper()
+	before := labNamespaces(t)
+	fdsBefore := ownBPFFDs(t)
+	tablesBefore := hostTables(t)
+	o.Repeat = 1
+	if o.Warmup == 0 {
+		o.Warmup = 50 * time.Millisecond
+	}
+	var progress strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out, err := (&Runner{Progress: &progress, LockPath: filepath.Join(t.TempDir(), "lock")}).Run(ctx, o)
+	if err != nil {
+		t.Fatalf("suite: %v\n%s", err, progress.String())
+	}
+	assertNothingLeft(t, before)
+	if n := ownBPFFDs(t); n != fdsBefore {
+		t.Errorf("%d BPF objects (programs, links, maps) held open before the run, %d after (a link or map leaked)", fdsBefore, n)
+	}
+	if after := hostTables(t); !slices.Equal(after, tablesBefore) {
+		t.Errorf("host nft tables changed: %v → %v", tablesBefore, after)
+	}
+	data, err := os.ReadFile(out.ResultsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := result.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set, progress.String()
+}
+
+// ownBPFFDs counts this process's file descriptors of BPF objects
+// (programs, links, maps): what a scenario leaks keeps one open. Other
+// test packages running at the same time load programs of their own, so
+// the machine-wide program list cannot tell a leak from them.
+func ownBPFFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(target, "anon_inode:bpf-") {
+			n++
+		}
+	}
+	return n
+}
+
 // hostTables lists the host namespace's nftables tables (read only).
 func hostTables(t *testing.T) []string {
 	t.Helper()
@@ -40,46 +97,18 @@ func hostTables(t *testing.T) []string {
 func TestSuiteEgressScenario(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	testutil.NeedProgram(t, "ipset", "iptables-nft-restore")
-	before := labNamespaces(t)
-	fdsBefore := ownBPFFDs(t)
-	tablesBefore := hostTables(t)
-
 	o := tinyOptions(t)
 	o.Scenario = ScenarioEgress
 	o.Mechanisms = []string{"none", "ipset", "ebpf-lpm"}
 	o.Rules = []int{10, 1000}
-	o.Repeat = 1
 	o.Duration = 100 * time.Millisecond
-	o.Warmup = 50 * time.Millisecond
-	var progress strings.Builder
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, err := (&Runner{Progress: &progress, LockPath: filepath.Join(t.TempDir(), "lock")}).Run(ctx, o)
-	if err != nil {
-		t.Fatalf("suite: %v\n%s", err, progress.String())
-	}
-	assertNothingLeft(t, before)
-	if n := ownBPFFDs(t); n != fdsBefore {
-		t.Errorf("%d BPF objects (programs, links, maps) held open before the run, %d after (a TCX link or map leaked)", fdsBefore, n)
-	}
-	if after := hostTables(t); !slices.Equal(after, tablesBefore) {
-		t.Errorf("host nft tables changed: %v → %v", tablesBefore, after)
-	}
-
-	data, err := os.ReadFile(out.ResultsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := result.Decode(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, progress := runScenarioTest(t, o, 2*time.Minute)
 	if len(set.Skipped) != 0 {
 		t.Errorf("skipped: %+v", set.Skipped)
 	}
 	// 3 mechanisms × 2 rule counts × 5 cells.
 	if want := 3 * 2 * len(defaultCells); len(set.Runs) != want {
-		t.Fatalf("%d runs, want %d\n%s", len(set.Runs), want, progress.String())
+		t.Fatalf("%d runs, want %d\n%s", len(set.Runs), want, progress)
 	}
 	proven := []string{result.FilterSetupSeconds, result.FilterSetupReturnedSeconds, result.FilterSetupResolutionSeconds,
 		result.FilterUpdateAddSeconds, result.FilterUpdateRemoveSeconds, result.FilterLoaderRSSBytes, result.FilterTeardownSeconds}
@@ -118,8 +147,8 @@ func TestSuiteEgressScenario(t *testing.T) {
 			t.Errorf("%v: no packet rate", l)
 		}
 	}
-	if !strings.Contains(progress.String(), "ebpf-lpm") || !strings.Contains(progress.String(), "prepared in") {
-		t.Errorf("progress:\n%s", progress.String())
+	if !strings.Contains(progress, "ebpf-lpm") || !strings.Contains(progress, "prepared in") {
+		t.Errorf("progress:\n%s", progress)
 	}
 }
 

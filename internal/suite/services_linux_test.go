@@ -1,11 +1,6 @@
 package suite
 
 import (
-	"context"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,44 +16,17 @@ import (
 func TestSuiteServicesScenario(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	testutil.NeedProgram(t, "iptables-nft-restore")
-	before := labNamespaces(t)
-	fdsBefore := ownBPFFDs(t)
-	tablesBefore := hostTables(t)
-
 	o := tinyOptions(t)
 	o.Scenario = ScenarioServices
 	o.Services = []int{1}
-	o.Repeat = 1
 	o.Duration = 100 * time.Millisecond
-	o.Warmup = 50 * time.Millisecond
-	var progress strings.Builder
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	out, err := (&Runner{Progress: &progress, LockPath: filepath.Join(t.TempDir(), "lock")}).Run(ctx, o)
-	if err != nil {
-		t.Fatalf("suite: %v\n%s", err, progress.String())
-	}
-	assertNothingLeft(t, before)
-	if n := ownBPFFDs(t); n != fdsBefore {
-		t.Errorf("%d BPF objects (programs, links, maps) held open before the run, %d after", fdsBefore, n)
-	}
-	if after := hostTables(t); !slices.Equal(after, tablesBefore) {
-		t.Errorf("host nft tables changed: %v → %v", tablesBefore, after)
-	}
-	data, err := os.ReadFile(out.ResultsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := result.Decode(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, progress := runScenarioTest(t, o, 3*time.Minute)
 	if len(set.Skipped) != 0 {
 		t.Errorf("skipped: %+v", set.Skipped)
 	}
 	// 4 implementations (none included) × 1 service count × 6 cells.
 	if want := 4 * 6; len(set.Runs) != want {
-		t.Fatalf("%d runs, want %d\n%s", len(set.Runs), want, progress.String())
+		t.Fatalf("%d runs, want %d\n%s", len(set.Runs), want, progress)
 	}
 	for _, r := range set.Runs {
 		l := r.Labels
