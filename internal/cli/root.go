@@ -17,6 +17,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/cli/suite"
 	"github.com/cnibench/cnibench/internal/cli/version"
+	"github.com/cnibench/cnibench/internal/cli/wgnode"
 )
 
 // IOStreams are the standard streams a command writes to.
@@ -56,4 +57,5 @@ var subcommands = []func(*slog.Logger, IOStreams) *cobra.Command{
 	suite.NewCommand,
 	reportcmd.NewCommand,
 	comparecmd.NewCommand,
+	wgnode.NewCommand, // hidden: the suite's userspace WireGuard node
 }
