@@ -84,9 +84,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMemAvailable$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseNetstat$$' -fuzztime $(FUZZTIME) ./internal/scenario/services/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseProcCPU$$' -fuzztime $(FUZZTIME) ./internal/scenario/l4lb/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseCrypto$$' -fuzztime $(FUZZTIME) ./internal/hostinfo/
 	$(GO) test -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME) ./internal/maglev/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeConfig$$' -fuzztime $(FUZZTIME) ./internal/wireguard/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseListSAs$$' -fuzztime $(FUZZTIME) ./internal/ipsec/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFrame$$' -fuzztime $(FUZZTIME) ./internal/capture/
 
 # The control-protocol fuzz targets for a fixed number of executions each
 # (>= 1,000,000 in all; docs/security.md records a run).

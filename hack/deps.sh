@@ -6,10 +6,16 @@
 #   procps    pgrep      the suite tests' "no process left behind" check
 #   chromium             the report's browser test
 #   time                 GNU time: the egress loader bench's peer loaders (RSS)
+#   strongswan-charon, strongswan-swanctl, libcharon-extra-plugins,
+#   libstrongswan-standard-plugins
+#                        the encryption scenario's userspace ESP (charon with
+#                        kernel-libipsec, run only inside lab namespaces; the
+#                        host's strongswan service is kept from starting)
 # Quick when all are there (one dpkg-query); as non-root it only says what is
 # missing (the tests that need it then skip, or fail with CI=true).
 set -euo pipefail
-pkgs=(nftables iproute2 iptables ipset procps chromium time ca-certificates)
+pkgs=(nftables iproute2 iptables ipset procps chromium time ca-certificates
+  strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins)
 missing=()
 for p in "${pkgs[@]}"; do
   st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
@@ -23,9 +29,22 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+# No package may start a service on the host (strongswan-starter would run a
+# charon in the host's network namespace): a policy-rc.d that refuses every
+# start while installing, unless one is already there.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+  chmod 755 /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 install() { apt-get install -y -q --no-install-recommends "${missing[@]}" >&2; }
 if ! install; then
   echo "deps: install failed; running apt-get update and trying again" >&2
   apt-get update -q >&2
   install || { echo "deps: apt-get install ${missing[*]} failed (see above)" >&2; exit 1; }
+fi
+# A charon the packages' service would start at the next boot: keep it off
+# (the tests start their own, one per lab namespace).
+if command -v systemctl >/dev/null 2>&1; then
+  systemctl disable --now strongswan-starter.service >/dev/null 2>&1 || true
 fi

@@ -85,6 +85,7 @@ func (w *workload) tcpStream(i int, ip netip.Addr, port int, ready chan<- error)
 	}
 	defer w.untrack(i, fd)
 	buf := make([]byte, w.cfg.MsgSize)
+	FillPayload(buf)
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / 8 / float64(w.cfg.Flows))
 	var y yielder
@@ -117,6 +118,7 @@ func (w *workload) tcpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 	}
 	defer w.untrack(i, fd)
 	req := make([]byte, w.cfg.ReqSize)
+	FillPayload(req)
 	resp := make([]byte, w.cfg.RespSize)
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
@@ -146,6 +148,7 @@ func (w *workload) tcpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 func (w *workload) tcpCRR(i int, ip netip.Addr, port int) {
 	// In service mode the preamble and the request go out in one write.
 	req := append(append([]byte(nil), w.svcPreamble...), make([]byte, w.cfg.ReqSize)...)
+	FillPayload(req[len(w.svcPreamble):])
 	resp := make([]byte, w.cfg.RespSize)
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
@@ -195,6 +198,7 @@ func (w *workload) udpStream(i int, ip netip.Addr, port int, ready chan<- error)
 	}
 	defer w.untrack(i, fd)
 	buf := make([]byte, w.cfg.MsgSize)
+	fillPayloadAfter(buf, udpStreamHeader) // the header is written per datagram
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / 8 / float64(w.cfg.Flows))
 	var seq uint64
@@ -244,6 +248,7 @@ func (w *workload) udpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 	}
 	defer w.untrack(i, fd)
 	req := make([]byte, udpRRWireSize(w.cfg.ReqSize))
+	fillPayloadAfter(req, udpRRHeader) // the header is written per request
 	resp := make([]byte, w.cfg.RespSize+1)
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))

@@ -53,12 +53,14 @@ func newHTTPServer(ctx context.Context, si sessionInfo, s *Setup, log *slog.Logg
 	return hs, nil
 }
 
-// BodyHandler answers every request with size bytes and counts it.
+// BodyHandler answers every request with size bytes ('x', with copies of
+// PayloadMarker: FillPayload) and counts it.
 func BodyHandler(size int, count *atomic.Uint64) http.Handler {
 	body := make([]byte, size)
 	for i := range body {
 		body[i] = 'x'
 	}
+	FillPayload(body)
 	clen := strconv.Itoa(size)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()

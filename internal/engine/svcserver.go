@@ -112,6 +112,7 @@ func (s *Server) serveSvcConn(c net.Conn, held cost) error {
 		}
 	}
 	req, resp := make([]byte, p.ReqSize), make([]byte, p.RespSize)
+	FillPayload(resp)
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(s.lim.IdleTimeout))
 		if _, err := io.ReadFull(c, req); err != nil {

@@ -108,6 +108,7 @@ func (ts *tcpServer) worker(timeout time.Duration) {
 	}
 	buf := make([]byte, bufSize)
 	resp := make([]byte, ts.setup.RespSize)
+	FillPayload(resp)
 	var y yielder
 	for !ts.closed.Load() {
 		y.yield()

@@ -177,6 +177,7 @@ func (us *udpServer) worker(fd int) {
 	}
 	buf := make([]byte, size+1)
 	resp := make([]byte, us.setup.RespSize)
+	fillPayloadAfter(resp, 8) // the echoed sequence number is written per response
 	var y yielder
 	for !us.closed.Load() {
 		y.yield()

@@ -22,6 +22,14 @@ func Collect() result.Host {
 		h.CPUModel = ParseCPUModel(f)
 		f.Close()
 	}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		h.AESNI = HasCPUFlag(f, "aes")
+		f.Close()
+	}
+	if f, err := os.Open("/proc/crypto"); err == nil {
+		h.KernelCrypto = ParseCrypto(f, CryptoAlgorithms)
+		f.Close()
+	}
 	if f, err := os.Open("/proc/meminfo"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {

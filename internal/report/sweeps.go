@@ -145,8 +145,8 @@ func (m *model) scenarioSections() []section {
 	var out []section
 	for _, scen := range values(runs, LabelScenario) {
 		sr := filter(runs, map[string]string{LabelScenario: scen})
-		if v := values(sr, LabelLBMode); len(v) > 1 || (len(v) == 1 && v[0] != "") {
-			out = append(out, m.l4lbSection(scen, sr))
+		if sh, ok := categoricalShapeOf(sr); ok {
+			out = append(out, m.categoricalSection(sh, scen, sr))
 			continue
 		}
 		if sh, ok := shapeOf(sr); ok {

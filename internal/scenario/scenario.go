@@ -69,10 +69,11 @@ type Env struct {
 	// outside the suite.
 	Serve func(ctx context.Context, ns *lab.NS, args ...string) (*Server, error)
 	// Start starts `cnibench ARGS` in ns (a long-running helper, e.g. a
-	// userspace tunnel) the same way and returns once the first line it
-	// writes to stderr starts with "ready"; any other first line is the
-	// error. Nil outside the suite.
-	Start func(ctx context.Context, ns *lab.NS, args ...string) (*Server, error)
+	// userspace tunnel) the same way, with stdin (secrets stay off the
+	// command line), and returns once the first line it writes to stderr
+	// starts with "ready"; any other first line is the error. Nil outside
+	// the suite.
+	Start func(ctx context.Context, ns *lab.NS, stdin []byte, args ...string) (*Server, error)
 	// Run runs one `cnibench run ARGS` client in ns as the suite runs its
 	// cells (same cgroup, CPUs and token) and returns its result. Nil
 	// outside the suite.

@@ -111,6 +111,9 @@ type Options struct {
 	Services        []int
 	// LBModes are the l4lb scenario's --lb-modes (empty: every mode).
 	LBModes []string
+	// Encrypt are the encryption scenario's families (--encrypt
+	// wireguard,ipsec; empty: both).
+	Encrypt []string
 	// Binary is the cnibench executable run inside the namespaces.
 	Binary string
 }

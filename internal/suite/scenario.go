@@ -10,6 +10,7 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/scenario/egress"
+	"github.com/cnibench/cnibench/internal/scenario/encrypt"
 	"github.com/cnibench/cnibench/internal/scenario/l4lb"
 	"github.com/cnibench/cnibench/internal/scenario/services"
 	"github.com/cnibench/cnibench/pkg/result"
@@ -20,10 +21,11 @@ const (
 	ScenarioEgress   = egress.ScenarioName
 	ScenarioServices = services.ScenarioName
 	ScenarioL4LB     = l4lb.ScenarioName
+	ScenarioEncrypt  = encrypt.ScenarioName
 )
 
 // Scenarios lists the accepted --scenario values.
-var Scenarios = []string{ScenarioEgress, ScenarioServices, ScenarioL4LB}
+var Scenarios = []string{ScenarioEgress, ScenarioServices, ScenarioL4LB, ScenarioEncrypt}
 
 // ScenarioDatapath is the datapath a scenario runs on without --datapaths.
 const ScenarioDatapath = "veth-routing"
@@ -125,6 +127,8 @@ func (o Options) validateScenario() error {
 	servicesFlags := len(o.Implementations) > 0 || len(o.Services) > 0
 	l4lbFlags := len(o.LBModes) > 0
 	switch {
+	case o.Scenario != "" && o.Scenario != ScenarioEncrypt && len(o.Encrypt) > 0:
+		return fmt.Errorf("--encrypt runs the %s scenario, not %s: drop one of --encrypt and --scenario", ScenarioEncrypt, o.Scenario)
 	case o.Scenario == "" && l4lbFlags:
 		return fmt.Errorf("--lb-modes needs --scenario %s", ScenarioL4LB)
 	case o.Scenario != "" && o.Scenario != ScenarioL4LB && l4lbFlags:
@@ -161,6 +165,8 @@ func (o Options) newScenario() (scenario.Scenario, error) {
 		return services.New(services.Options{Implementations: o.Implementations, Services: o.Services})
 	case ScenarioL4LB:
 		return l4lb.New(l4lb.Options{Modes: o.LBModes})
+	case ScenarioEncrypt:
+		return encrypt.New(encrypt.Options{Families: o.Encrypt})
 	}
 	return nil, fmt.Errorf("--scenario %q: must be one of %s", o.Scenario, strings.Join(Scenarios, ", "))
 }
@@ -219,6 +225,10 @@ func (o Options) scenarioConfig(m map[string]string) {
 	}
 	m["scenario"] = o.Scenario
 	switch o.Scenario {
+	case ScenarioEncrypt:
+		if s, err := encrypt.New(encrypt.Options{Families: o.Encrypt}); err == nil {
+			maps.Copy(m, s.Config())
+		}
 	case ScenarioL4LB:
 		if s, err := l4lb.New(l4lb.Options{Modes: o.LBModes}); err == nil {
 			maps.Copy(m, s.Config())

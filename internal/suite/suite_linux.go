@@ -268,13 +268,13 @@ func (st *state) recordDatapaths(l *lab.Lab, dps []string) {
 
 func (st *state) startServer(ctx context.Context, ep lab.Endpoint) (*server, error) {
 	addr := fmt.Sprintf("%s:%d", ep.ServerIP, servePort)
-	return st.startServerIn(ctx, ep.Server, addr, "serve", "--listen", addr)
+	return st.startServerIn(ctx, ep.Server, addr, nil, "serve", "--listen", addr)
 }
 
 // serveIn starts `cnibench serve ARGS` in ns for a scenario
 // (scenario.Env.Serve).
 func (st *state) serveIn(ctx context.Context, ns *lab.NS, args ...string) (*scenario.Server, error) {
-	s, err := st.startServerIn(ctx, ns, ns.Name, append([]string{"serve"}, args...)...)
+	s, err := st.startServerIn(ctx, ns, ns.Name, nil, append([]string{"serve"}, args...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -282,9 +282,9 @@ func (st *state) serveIn(ctx context.Context, ns *lab.NS, args ...string) (*scen
 }
 
 // startIn starts `cnibench ARGS` (a long-running helper such as a
-// userspace tunnel) in ns for a scenario (scenario.Env.Start).
-func (st *state) startIn(ctx context.Context, ns *lab.NS, args ...string) (*scenario.Server, error) {
-	s, err := st.startServerIn(ctx, ns, ns.Name, args...)
+// userspace tunnel) in ns with stdin for a scenario (scenario.Env.Start).
+func (st *state) startIn(ctx context.Context, ns *lab.NS, stdin []byte, args ...string) (*scenario.Server, error) {
+	s, err := st.startServerIn(ctx, ns, ns.Name, stdin, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -294,8 +294,11 @@ func (st *state) startIn(ctx context.Context, ns *lab.NS, args ...string) (*scen
 // startServerIn starts `cnibench ARGS` in ns on the servers' CPUs and
 // returns once its first line on stderr says it is ready ("… listening
 // on …" or "ready…"); addr names it in messages.
-func (st *state) startServerIn(ctx context.Context, ns *lab.NS, addr string, args ...string) (*server, error) {
+func (st *state) startServerIn(ctx context.Context, ns *lab.NS, addr string, stdin []byte, args ...string) (*server, error) {
 	cmd := exec.Command(st.o.Binary, args...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = st.childEnv()
 	stderr, err := cmd.StderrPipe()

@@ -114,3 +114,12 @@ func TestSetupKernel(t *testing.T) {
 		t.Fatalf("deleting a missing device: %v", err)
 	}
 }
+
+// TestProbeUserspace: this machine has /dev/net/tun, so the userspace
+// implementation can run.
+func TestProbeUserspace(t *testing.T) {
+	testutil.SkipUnlessRoot(t)
+	if err := ProbeUserspace(); err != nil {
+		t.Fatalf("ProbeUserspace: %v", err)
+	}
+}

@@ -19,3 +19,6 @@ func DeleteKernel(DoFunc, string) error { return errOS }
 // StartUserspace is not supported outside Linux (the lab's namespaces and
 // netlink configuration are Linux's).
 func StartUserspace(Config, *slog.Logger) (*Userspace, error) { return nil, errOS }
+
+// ProbeUserspace reports that the userspace tunnel needs Linux here.
+func ProbeUserspace() error { return errOS }

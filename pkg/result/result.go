@@ -41,6 +41,13 @@ type Host struct {
 	CPUModel string `json:"cpu_model"`
 	Cores    int    `json:"cores"`
 	MemBytes uint64 `json:"mem_bytes,omitempty"`
+	// AESNI says whether the CPU has AES instructions (the "aes" flag).
+	AESNI bool `json:"aes_ni,omitempty"`
+	// KernelCrypto maps the algorithms the encryption scenario cares about
+	// (gcm(aes), rfc4106(gcm(aes)), cbc(aes), hmac(sha256),
+	// rfc7539esp(chacha20,poly1305)) to the kernel's preferred driver
+	// (highest priority in /proc/crypto), or "absent".
+	KernelCrypto map[string]string `json:"kernel_crypto,omitempty"`
 }
 
 // Repeat is one measured window: raw metrics keyed by metric name (units

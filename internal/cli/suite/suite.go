@@ -46,6 +46,7 @@ type flagpole struct {
 	Impls       string
 	Services    string
 	LBModes     string
+	Encrypt     string
 }
 
 // NewCommand returns the suite command.
@@ -97,6 +98,7 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 	fl.StringVar(&f.Traversal, "filter-traversal", "", "egress-filter: every-packet and/or new-connection (a leading 'ct state established accept'); default every-packet")
 	fl.StringVar(&f.Impls, "implementations", "", "services: comma-separated service implementations (default: all: "+strings.Join(services.Implementations, ",")+")")
 	fl.StringVar(&f.Services, "services", "", "services: comma-separated service counts (default: 1,1000 with the quick profile, 1,100,1000,10000 with standard)")
+	fl.StringVar(&f.Encrypt, "encrypt", "", "run the encryption scenario: comma-separated families none, wireguard, ipsec (each with its kernel and userspace implementations; none always runs as the baseline and negative control)")
 	fl.StringVar(&f.LBModes, "lb-modes", "", "l4lb: comma-separated modes LB-TRANSPORT[-fw], LB snat or dsr, TRANSPORT direct or vxlan, e.g. snat-vxlan,dsr-direct-fw (default: all eight, and ipv6, recorded skipped)")
 	return cmd, f
 }
@@ -226,6 +228,15 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 func (f *flagpole) scenarioOptions(cmd *cobra.Command, o *suite.Options) error {
 	changed := cmd.Flags().Changed
 	o.Scenario = f.Scenario
+	if changed("encrypt") {
+		var err error
+		if o.Encrypt, err = splitList("encrypt", f.Encrypt); err != nil {
+			return err
+		}
+		if o.Scenario == "" {
+			o.Scenario = suite.ScenarioEncrypt
+		}
+	}
 	if o.Scenario != "" {
 		for _, fl := range []string{"tests", "flows", "http-clients"} {
 			if changed(fl) {

@@ -1,0 +1,27 @@
+//go:build !linux
+
+package encrypt
+
+import (
+	"context"
+	"errors"
+
+	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/scenario"
+)
+
+// ErrNotSupported is wrapped by the skip reason of an implementation this
+// machine cannot run.
+var ErrNotSupported = errors.New("not supported")
+
+type state struct{}
+
+func probe(point) error { return lab.ErrNotSupportedOnOS }
+
+// Prepare implements scenario.Scenario; the lab is Linux only.
+func (s *Scenario) Prepare(context.Context, scenario.Env, scenario.Point) (scenario.Prepared, error) {
+	return nil, lab.ErrNotSupportedOnOS
+}
+
+// Close implements scenario.Scenario.
+func (s *Scenario) Close(context.Context) error { return nil }
