@@ -27,6 +27,8 @@ type instance struct {
 	exited  chan struct{} // closed when charon has exited
 	exitErr error         // its Wait error, set before exited is closed
 	release func()        // lets the thread that forked charon exit
+	// undoAddr removes the source address ensureSourceAddr added.
+	undoAddr func() error
 
 	stopOnce sync.Once
 	stopErr  error

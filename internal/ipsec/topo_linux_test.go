@@ -28,24 +28,62 @@ const wireIf = "wire0"
 // nodePair is two anonymous network namespaces ("nodes") joined by a veth,
 // each with a "pod" address on its loopback inside its pod CIDR: small
 // enough for a test, and the same paths as the lab's (pod traffic between
-// nodes over the wire). Everything goes when the test ends.
+// nodes over the wire). newRoutedPair builds the lab's own layout instead
+// (pods in namespaces of their own). Everything goes when the test ends.
 type nodePair struct {
 	ns     [2]netns.NsHandle
 	h      [2]*netlink.Handle
 	wire   [2]netip.Addr
 	pod    [2]netip.Addr
 	podNet [2]netip.Prefix
+	// podNS, in the routed layout (newRoutedPair), is each pod's own
+	// namespace; otherwise the pod address is on the node's loopback.
+	podNS [2]netns.NsHandle
+	// routed: the lab's veth-routing layout (newRoutedPair).
+	routed bool
 }
 
 func (p *nodePair) do(i int) testutil.Do {
 	return func(f func() error) error { return nsrun.Do(p.ns[i], f) }
 }
 
+// podDo runs f where node i's pod address lives: its pod namespace in the
+// routed layout, the node's namespace otherwise.
+func (p *nodePair) podDo(i int) testutil.Do {
+	if p.routed {
+		return func(f func() error) error { return nsrun.Do(p.podNS[i], f) }
+	}
+	return p.do(i)
+}
+
 // newNodePair builds the pair with wire addresses wire[i]/24 and pod
 // addresses pod[i]/32 (pod CIDR pod[i]/24).
 func newNodePair(t *testing.T, wire, pod [2]string) *nodePair {
 	t.Helper()
-	p := &nodePair{}
+	return buildNodePair(t, wire, pod, false)
+}
+
+// newRoutedPair builds the lab's veth-routing layout (internal/lab,
+// dp_routed_linux.go) instead: each pod in its own namespace behind a veth
+// (pod[i]/32, default route via a link-local gateway that the node's proxy
+// ARP answers), the node forwarding, with a /32 route to its pod and the
+// other node's pod CIDR routed via its wire address from the start — and,
+// unlike newNodePair, no address of the node's own inside its pod CIDR.
+func newRoutedPair(t *testing.T, wire, pod [2]string) *nodePair {
+	t.Helper()
+	return buildNodePair(t, wire, pod, true)
+}
+
+// Names in the routed layout.
+const (
+	podIf     = "eth0" // the pod's end of its veth
+	podHostIf = "pod0" // the node's end
+	podGW     = "169.254.1.1"
+)
+
+func buildNodePair(t *testing.T, wire, pod [2]string, routed bool) *nodePair {
+	t.Helper()
+	p := &nodePair{routed: routed}
 	for i := range 2 {
 		ns, err := nsrun.NewScratch()
 		if err != nil {
@@ -76,11 +114,14 @@ func newNodePair(t *testing.T, wire, pod [2]string) *nodePair {
 		if err == nil {
 			err = h.LinkSetUp(lo)
 		}
-		if err == nil {
+		if err == nil && !routed {
 			err = h.AddrAdd(lo, &netlink.Addr{IPNet: netlink.NewIPNet(p.pod[i].AsSlice())})
 		}
 		if err != nil {
 			t.Fatalf("node %d: loopback and pod address: %v", i, err)
+		}
+		if routed {
+			p.addRoutedPod(t, i)
 		}
 	}
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: wireIf}, PeerName: wireIf, PeerNamespace: netlink.NsFd(p.ns[1])}
@@ -98,8 +139,98 @@ func newNodePair(t *testing.T, wire, pod [2]string) *nodePair {
 		if err != nil {
 			t.Fatalf("node %d: wire: %v", i, err)
 		}
+		if routed {
+			// The lab routes the other node's pod CIDR via the wire
+			// before any tunnel exists, and leaves that route in place.
+			err = p.h[i].RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(p.podNet[1-i]), Gw: p.wire[1-i].AsSlice()})
+			if err != nil {
+				t.Fatalf("node %d: route to %v: %v", i, p.podNet[1-i], err)
+			}
+		}
 	}
 	return p
+}
+
+// addRoutedPod puts node i's pod into its own namespace, as the lab's
+// veth-routing datapath does.
+func (p *nodePair) addRoutedPod(t *testing.T, i int) {
+	t.Helper()
+	ns, err := nsrun.NewScratch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		ns.Close()
+		t.Fatal(err)
+	}
+	p.podNS[i] = ns
+	t.Cleanup(func() { ph.Close(); ns.Close() })
+	gw := netip.MustParseAddr(podGW)
+	fail := func(what string, err error) {
+		t.Helper()
+		t.Fatalf("node %d: pod: %s: %v", i, what, err)
+	}
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: podHostIf}, PeerName: podIf, PeerNamespace: netlink.NsFd(ns)}
+	if err := p.h[i].LinkAdd(veth); err != nil {
+		fail("create the veth", err)
+	}
+	// Pod side: /32 address, default route via the gateway.
+	for _, name := range []string{"lo", podIf} {
+		l, err := ph.LinkByName(name)
+		if err == nil {
+			err = ph.LinkSetUp(l)
+		}
+		if err != nil {
+			fail("link "+name, err)
+		}
+	}
+	eth, err := ph.LinkByName(podIf)
+	if err != nil {
+		fail("find "+podIf, err)
+	}
+	if err := ph.AddrAdd(eth, &netlink.Addr{IPNet: netlink.NewIPNet(p.pod[i].AsSlice())}); err != nil {
+		fail("address", err)
+	}
+	if err := ph.RouteAdd(&netlink.Route{LinkIndex: eth.Attrs().Index, Dst: netlink.NewIPNet(gw.AsSlice()), Scope: netlink.SCOPE_LINK}); err != nil {
+		fail("route to the gateway", err)
+	}
+	if err := ph.RouteAdd(&netlink.Route{LinkIndex: eth.Attrs().Index, Gw: gw.AsSlice()}); err != nil {
+		fail("default route", err)
+	}
+	// Node side: forwarding, proxy ARP answers for the gateway (only if
+	// the node routes it elsewhere: to lo), /32 route to the pod.
+	if err := p.do(i)(func() error {
+		for _, kv := range [][2]string{
+			{"net/ipv4/ip_forward", "1"},
+			{"net/ipv4/conf/" + podHostIf + "/proxy_arp", "1"},
+			{"net/ipv4/neigh/" + podHostIf + "/proxy_delay", "0"},
+		} {
+			if err := os.WriteFile(filepath.Join("/proc/sys", kv[0]), []byte(kv[1]), 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		fail("forwarding and proxy ARP", err)
+	}
+	host, err := p.h[i].LinkByName(podHostIf)
+	if err == nil {
+		err = p.h[i].LinkSetUp(host)
+	}
+	if err != nil {
+		fail("node end of the veth", err)
+	}
+	lo, err := p.h[i].LinkByName("lo")
+	if err != nil {
+		fail("node lo", err)
+	}
+	if err := p.h[i].RouteAdd(&netlink.Route{LinkIndex: lo.Attrs().Index, Dst: netlink.NewIPNet(gw.AsSlice()), Scope: netlink.SCOPE_LINK}); err != nil {
+		fail("node route to the gateway", err)
+	}
+	if err := p.h[i].RouteAdd(&netlink.Route{LinkIndex: host.Attrs().Index, Dst: netlink.NewIPNet(p.pod[i].AsSlice()), Scope: netlink.SCOPE_LINK}); err != nil {
+		fail("node route to the pod", err)
+	}
 }
 
 // podRoutes adds (on) or deletes the plain routes to the other node's pod
@@ -149,14 +280,14 @@ func newMarker(t *testing.T) []byte {
 func (p *nodePair) sendUDP(t *testing.T, marker []byte) {
 	t.Helper()
 	var srv, cli *net.UDPConn
-	if err := p.do(1)(func() (err error) {
+	if err := p.podDo(1)(func() (err error) {
 		srv, err = net.ListenUDP("udp4", &net.UDPAddr{IP: p.pod[1].AsSlice()})
 		return err
 	}); err != nil {
 		t.Fatalf("listen on %v: %v", p.pod[1], err)
 	}
 	defer srv.Close()
-	if err := p.do(0)(func() (err error) {
+	if err := p.podDo(0)(func() (err error) {
 		cli, err = net.DialUDP("udp4", &net.UDPAddr{IP: p.pod[0].AsSlice()}, srv.LocalAddr().(*net.UDPAddr))
 		return err
 	}); err != nil {
@@ -187,7 +318,7 @@ func (p *nodePair) sendUDP(t *testing.T, marker []byte) {
 func (p *nodePair) streamTCP(t *testing.T, d time.Duration) float64 {
 	t.Helper()
 	var ln net.Listener
-	if err := p.do(1)(func() (err error) {
+	if err := p.podDo(1)(func() (err error) {
 		ln, err = net.Listen("tcp4", netip.AddrPortFrom(p.pod[1], 0).String())
 		return err
 	}); err != nil {
@@ -214,7 +345,7 @@ func (p *nodePair) streamTCP(t *testing.T, d time.Duration) float64 {
 		}
 	}()
 	var c net.Conn
-	if err := p.do(0)(func() (err error) {
+	if err := p.podDo(0)(func() (err error) {
 		dialer := net.Dialer{LocalAddr: &net.TCPAddr{IP: p.pod[0].AsSlice()}, Timeout: 5 * time.Second}
 		c, err = dialer.Dial("tcp4", ln.Addr().String())
 		return err

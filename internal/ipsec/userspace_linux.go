@@ -36,10 +36,16 @@ const pollInterval = 100 * time.Millisecond
 // nodes concurrently: the responder's returns when the initiator's
 // negotiation reaches it.
 //
+// If the node has no address inside cfg.LocalNet (pods with /32 addresses
+// behind proxy-ARP veths, as in the lab's veth-routing datapath), it adds
+// LocalNet's network address to the node's lo for the tunnel's lifetime:
+// kernel-libipsec needs one as the source of its route into ipsec0 and
+// refuses the CHILD_SA without it (see ensureSourceAddr).
+//
 // stop terminates charon (SIGTERM, then SIGKILL after 5 s), which removes
-// the TUN device and its routes, and removes the directory if
-// StartUserspace created it. charon also gets SIGKILL if this process
-// dies. On error nothing is left running.
+// the TUN device and its routes, then removes the address and the
+// directory if StartUserspace added or created them. charon also gets
+// SIGKILL if this process dies. On error nothing is left running.
 func StartUserspace(ctx context.Context, netnsFd int, cfg UserspaceConfig) (stop func() error, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("userspace ESP: %w", err)
@@ -55,6 +61,11 @@ func StartUserspace(ctx context.Context, netnsFd int, cfg UserspaceConfig) (stop
 	inst, err := newInstance(cfg)
 	if err != nil {
 		return nil, err
+	}
+	// Before charon starts: its first address dump must hold the
+	// source address of its routes (see ensureSourceAddr).
+	if _, inst.undoAddr, err = ensureSourceAddr(netnsFd, cfg.LocalNet); err != nil {
+		return nil, errors.Join(fmt.Errorf("userspace ESP: %w", err), inst.stop())
 	}
 	if err := inst.start(netnsFd); err != nil {
 		return nil, errors.Join(err, inst.stop())
@@ -204,6 +215,12 @@ func (i *instance) stop() error {
 		}
 		if i.release != nil {
 			i.release()
+		}
+		// After charon: its routes use the address as their source.
+		if i.undoAddr != nil {
+			if err := i.undoAddr(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if i.ownDir {
 			if err := os.RemoveAll(i.dir); err != nil {

@@ -102,7 +102,7 @@ func (pr *prepared) ipsec(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	pr.proto = fmt.Sprintf("udp/%d", userspaceESPPort)
-	pr.config["encryption_impl"] = fmt.Sprintf("strongSwan charon with kernel-libipsec: ESP in UDP (port %d) in userspace over a TUN device (MTU %d, fixed by libipsec), one process per node, IKEv2 with a per-run PSK, %s", userspaceESPPort, userspaceTUNMTU, alg)
+	pr.config["encryption_impl"] = fmt.Sprintf("strongSwan charon with kernel-libipsec: ESP in UDP (port %d) in userspace over a TUN device (MTU %d, fixed by libipsec), one process per node, IKEv2 with a per-run PSK, %s; each node given its pod CIDR's network address on lo (kernel-libipsec's route source) for the tunnel's lifetime", userspaceESPPort, userspaceTUNMTU, alg)
 	// The pods' MTU must fit the smaller of the ESP-in-UDP budget and
 	// libipsec's TUN device.
 	wire := pr.env.Topology.PodMTU
