@@ -92,6 +92,11 @@ func categoricalMetricTitle(metric string) string {
 
 // categoricalSection draws every cell's metrics by group and series.
 func (m *model) categoricalSection(sh categoricalShape, scen string, sr []*result.Run) section {
+	if len(values(sr, LabelDatapath)) > 1 {
+		// Several datapaths: each group per datapath.
+		sh.groups = append([]string{LabelDatapath}, sh.groups...)
+		sh.headers = append([]string{"Datapath"}, sh.headers...)
+	}
 	id := "scenario-" + slug(scen)
 	s := section{ID: id, Title: "Scenario " + scen}
 	s.Blocks = append(s.Blocks, block{Para: sh.intro})
