@@ -148,9 +148,16 @@ func startCharon(netnsFd int, runDir string, cmd *exec.Cmd) (release func(), err
 				return fmt.Errorf("unshare a mount namespace: %w", err)
 			}
 			// Private first, so that the bind mount does not propagate
-			// back to the host's mount namespace.
+			// back to the host's mount namespace. In a chroot "/" is no
+			// mount point (EINVAL): then the mount /var/run is on must be
+			// one, and it is made private instead.
 			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-				return fmt.Errorf("make / private in charon's mount namespace: %w", err)
+				if !errors.Is(err, unix.EINVAL) {
+					return fmt.Errorf("make / private in charon's mount namespace: %w", err)
+				}
+				if err2 := unix.Mount("", pidDir, "", unix.MS_REC|unix.MS_PRIVATE, ""); err2 != nil {
+					return fmt.Errorf("make / (%w) or %s (%w) private in charon's mount namespace: neither is a mount point (a chroot without its own /run mount?)", err, pidDir, err2)
+				}
 			}
 			if err := unix.Mount(runDir, pidDir, "", unix.MS_BIND, ""); err != nil {
 				return fmt.Errorf("bind-mount %s on %s in charon's mount namespace: %w", runDir, pidDir, err)
