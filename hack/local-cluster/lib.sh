@@ -1,0 +1,105 @@
+# Common settings and helpers for hack/local-cluster/*.sh (sourced, not run).
+# Everything can be overridden from the environment; see README.md.
+LC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+K8S_VERSION=${K8S_VERSION:-v1.33.13}
+# Build cache, kept between runs (and between checkouts): binaries per version + Go caches.
+LC_CACHE=${LC_CACHE:-/var/cache/cnibench-k8s}
+K8S_BIN=$LC_CACHE/$K8S_VERSION/bin
+TOOLS_BIN=$LC_CACHE/tools-bin
+# Cluster state (etcd data, containerd roots, kubelet roots, PKI, images, logs): removed by down.sh.
+LC_STATE=${LC_STATE:-/var/lib/cnibench-k8s}
+# Short runtime paths (sockets, pid files, runc roots): removed by down.sh.
+LC_RUN=${LC_RUN:-/run/cnibench-k8s}
+PKI=$LC_STATE/pki
+LOGS=$LC_STATE/logs
+KUBECONFIG_ADMIN=$PKI/admin.kubeconfig
+NODES="n1 n2"                 # n1 also runs the control plane
+NS_PREFIX=cnbk8s-             # node netns: cnbk8s-n1, cnbk8s-n2 (not cnb-: that is the tests' prefix)
+CGROOT=/cnbk8s                # kubelet cgroupRoot = /cnbk8s-<node> in every v1 hierarchy
+SERVICE_CIDR=10.96.0.0/16
+CLUSTER_CIDR=10.244.0.0/16
+NODE_NET=10.250.0             # n1 10.250.0.1, n2 10.250.0.2; only inside the node netns
+# Host paths the kubelet / containerd's CNI code hard-code (not configurable in 1.33 / containerd
+# 1.6): /var/log/containers (log symlinks), /var/lib/kubelet/device-plugins (kubelet.sock),
+# /var/lib/cni (CNI result cache), /run/containerd (shim sockets). up.sh records which existed;
+# down.sh removes our entries and the directories it created.
+HOST_PATHS="/var/log/containers /var/lib/kubelet /var/lib/cni /run/containerd"
+# host-wide sysctls the kubelet rewrites at start (protectKernelDefaults=false); saved and restored
+KUBELET_SYSCTLS="kernel.panic kernel.panic_on_oops vm.overcommit_memory vm.panic_on_oom kernel.keys.root_maxkeys kernel.keys.root_maxbytes"
+export GOTOOLCHAIN=local
+export GOMODCACHE=${LC_GOMODCACHE:-$LC_CACHE/go/mod}
+export GOCACHE=${LC_GOCACHE:-$LC_CACHE/go/build}
+GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
+
+node_ip() { echo "$NODE_NET.${1#n}"; }               # n1 -> 10.250.0.1
+pod_cidr() { echo "10.244.$(( ${1#n} - 1 )).0/24"; } # n1 -> 10.244.0.0/24
+netns() { echo "$NS_PREFIX$1"; }
+# network namespace only; the host mount namespace is kept on purpose (kubelet volume mounts and
+# containerd rootfs mounts must be in one mount namespace), so not `ip netns exec`.
+innet() { local n=$1; shift; nsenter --net=/run/netns/$NS_PREFIX$n -- "$@"; }
+kc() { innet n1 "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" --cache-dir "$LC_STATE/kubectl-cache" "$@"; }
+ctrn() { local n=$1; shift; ctr --address "$LC_RUN/$n/containerd.sock" -n k8s.io "$@"; }
+
+_t0=${_t0:-$(date +%s.%N)}
+ts() { printf '[%6.1fs] %s\n' "$(echo "$(date +%s.%N) - $_t0" | bc)" "$*"; }
+die() { echo "ERROR: $*" >&2; exit 1; }
+
+# waitfor DESC TIMEOUT_S CMD... : poll CMD every 0.2 s until it succeeds or the deadline passes.
+waitfor() {
+  local d=$1 t=$2; shift 2
+  local start=$SECONDS
+  until "$@" >/dev/null 2>&1; do
+    if (( SECONDS - start >= t )); then
+      echo "TIMEOUT after ${t}s waiting for $d (command: $*)" >&2
+      return 1
+    fi
+    sleep 0.2
+  done
+  echo "$d: ready after $((SECONDS - start))s"
+}
+
+# start NAME NODE CMD... : daemon in the node's netns, own session, log + pid file.
+start() {
+  local name=$1 node=$2; shift 2
+  mkdir -p "$LC_RUN/pids" "$LOGS"
+  local pf=$LC_RUN/pids/$name.pid
+  if [ -f "$pf" ] && kill -0 "$(cat "$pf")" 2>/dev/null; then echo "$name already running"; return; fi
+  setsid nsenter --net=/run/netns/$NS_PREFIX$node -- "$@" >"$LOGS/$name.log" 2>&1 </dev/null &
+  echo $! >"$pf"
+  echo "started $name (pid $!, log $LOGS/$name.log)"
+}
+# alive NAME : the daemon is still running (used in waits so that a crash fails fast)
+alive() { local pf=$LC_RUN/pids/$1.pid; [ -f "$pf" ] && kill -0 "$(cat "$pf")" 2>/dev/null; }
+# waitup NAME DESC TIMEOUT CMD... : like waitfor, but give up at once if daemon NAME died.
+waitup() {
+  local name=$1 d=$2 t=$3; shift 3
+  local start=$SECONDS
+  until "$@" >/dev/null 2>&1; do
+    alive "$name" || { echo "ERROR: $name exited while waiting for $d; last log lines:" >&2; tail -20 "$LOGS/$name.log" >&2; return 1; }
+    if (( SECONDS - start >= t )); then
+      echo "TIMEOUT after ${t}s waiting for $d; last lines of $LOGS/$name.log:" >&2; tail -20 "$LOGS/$name.log" >&2
+      return 1
+    fi
+    sleep 0.2
+  done
+  echo "$d: ready after $((SECONDS - start))s"
+}
+# stop NAME... : SIGTERM by pid file (all at once), up to 15 s, then SIGKILL. Only our own pids.
+stop() {
+  local n f p start busy pids=() names=()
+  for n in "$@"; do
+    f=$LC_RUN/pids/$n.pid
+    [ -f "$f" ] || continue
+    p=$(cat "$f")
+    if kill "$p" 2>/dev/null; then pids+=("$p"); names+=("$n($p)"); fi
+    rm -f "$f"
+  done
+  [ ${#pids[@]} -gt 0 ] || return 0
+  start=$SECONDS
+  while (( SECONDS - start < 15 )); do
+    busy=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && busy=1; done
+    [ $busy = 1 ] || break; sleep 0.1
+  done
+  for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && { kill -9 "$p" 2>/dev/null || true; echo "killed $p after 15s"; }; done
+  echo "stopped ${names[*]} in $((SECONDS - start))s"
+}
