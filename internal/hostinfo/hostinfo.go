@@ -3,6 +3,7 @@ package hostinfo
 
 import (
 	"bufio"
+	"bytes"
 	"os"
 	"runtime"
 	"strconv"
@@ -18,13 +19,9 @@ func Collect() result.Host {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		h.Kernel = strings.TrimSpace(string(b))
 	}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		h.CPUModel = ParseCPUModel(f)
-		f.Close()
-	}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		h.AESNI = HasCPUFlag(f, "aes")
-		f.Close()
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		h.CPUModel = ParseCPUModel(bytes.NewReader(b))
+		h.AESNI = HasCPUFlag(bytes.NewReader(b), "aes")
 	}
 	if f, err := os.Open("/proc/crypto"); err == nil {
 		h.KernelCrypto = ParseCrypto(f, CryptoAlgorithms)
