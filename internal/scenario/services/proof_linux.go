@@ -42,7 +42,7 @@ const (
 
 // tcpCounters sums two TcpExt counters over the scenario's pods.
 func (p *prepared) tcpCounters() (synRetrans, pawsTW uint64, err error) {
-	for _, pod := range p.pods {
+	for _, pod := range p.env.Topology.Pods {
 		var text []byte
 		err := pod.NS.Do(func() (err error) {
 			text, err = os.ReadFile("/proc/thread-self/net/netstat")
@@ -125,11 +125,7 @@ func (p *prepared) BeginCell(c scenario.Cell) (func() (map[string]float64, error
 		}
 		m[MetricSynRetrans] = float64(syn1 - syn0)
 		m[MetricPAWSTimewait] = float64(paws1 - paws0)
-		var backends []netip.Addr
-		for _, b := range backendPods {
-			backends = append(backends, b.IP)
-		}
-		st, err := conntrackStats(p.env.Topology.Nodes, []netip.Addr{MeasuredVIP, HairpinVIP}, backends)
+		st, err := conntrackStats(p.env.Topology.Nodes, []netip.Addr{MeasuredVIP, HairpinVIP}, backendIPs())
 		if err != nil {
 			return nil, err
 		}

@@ -2,7 +2,6 @@ package services
 
 import (
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -80,6 +79,18 @@ var backendPods = []lab.PodSpec{
 }
 
 const hairpinRole = "svc1"
+
+// backendIPs are the backend pods' addresses; hairpinIP is the hairpin
+// pod's.
+func backendIPs() []netip.Addr {
+	out := make([]netip.Addr, len(backendPods))
+	for i, b := range backendPods {
+		out[i] = b.IP
+	}
+	return out
+}
+
+var hairpinIP = backendPods[0].IP
 
 // Cells: every point runs these on both paths. tcp_rr uses four
 // connections so that a repeat spreads over backends on both nodes (one
@@ -247,7 +258,7 @@ func (s *Scenario) Config() map[string]string {
 	for _, b := range backendPods {
 		bs = append(bs, fmt.Sprintf("%s@node%d", b.IP, b.Node+1))
 	}
-	return maps.Clone(map[string]string{
+	return map[string]string{
 		"implementations":    strings.Join(s.o.Implementations, ","),
 		"services":           strings.Join(ns, ","),
 		"service_vip":        MeasuredVIP.String(),
@@ -258,5 +269,5 @@ func (s *Scenario) Config() map[string]string {
 		"service_rr_port":    strconv.Itoa(RRPort),
 		"service_http_port":  strconv.Itoa(HTTPPort),
 		"pod_tcp_timestamps": "2 in client1 and the backends (no per-destination random offset: the socket LB's clients connect to backends, the others to the VIP, and one point's TIME_WAIT sockets must not refuse the next point's SYNs)",
-	})
+	}
 }

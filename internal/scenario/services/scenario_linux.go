@@ -128,7 +128,6 @@ func (s *Scenario) Close(context.Context) error {
 type prepared struct {
 	impl    string
 	env     scenario.Env
-	pods    map[string]lab.Pod
 	metrics map[string]float64
 	config  map[string]string
 	// unload removes what the implementation loaded.
@@ -153,16 +152,9 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	if err := s.ensureBackends(ctx, env); err != nil {
 		return nil, err
 	}
-	pr := &prepared{impl: impl, env: env, pods: map[string]lab.Pod{}, metrics: map[string]float64{},
+	pr := &prepared{impl: impl, env: env, metrics: map[string]float64{},
 		config: map[string]string{"service_implementation": impl}}
-	for _, pod := range env.Topology.Pods {
-		pr.pods[pod.Role] = pod
-	}
-	var backends []netip.Addr
-	for _, b := range backendPods {
-		backends = append(backends, b.IP)
-	}
-	svcs := layout(n, backends, pr.pods[hairpinRole].IP)
+	svcs := layout(n, backendIPs(), hairpinIP)
 	t0 := time.Now()
 	switch impl {
 	case ImplNone:
@@ -218,7 +210,7 @@ func (p *prepared) Target(c scenario.Cell) (scenario.Target, error) {
 	if err != nil {
 		return scenario.Target{}, err
 	}
-	pod, ok := p.pods[role]
+	pod, ok := p.env.Topology.Pod(role)
 	if !ok {
 		return scenario.Target{}, fmt.Errorf("services: client pod %s is missing", role)
 	}
@@ -347,7 +339,7 @@ func (p *prepared) loadTCLB(svcs []Service) error {
 	// hook): client1's and the hairpin client's, both on node 1.
 	var devs []string
 	for _, role := range []string{lab.RoleClient1, hairpinRole} {
-		pod, ok := p.pods[role]
+		pod, ok := p.env.Topology.Pod(role)
 		if !ok || pod.HostDev == "" {
 			return fmt.Errorf("services: pod %s has no node-side device", role)
 		}
