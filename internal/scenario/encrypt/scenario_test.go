@@ -1,6 +1,7 @@
 package encrypt
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,13 +54,7 @@ func sortedKV(m map[string]string) []string {
 	for k, v := range m {
 		out = append(out, k+"="+v)
 	}
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
+	slices.Sort(out)
 	return out
 }
 
