@@ -94,12 +94,7 @@ func (c *Capture) open(ifindex int) error {
 	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
 		return fmt.Errorf("set TPACKET_V3: %w", err)
 	}
-	// A classic BPF filter that accepts every frame but only its first
-	// SnapLen bytes, as libpcap does: the kernel copies no more into the
-	// ring, whatever the size of a GSO or GRO packet.
-	filter := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: uint32(c.opts.SnapLen)}}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &prog); err != nil {
+	if err := setSnapLen(fd, c.opts.SnapLen); err != nil {
 		return fmt.Errorf("attach the snap-length filter: %w", err)
 	}
 	nblocks := c.opts.RingSize / c.block
@@ -199,6 +194,13 @@ func (c *Capture) Stop() (Result, error) {
 	} else {
 		r.IfaceRx, r.IfaceTx = end.rx-c.start.rx, end.tx-c.start.tx
 	}
+	// Take no more frames before the reader's last drain: a frame that
+	// arrived between that drain and the statistics would be counted as
+	// offered but never scanned. The kernel counts no frame its filter
+	// refuses.
+	if err := setSnapLen(c.fd, 0); err != nil && c.err == nil {
+		c.err = fmt.Errorf("close the capture's intake: %w", err)
+	}
 	c.stopping.Store(true)
 	<-c.done
 	c.readStats()
@@ -210,6 +212,16 @@ func (c *Capture) Stop() (Result, error) {
 		return r, fmt.Errorf("capture on %s: %w", c.iface, err)
 	}
 	return r, nil
+}
+
+// setSnapLen attaches a classic BPF filter that accepts every frame but
+// only its first n bytes, as libpcap does (the kernel copies no more into
+// the ring, whatever the size of a GSO or GRO packet); n = 0 refuses every
+// frame.
+func setSnapLen(fd, n int) error {
+	filter := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: uint32(n)}}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &prog)
 }
 
 // readStats adds the kernel's PACKET_STATISTICS since the last call
