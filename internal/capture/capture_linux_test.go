@@ -193,7 +193,7 @@ func captureOn(t *testing.T, nodes []*node, markers [][]byte, o capture.Options,
 		}
 		rs = append(rs, r)
 	}
-	if after := openFDs(t); after != before {
+	if after := openFDs(t); after > before { // fewer: something else (the traffic) closed one
 		t.Errorf("%d file descriptors open before the captures, %d after", before, after)
 	}
 	return rs
@@ -495,7 +495,7 @@ func TestStartErrors(t *testing.T) {
 			}
 		})
 	}
-	if after := openFDs(t); after != before {
+	if after := openFDs(t); after > before { // fewer: something else (the traffic) closed one
 		t.Errorf("%d file descriptors open before, %d after failed starts", before, after)
 	}
 }
