@@ -25,12 +25,21 @@ comma   := ,
 # (the fresh-machine test uses it); QUICK_ARGS adds any suite flags.
 QUICK_ARGS ?= $(if $(filter 1 true,$(CNIBENCH_QUICK_SHORT)),--datapaths baseline$(comma)veth-routing --tests tcp_rr)
 
-.PHONY: all build quick standard test test-short fuzz generate vet bench clean deps fresh-test
+.PHONY: all build quick standard test test-short fuzz generate vet bench clean deps fresh-test e2e
 
 all: build
 
+# Static (CGO_ENABLED=0): the same binary runs in the lab and, as the only
+# file of its image (cnibench image build), in a cluster's pods.
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/cnibench
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/cnibench
+
+# The Kubernetes backend end to end on a real two-node cluster started on
+# this machine from the package registries (needs root; hack/local-cluster,
+# docs/kubernetes.md), leaving the machine as it was.
+e2e: build
+	CGO_ENABLED=0 $(GO) test -c -tags e2e -o bin/e2e.test ./test/e2e
+	hack/local-cluster/suite-e2e.sh $(BIN) bin/e2e.test
 
 # The main job: the quick lab suite (needs root), results and report in $(OUT).
 quick: build
@@ -67,7 +76,8 @@ FUZZTIME ?= 30s
 # Every fuzz target in the tree (control protocol, admission, the parsers of
 # the HTTP responses, /proc/net/snmp, conntrack statistics, wrk's summary, and the egress
 # scenario's parsers of ipset/iptables output, ipset netlink replies and
-# /proc/meminfo, and Maglev table construction).
+# /proc/meminfo, Maglev table construction, and the Kubernetes agent's
+# parsers of CNI configuration files and cgroup stat files).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadMsg$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime $(FUZZTIME) ./internal/engine/
@@ -89,6 +99,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeConfig$$' -fuzztime $(FUZZTIME) ./internal/wireguard/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseListSAs$$' -fuzztime $(FUZZTIME) ./internal/ipsec/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFrame$$' -fuzztime $(FUZZTIME) ./internal/capture/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseCNIConf$$' -fuzztime $(FUZZTIME) ./internal/kube/agent/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseCgroupStat$$' -fuzztime $(FUZZTIME) ./internal/kube/agent/
 
 # The control-protocol fuzz targets for a fixed number of executions each
 # (>= 1,000,000 in all; docs/security.md records a run).
@@ -100,6 +112,7 @@ fuzz-long:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/...
 	@gofmt=$(dir $(GO))gofmt; test -z "$$($$gofmt -l $$(git ls-files '*.go'))" || { $$gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
 # Regenerate the BPF objects (needs clang and libbpf-dev; the generated files are committed).

@@ -10,6 +10,8 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 	comparecmd "github.com/cnibench/cnibench/internal/cli/compare"
+	imagecmd "github.com/cnibench/cnibench/internal/cli/image"
+	k8scmd "github.com/cnibench/cnibench/internal/cli/k8s"
 	"github.com/cnibench/cnibench/internal/cli/lab"
 	reportcmd "github.com/cnibench/cnibench/internal/cli/report"
 	"github.com/cnibench/cnibench/internal/cli/run"
@@ -57,5 +59,7 @@ var subcommands = []func(*slog.Logger, IOStreams) *cobra.Command{
 	suite.NewCommand,
 	reportcmd.NewCommand,
 	comparecmd.NewCommand,
+	imagecmd.NewCommand,
+	k8scmd.NewCommand,
 	wgnode.NewCommand, // hidden: the suite's userspace WireGuard node
 }

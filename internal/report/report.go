@@ -74,6 +74,9 @@ func build(set *result.Set) *document {
 	d := &document{Title: "cnibench report"}
 	d.Subtitle = subtitle(set)
 	d.Sections = append(d.Sections, m.summarySection())
+	if s, ok := m.findingsSection(); ok {
+		d.Sections = append(d.Sections, s)
+	}
 	d.Sections = append(d.Sections, m.hostSection())
 	d.Sections = append(d.Sections, m.datapathSection())
 	for _, test := range m.tests {
@@ -97,7 +100,9 @@ func subtitle(set *result.Set) string {
 		}
 		parts = append(parts, s)
 	}
-	if set.Host.Hostname != "" {
+	if set.Config["backend"] == "kubernetes" {
+		parts = append(parts, "on Kubernetes cluster "+orDash(set.Config["cluster"])+" (driven from "+orDash(set.Host.Hostname)+")")
+	} else if set.Host.Hostname != "" {
 		parts = append(parts, "on "+set.Host.Hostname)
 	}
 	if set.Tool.Version != "" {

@@ -34,6 +34,8 @@ func warningKind(w string) string {
 		return fmt.Sprintf("outlying repeats (more than %.0f×MAD and %.0f %% from the median)", stats.OutlierFactor, 100*stats.OutlierMinDeviation)
 	case strings.HasPrefix(w, "repeat ") && strings.Contains(w, " failed"):
 		return "failed repeats"
+	case strings.HasPrefix(w, "service mode (") && strings.Contains(w, "CPU is not measured"):
+		return "service mode: the servers' CPU is not measured"
 	}
 	if head, _, ok := strings.Cut(w, ":"); ok && len(head) <= 60 {
 		return head

@@ -2,7 +2,9 @@ package suite
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -11,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/pkg/result"
@@ -21,48 +24,49 @@ import (
 // conntrack entries (they last 60 s), so they are reported per cell.
 const TimeWaitAtStart = "time_wait_at_start"
 
-// labRun is one lab of the run (one per MTU) with its servers and cells.
-type labRun struct {
-	l       *lab.Lab
-	mtu     int
-	cells   []cell
-	byPod   map[string]*server // one server per pod and address
-	servers map[string]*server // datapath/path → its server
+// depRun is one deployment of the run (one per MTU) with its cells.
+type depRun struct {
+	d     backend.Deployment
+	mtu   int
+	cells []cell
+	paths map[string]backend.Path // datapath/path → its path
 }
 
-// close stops the lab's servers and tears the lab down.
-func (lr *labRun) close(st *state) {
-	for _, s := range lr.byPod {
-		s.stop()
-	}
-	dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+// close tears the deployment down (its servers with it).
+func (dr *depRun) close(st *state) {
+	dctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := lr.l.Down(dctx); err != nil {
-		st.log.Error("lab teardown failed; run 'cnibench lab down'", "err", err)
+	if err := dr.d.Down(dctx); err != nil {
+		hint := ""
+		if st.backend.Name() == "lab" {
+			hint = "; run 'cnibench lab down'"
+		}
+		st.log.Error("teardown failed"+hint, "backend", st.backend.Name(), "err", err)
 		st.mu.Lock()
-		st.set.Warnings = append(st.set.Warnings, "lab teardown failed: "+err.Error())
+		st.set.Warnings = append(st.set.Warnings, st.backend.Name()+" teardown failed: "+err.Error())
 		st.mu.Unlock()
 	}
 }
 
-// runAll brings up one lab per MTU (all at once: idle namespaces and
-// servers cost nothing), then runs every repeat over the cells of all labs
-// in a seeded random order, each cell from a clean connection-tracking
-// state. Whatever happens, every lab comes down.
+// runAll brings up one deployment per MTU (all at once: idle namespaces
+// and servers cost nothing), then runs every repeat over the cells of all
+// deployments in a seeded random order, each cell from a clean
+// connection-tracking state where the backend can reset it. Whatever
+// happens, every deployment comes down.
 func (st *state) runAll(ctx context.Context) error {
-	labs := map[int]*labRun{}
+	deps := map[int]*depRun{}
 	defer func() {
 		for _, mtu := range st.o.MTUs {
-			if lr := labs[mtu]; lr != nil {
-				lr.close(st)
+			if dr := deps[mtu]; dr != nil {
+				dr.close(st)
 			}
 		}
 	}()
 	var cells []cell
 	for i, mtu := range st.o.MTUs {
-		lr, err := st.bringUp(ctx, mtu, i == 0)
-		if lr != nil {
-			labs[mtu] = lr
+		dr, err := st.bringUp(ctx, mtu, i == 0)
+		if dr != nil {
+			deps[mtu] = dr
 		}
 		if err != nil {
 			return err
@@ -70,13 +74,13 @@ func (st *state) runAll(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		cells = append(cells, lr.cells...)
+		cells = append(cells, dr.cells...)
 	}
 	st.mu.Lock()
 	st.total = len(cells) * st.o.Repeat
 	st.mu.Unlock()
 	if len(cells) == 0 {
-		st.progressf("lab: no datapath can run here")
+		st.progressf("%s: no datapath can run here", st.backend.Name())
 		return nil
 	}
 	st.progressf("order: shuffled per repeat with seed %d (--seed %d replays it)", st.o.Seed, st.o.Seed)
@@ -85,20 +89,112 @@ func (st *state) runAll(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			lr := labs[c.MTU]
-			ep, err := lr.l.Endpoint(c.Datapath, lab.PathKind(c.Path))
-			if err != nil {
-				return err
-			}
-			dp, topo, err := lr.l.Datapath(c.Datapath)
-			if err != nil {
-				return err
-			}
-			c.timeWait = st.resetState(ctx, topo)
-			st.measure(ctx, c, rep, ep, topo, dp, lr.servers[c.Datapath+"/"+c.Path])
+			dr := deps[c.MTU]
+			p := dr.paths[c.Datapath+"/"+c.Path]
+			c.timeWait = st.resetDeployment(ctx, dr.d, c.Datapath)
+			d, dp := dr.d, c.Datapath
+			st.measure(ctx, c, rep, clientRun{
+				run: func(ctx context.Context, args []string) ([]byte, []byte, error) {
+					return d.Run(ctx, p.Client, args)
+				},
+				target:   targetArgs(p, c.Test),
+				evidence: func() backend.Evidence { return d.Evidence(dp) },
+				check:    true,
+				config:   pathConfig(p),
+			})
+		}
+	}
+	for _, mtu := range st.o.MTUs {
+		if dr := deps[mtu]; dr != nil && ctx.Err() == nil {
+			st.collectFindings(ctx, dr.d)
 		}
 	}
 	return nil
+}
+
+// targetArgs are a path's target flags for a test (cells a path cannot
+// carry were never made).
+func targetArgs(p backend.Path, test string) []string {
+	a, _ := p.TargetArgs(test)
+	return a
+}
+
+// pathConfig is a path's part of a run's configuration.
+func pathConfig(p backend.Path) map[string]string {
+	m := map[string]string{"wire": p.Wire}
+	if p.PathMTU > 0 {
+		m["expected_path_mtu"] = strconv.Itoa(p.PathMTU)
+	}
+	if p.PodMTU > 0 {
+		m["pod_mtu"] = strconv.Itoa(p.PodMTU)
+	}
+	return m
+}
+
+// collectFindings adds the checks of a deployment that has them (a
+// cluster's MTU, policy, encryption, CNI and footprint) to the results.
+func (st *state) collectFindings(ctx context.Context, d backend.Deployment) {
+	f, ok := d.(backend.Finder)
+	if !ok {
+		return
+	}
+	st.progressf("%s: running checks", st.backend.Name())
+	findings := f.Findings(ctx, st.measuredMetrics)
+	st.mu.Lock()
+	st.set.Findings = append(st.set.Findings, findings...)
+	st.mu.Unlock()
+	for _, x := range findings {
+		st.progressf("check %s: %s: %s", x.Check, x.Verdict, x.Summary)
+	}
+	if err := st.flush(); err != nil {
+		st.log.Error("write results", "err", err)
+	}
+}
+
+// measuredMetrics returns the summaries of the runs whose labels include
+// match (for checks that price a finding with the matrix's figures).
+func (st *state) measuredMetrics(match map[string]string) []result.Run {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var out []result.Run
+	for _, k := range st.order {
+		r := st.runs[k]
+		ok := true
+		for lk, lv := range match {
+			if r.Labels[lk] != lv {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+// resetDeployment resets a datapath's state before a cell and returns its
+// TIME_WAIT sockets (-1 if unknown); failures are run-wide warnings.
+func (st *state) resetDeployment(ctx context.Context, d backend.Deployment, datapath string) int {
+	tw, err := d.Reset(ctx, datapath)
+	if err != nil && ctx.Err() == nil {
+		if errors.Is(err, backend.ErrNotSupported) {
+			st.warnOnce(fmt.Sprintf("%s: connection-tracking state is not reset between cells: %v", st.backend.Name(), err))
+		} else {
+			for _, e := range unwrapJoined(err) {
+				st.warnOnce(e.Error())
+			}
+		}
+	}
+	return tw
+}
+
+// unwrapJoined splits an errors.Join error into its parts.
+func unwrapJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // resetState flushes the topology's conntrack tables before a cell and
@@ -118,52 +214,64 @@ func (st *state) resetState(ctx context.Context, topo *lab.Topology) int {
 	return tw
 }
 
-// bringUp builds the lab of one MTU, starts its servers and lists its
-// cells. The returned labRun (also on error) must be closed.
-func (st *state) bringUp(ctx context.Context, mtu int, main bool) (*labRun, error) {
-	l := lab.New(st.log)
+// bringUp brings the deployment of one MTU up (its servers listening)
+// and lists its cells. The returned depRun (also on error) must be closed.
+func (st *state) bringUp(ctx context.Context, mtu int, main bool) (*depRun, error) {
 	dps := st.datapathsFor(main)
-	st.progressf("lab: building %d datapath(s) with wire MTU %d, %s wire", len(dps), mtu, st.o.Wire)
-	if err := l.Up(ctx, lab.Options{Datapaths: dps, MTU: mtu, Wire: st.o.Wire}); err != nil {
-		return nil, fmt.Errorf("bring the lab up (MTU %d): %w", mtu, err)
+	d, err := st.backend.Up(ctx, backend.Spec{Datapaths: dps, MTU: mtu, Wire: st.o.Wire, Token: st.token})
+	var dr *depRun
+	if d != nil {
+		dr = &depRun{d: d, mtu: mtu, paths: map[string]backend.Path{}}
 	}
-	lr := &labRun{l: l, mtu: mtu, byPod: map[string]*server{}, servers: map[string]*server{}}
-	st.recordDatapaths(l, dps)
+	if err != nil {
+		return dr, err
+	}
+	st.recordDatapaths(d.Datapaths())
+	extra := d.Labels()
+	st.mu.Lock()
+	for k, v := range extra {
+		st.set.Config[k] = v
+	}
+	st.mu.Unlock()
 	planned := st.plannedFor(main)
-	for _, dp := range l.Datapaths() {
-		_, topo, err := l.Datapath(dp)
-		if err != nil {
-			return lr, err
+	for _, x := range d.Datapaths() {
+		if x.Skipped != "" {
+			continue
 		}
-		for _, ep := range topo.Paths {
-			key := dp + "/" + string(ep.Kind)
-			// Paths may share a server pod.
-			pod := ep.Server.Name + "/" + ep.ServerIP.String()
-			s, ok := lr.byPod[pod]
-			if !ok {
-				if s, err = st.startServer(ctx, ep); err != nil {
-					return lr, fmt.Errorf("start the server of %s: %w", key, err)
+		dp := x.Name
+		for _, p := range d.Paths(dp) {
+			dr.paths[dp+"/"+p.Kind] = p
+			labels := maps.Clone(extra)
+			if len(p.Labels) > 0 {
+				if labels == nil {
+					labels = map[string]string{}
 				}
-				lr.byPod[pod] = s
+				maps.Copy(labels, p.Labels)
 			}
-			lr.servers[key] = s
 			for _, tv := range st.o.testVariants(main) {
-				if st.scenario[dp] && (tv[0] != engine.TCPCRR || ep.Kind != lab.CrossNode) {
+				if st.scenario[dp] && (tv[0] != engine.TCPCRR || p.Kind != string(lab.CrossNode)) {
 					continue
 				}
 				f, _ := strconv.Atoi(tv[1])
-				lr.cells = append(lr.cells, cell{Datapath: dp, Path: string(ep.Kind), Test: tv[0], Flows: f, MTU: mtu, timeWait: -1})
+				c := cell{Datapath: dp, Path: p.Kind, Test: tv[0], Flows: f, MTU: mtu, timeWait: -1, extra: labels}
+				if _, why := p.TargetArgs(tv[0]); why != "" {
+					st.mu.Lock()
+					st.set.Skipped = append(st.set.Skipped, result.Skip{Labels: c.labels(), Reason: "skipped: " + why})
+					st.mu.Unlock()
+					continue
+				}
+				dr.cells = append(dr.cells, c)
 			}
 		}
 	}
 	// Correct the ETA's plan for datapaths that turned out to be skipped.
 	st.mu.Lock()
-	for _, c := range lr.cells {
+	for _, c := range dr.cells {
 		st.rank[result.LabelKey(c.labels())] = len(st.rank)
 	}
-	st.total += len(lr.cells)*st.o.Repeat - planned
+	st.total += len(dr.cells)*st.o.Repeat - planned
 	st.mu.Unlock()
-	return lr, nil
+	return dr, nil
 }
 
 // childEnv is the environment of the suite's servers and clients: this

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
 )
@@ -116,6 +117,30 @@ type Options struct {
 	Encrypt []string
 	// Binary is the cnibench executable run inside the namespaces.
 	Binary string
+	// Backend is where the matrix runs; nil means the local lab. Another
+	// backend (a Kubernetes cluster) has its own datapaths and MTU: the
+	// lab's options (Datapaths, several MTUs, Conntrack variants, Wire,
+	// Pin, Scenario) do not apply to it.
+	Backend backend.Backend
+}
+
+// validateBackend checks the options a non-lab backend cannot honour.
+func (o Options) validateBackend() error {
+	if o.Backend == nil {
+		return nil
+	}
+	name := o.Backend.Name()
+	switch {
+	case o.Scenario != "":
+		return fmt.Errorf("--scenario %s: scenarios run on the lab only; drop --scenario with the %s backend", o.Scenario, name)
+	case len(o.Datapaths) > 0:
+		return fmt.Errorf("--datapaths: the %s backend measures the cluster's own CNI; drop --datapaths", name)
+	case len(o.MTUs) > 1:
+		return fmt.Errorf("--mtu: the %s backend measures the cluster's MTU as it is; give at most one --mtu (it is not applied)", name)
+	case o.Pin != "" && o.Pin != PinNone:
+		return fmt.Errorf("--pin %s: the %s backend's processes run in pods; use --pin none", o.Pin, name)
+	}
+	return nil
 }
 
 // CPU placements (Options.Pin).
@@ -166,6 +191,9 @@ type cell struct {
 	// timeWait is the number of TIME_WAIT sockets when the cell starts, -1
 	// if unknown (not a label).
 	timeWait int
+	// extra are the backend's labels of the cell (cluster, CNI, nodes, …);
+	// they override the cell's own (a cluster's real MTU).
+	extra map[string]string
 	// sc is a scenario's part of the cell (its labels, the client's
 	// --rate, what it adds to each repeat); nil outside scenarios.
 	sc *scenarioCell
@@ -183,6 +211,9 @@ func (c cell) labels() map[string]string {
 		for k, v := range c.sc.labels {
 			l[k] = v
 		}
+	}
+	for k, v := range c.extra {
+		l[k] = v
 	}
 	return l
 }
@@ -232,6 +263,9 @@ func (o Options) Validate(known []string) error {
 }
 
 func (o Options) validate(known []string) error {
+	if err := o.validateBackend(); err != nil {
+		return err
+	}
 	for _, d := range o.Datapaths {
 		if !slices.Contains(known, d) {
 			return fmt.Errorf("--datapaths: unknown datapath %q (known: %s)", d, strings.Join(known, ", "))

@@ -75,7 +75,7 @@ func (st *state) runScenario(ctx context.Context) error {
 	if err := l.Up(ctx, lo); err != nil {
 		return fmt.Errorf("bring the lab up (MTU %d): %w", mtu, err)
 	}
-	st.recordDatapaths(l, st.o.Datapaths)
+	st.recordDatapaths(labDatapaths(l, st.o.Datapaths))
 	var labs []*scenarioLab
 	for _, name := range l.Datapaths() {
 		dp, topo, err := l.Datapath(name)
@@ -178,7 +178,7 @@ func (st *state) runPoint(ctx context.Context, sc scenario.Scenario, sl *scenari
 		key := result.LabelKey(c.labels())
 		before := st.repeatsOf(key)
 		c.timeWait = st.resetState(ctx, sl.topo)
-		st.measure(ctx, c, rep, sl.ep, sl.topo, sl.dp, sl.srv)
+		st.measureScenario(ctx, c, rep, sl)
 		if st.repeatsOf(key) > before {
 			measured = append(measured, key)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/buildinfo"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/hostinfo"
@@ -62,17 +63,22 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Outcome, error) {
 	if o.Scenario != "" {
 		o = o.withScenarioDefaults()
 	}
-	if len(o.Datapaths) == 0 {
+	if o.Backend != nil {
+		// A cluster brings its own datapaths (its CNI and the host
+		// network baseline).
+		o.Conntrack = false
+		o.Wire = ""
+	} else if len(o.Datapaths) == 0 {
 		o.Datapaths = defaultDatapaths(known)
 	}
-	if len(o.Datapaths) > 0 && !o.NoBaseline && !slices.Contains(o.Datapaths, "baseline") && slices.Contains(known, "baseline") {
+	if o.Backend == nil && len(o.Datapaths) > 0 && !o.NoBaseline && !slices.Contains(o.Datapaths, "baseline") && slices.Contains(known, "baseline") {
 		// The graded summary compares every datapath with the baseline.
 		o.Datapaths = append([]string{"baseline"}, o.Datapaths...)
 	}
 	if o.Pin == "" {
 		o.Pin = PinNone
 	}
-	if o.Wire == "" {
+	if o.Wire == "" && o.Backend == nil {
 		o.Wire = lab.DefaultWire
 	}
 	if o.Seed == 0 {
@@ -120,18 +126,32 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Outcome, error) {
 	out.Set = set
 	st := &state{r: r, o: o, set: set, out: out, runs: map[string]*result.Run{}, log: log,
 		token: token, clientCPUs: clientCPUs, serverCPUs: serverCPUs, rank: map[string]int{}, scenario: map[string]bool{}}
+	st.backend = o.Backend
+	if st.backend == nil {
+		st.backend = labBackend{st}
+		set.Config["backend"] = "lab"
+		st.noteLeakedLabs()
+		st.warnCPUs()
+	} else {
+		set.Config["backend"] = st.backend.Name()
+	}
 	st.total = st.plannedRuns()
 	st.started = time.Now()
-	st.noteLeakedLabs()
-	st.warnCPUs()
 
-	sp, err := lab.NewSpawner()
-	if err != nil {
-		return nil, err
-	}
-	st.spawner = sp
-	if _, err := sp.Cgroup(); err != nil {
-		log.Debug("children run without a cgroup of their own (the parent-death signal still ends them)", "reason", err)
+	if o.Backend == nil {
+		// The lab's servers and clients are this process's children; a
+		// cluster's run in its pods.
+		sp, err := lab.NewSpawner()
+		if err != nil {
+			return nil, err
+		}
+		st.spawner = sp
+		if _, err := sp.Cgroup(); err != nil {
+			log.Debug("children run without a cgroup of their own (the parent-death signal still ends them)", "reason", err)
+		}
+		// Servers and labs are down by then; this kills anything that
+		// is not.
+		defer sp.Close()
 	}
 	var runErr error
 	if o.Scenario != "" {
@@ -139,8 +159,6 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Outcome, error) {
 	} else {
 		runErr = st.runAll(ctx)
 	}
-	// Servers and labs are down by now; this kills anything that is not.
-	sp.Close()
 	if ctx.Err() != nil {
 		set.Interrupted = true
 		runErr = ctx.Err()
@@ -198,6 +216,7 @@ type state struct {
 	rank                   map[string]int  // run key → position in the matrix
 	scenario               map[string]bool // variants run only on the conntrack scenario's cells
 	token                  string          // CNIBENCH_TOKEN of this run's servers and clients
+	backend                backend.Backend // where the matrix runs
 	spawner                *lab.Spawner
 	clientCPUs, serverCPUs *unix.CPUSet // nil: not pinned
 }
@@ -245,24 +264,18 @@ type server struct {
 	done chan struct{}
 }
 
-func (st *state) recordDatapaths(l *lab.Lab, dps []string) {
+func (st *state) recordDatapaths(dps []backend.Datapath) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	skipped := l.Skipped()
-	for _, name := range dps {
-		if slices.ContainsFunc(st.set.Datapaths, func(d result.Datapath) bool { return d.Name == name }) {
+	for _, d := range dps {
+		if slices.ContainsFunc(st.set.Datapaths, func(x result.Datapath) bool { return x.Name == d.Name }) {
 			continue
 		}
-		d := result.Datapath{Name: name, Description: lab.Describe(name)}
-		if dp, _, err := l.Datapath(name); err == nil {
-			d.Description, d.PacketPath = dp.Description(), dp.PacketPath()
+		if d.Skipped != "" {
+			st.set.Skipped = append(st.set.Skipped, result.Skip{Labels: map[string]string{"datapath": d.Name}, Reason: "skipped: " + d.Skipped})
+			st.progressf("%s: skipped: %s", d.Name, d.Skipped)
 		}
-		if err, ok := skipped[name]; ok {
-			d.Skipped = err.Error()
-			st.set.Skipped = append(st.set.Skipped, result.Skip{Labels: map[string]string{"datapath": name}, Reason: "skipped: " + err.Error()})
-			st.progressf("%s: skipped: %v", name, err)
-		}
-		st.set.Datapaths = append(st.set.Datapaths, d)
+		st.set.Datapaths = append(st.set.Datapaths, result.Datapath{Name: d.Name, Description: d.Description, PacketPath: d.PacketPath, Skipped: d.Skipped})
 	}
 }
 

@@ -146,6 +146,30 @@ type Set struct {
 	Skipped     []Skip            `json:"skipped,omitempty"`
 	Warnings    []string          `json:"warnings,omitempty"`
 	Interrupted bool              `json:"interrupted,omitempty"`
+	// Findings are the verdicts of a backend's checks (a cluster's MTU,
+	// NetworkPolicy, encryption, CNI and its footprint), each with its
+	// evidence.
+	Findings []Finding `json:"findings,omitempty"`
+}
+
+// Finding is one check's verdict with the evidence behind it.
+type Finding struct {
+	// Check names the check: mtu, network_policy, encryption, cni,
+	// cni_footprint.
+	Check string `json:"check"`
+	// Verdict is the check's outcome in a word or two: correct,
+	// misconfigured, enforced, not-enforced, partial, encrypted, clear,
+	// identified, measured, skipped, failed, …
+	Verdict string `json:"verdict"`
+	// Summary says the verdict in one sentence.
+	Summary string `json:"summary"`
+	// Evidence lists what was observed, one fact per line.
+	Evidence []string `json:"evidence,omitempty"`
+	// Metrics are the check's measured figures, with units in their
+	// names (cpu_millicores_idle, throughput_cost_pct, …).
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// Labels place the finding (cluster, cni, node, …).
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // AddResult appends a single-run Result to the set under labels.

@@ -19,6 +19,7 @@ type flags struct {
 	by       string
 	baseline string
 	metrics  []string
+	match    []string
 	format   string
 }
 
@@ -54,7 +55,8 @@ the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).`
 		Example: `  cnibench compare old/results.json new/results.json
   cnibench compare --by datapath --metrics trans_per_sec,latency_us_p99 results.json
   cnibench compare --by mechanism --baseline none egress/results.json
-  cnibench compare --format md old.json new.json > comparison.md`,
+  cnibench compare --format md old.json new.json > comparison.md
+  cnibench compare --match path,test,flows lab/results.json cluster/results.json`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return clierr.Usagef("compare needs results files: OLD.json NEW.json, or --by LABEL RESULTS.json")
@@ -69,6 +71,7 @@ the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).`
 	fl.StringVar(&f.by, "by", "", `compare the values of a label inside one results file: datapath, mechanism, rules, ...; several labels separated by commas compare their combinations (--by lb_mode,transport --baseline snat,vxlan)`)
 	fl.StringVar(&f.baseline, "baseline", "", `reference value of the --by label (default for --by datapath: "baseline")`)
 	fl.StringSliceVar(&f.metrics, "metrics", nil, "metrics to compare, comma-separated (default: the primary metric of each test, latency_us_p99, loss_pct and the CPU cost)")
+	fl.StringSliceVar(&f.match, "match", nil, "with several files, match runs on these labels only, comma-separated (e.g. path,test,flows to compare a Kubernetes run with a lab run: their datapath, backend and node labels differ)")
 	fl.StringVar(&f.format, "format", "text", "output format: text, md or json")
 	return c
 }
@@ -109,7 +112,16 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 		}
 		inputs = append(inputs, cmp.Input{Name: path, Set: set})
 	}
-	res, err := cmp.Compare(inputs, cmp.Options{Mode: mode, Baseline: f.baseline, Metrics: metrics})
+	var match []string
+	for _, m := range f.match {
+		if m = strings.TrimSpace(m); m != "" {
+			match = append(match, m)
+		}
+	}
+	if len(match) > 0 && mode != cmp.ByFile {
+		return clierr.Usagef("--match: only used when comparing files; drop --by or --match")
+	}
+	res, err := cmp.Compare(inputs, cmp.Options{Mode: mode, Baseline: f.baseline, Metrics: metrics, Match: match})
 	var ue *cmp.UsageError
 	if errors.As(err, &ue) {
 		return clierr.Usagef("%s", ue.Msg)

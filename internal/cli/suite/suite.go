@@ -16,6 +16,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 	"github.com/cnibench/cnibench/internal/cli/streams"
+	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/scenario/egress"
@@ -47,6 +48,7 @@ type flagpole struct {
 	Services    string
 	LBModes     string
 	Encrypt     string
+	Kube        kubeFlags
 }
 
 // NewCommand returns the suite command.
@@ -100,6 +102,7 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 	fl.StringVar(&f.Services, "services", "", "services: comma-separated service counts (default: 1,1000 with the quick profile, 1,100,1000,10000 with standard)")
 	fl.StringVar(&f.Encrypt, "encrypt", "", "run the encryption scenario: comma-separated families none, wireguard, ipsec (each with its kernel and userspace implementations; none always runs as the baseline and negative control)")
 	fl.StringVar(&f.LBModes, "lb-modes", "", "l4lb: comma-separated modes LB-TRANSPORT[-fw], LB snat or dsr, TRANSPORT direct or vxlan, e.g. snat-vxlan,dsr-direct-fw (default: all eight, and ipv6, recorded skipped)")
+	f.Kube.register(cmd)
 	return cmd, f
 }
 
@@ -180,6 +183,19 @@ func (f *flagpole) options(cmd *cobra.Command) (suite.Options, error) {
 	if err := f.scenarioOptions(cmd, &o); err != nil {
 		return o, err
 	}
+	k8s, err := f.Kube.kubernetes(cmd)
+	if err != nil {
+		return o, err
+	}
+	if k8s {
+		if !changed("mtu") {
+			// A cluster's MTU is its own: no sweep.
+			o.MTUs = o.MTUs[:1]
+		}
+		if !changed("no-conntrack-scenario") {
+			o.Conntrack = false
+		}
+	}
 	o.OutDir = f.Out
 	if o.OutDir == "" {
 		o.OutDir = filepath.Join("cnibench-results", time.Now().Format("20060102-150405"))
@@ -192,7 +208,18 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 	if err != nil {
 		return err
 	}
-	if os.Geteuid() != 0 {
+	if f.Kube.Backend == cluster.Name {
+		ko, err := f.Kube.options()
+		if err != nil {
+			return err
+		}
+		ko.Logger = logger
+		b, err := f.Kube.newBackend(ko)
+		if err != nil {
+			return err
+		}
+		o.Backend = b
+	} else if os.Geteuid() != 0 {
 		return errors.New("the lab needs root (network namespaces, netfilter, BPF): run as root, e.g. sudo cnibench suite")
 	}
 	pw := newProgressWriter(s.ErrOut)
@@ -219,7 +246,7 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 		fmt.Fprintf(s.Out, "report:  %s\n", p)
 	}
 	if err != nil && errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%w: the lab was torn down; %d measured run(s) kept in %s", clierr.ErrInterrupted, len(out.Set.Runs), out.ResultsPath)
+		return fmt.Errorf("%w: the %s; %d measured run(s) kept in %s", clierr.ErrInterrupted, backendNoun(f.Kube.Backend), len(out.Set.Runs), out.ResultsPath)
 	}
 	return err
 }
@@ -289,4 +316,12 @@ func writeReports(out *suite.Outcome) ([]string, error) {
 		return nil, err
 	}
 	return []string{html, md}, nil
+}
+
+// backendNoun names what a backend tears down.
+func backendNoun(b string) string {
+	if b == cluster.Name {
+		return "run's cluster objects were removed"
+	}
+	return "lab was torn down"
 }

@@ -136,6 +136,12 @@ func Table(w io.Writer, set *result.Set) error {
 	if !hasBaseline && len(set.Runs) > len(scen) {
 		notes = append(notes, report.NoBaselineNote)
 	}
+	if len(set.Findings) > 0 {
+		notes = append(notes, "checks (evidence in the report):")
+		for _, f := range set.Findings {
+			notes = append(notes, "  "+f.Check+": "+f.Verdict+": "+f.Summary)
+		}
+	}
 	if wc := report.WarningCounts(set); len(wc) > 0 {
 		notes = append(notes, "warnings by kind (values marked *; report.md lists every one):")
 		for _, c := range wc {
@@ -170,6 +176,8 @@ func extraLabels(l map[string]string) []string {
 	for k := range l {
 		switch k {
 		case "datapath", "path", "test", "flows", "mtu":
+		case "backend", "cluster", "client_node", "server_node":
+			// Where a cluster run ran: the header and the report say it.
 		default:
 			out = append(out, k)
 		}

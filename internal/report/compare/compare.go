@@ -54,6 +54,24 @@ type Options struct {
 	// Metrics to compare; empty means the default metrics of each run's
 	// test (report.DefaultMetrics).
 	Metrics []string
+	// Match, in ByFile mode, matches runs on these labels only (e.g.
+	// path,test,flows to put a cluster's runs next to a lab's, whose
+	// datapath, backend and node labels differ); empty: on all labels.
+	Match []string
+}
+
+// project keeps the labels named in match (all when match is empty).
+func project(l map[string]string, match []string) map[string]string {
+	if len(match) == 0 {
+		return l
+	}
+	out := make(map[string]string, len(match))
+	for _, k := range match {
+		if v, ok := l[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // UsageError is a bad option value (unknown metric or baseline). The
@@ -165,13 +183,17 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 			index[i] = map[string]*result.Run{}
 			for j := range in.Set.Runs {
 				run := &in.Set.Runs[j]
-				k := result.LabelKey(run.Labels)
-				if _, dup := index[i][k]; !dup {
+				l := project(run.Labels, o.Match)
+				k := result.LabelKey(l)
+				if prev, dup := index[i][k]; !dup {
 					index[i][k] = run
+				} else if len(o.Match) > 0 {
+					return nil, &UsageError{fmt.Sprintf("--match %s: %s has several runs with %s (%s and %s); add a label that tells them apart",
+						strings.Join(o.Match, ","), in.Name, k, result.LabelKey(prev.Labels), result.LabelKey(run.Labels))}
 				}
 				if !seen[k] {
 					seen[k] = true
-					all = append(all, run.Labels)
+					all = append(all, l)
 				}
 			}
 		}

@@ -239,3 +239,54 @@ func TestBySeveralLabels(t *testing.T) {
 		}
 	}
 }
+
+// A lab run and a cluster run differ in datapath, backend and node labels:
+// --match path,test,flows pairs them; a file with two runs of one match
+// key is refused with the labels that collide.
+func TestMatchOnSomeLabels(t *testing.T) {
+	m := result.ThroughputBitsPerSec
+	l := func(extra map[string]string, path string) map[string]string {
+		x := map[string]string{"path": path, "test": "tcp_stream", "flows": "1", "mtu": "1500"}
+		for k, v := range extra {
+			x[k] = v
+		}
+		return x
+	}
+	lab := set(
+		run(l(map[string]string{"datapath": "veth-routing"}, "cross-node"), m, 10, 10, 10, 10, 10),
+		run(l(map[string]string{"datapath": "baseline"}, "node-to-node"), m, 20, 20, 20, 20, 20),
+	)
+	k8s := set(
+		run(l(map[string]string{"datapath": "cni-bridge", "backend": "kubernetes", "client_node": "n1"}, "cross-node"), m, 5, 5, 5, 5, 5),
+		run(l(map[string]string{"datapath": "baseline", "backend": "kubernetes"}, "node-to-node"), m, 20, 20, 20, 20, 20),
+	)
+	in := []Input{{"lab.json", lab}, {"k8s.json", k8s}}
+	if r, err := Compare(in, Options{Metrics: []string{m}}); err != nil || r.Tables[0].Rows[0].Cells[0].Compared {
+		t.Fatalf("without --match nothing should pair: %v", err)
+	}
+	r, err := Compare(in, Options{Metrics: []string{m}, Match: []string{"path", "test", "flows"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := r.Tables[0].Rows
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(rows))
+	}
+	for _, row := range rows {
+		c := row.Cells[0]
+		if !c.Compared {
+			t.Errorf("%v not compared", row.Labels)
+		}
+		if _, ok := row.Labels["datapath"]; ok {
+			t.Errorf("row labels %v keep an unmatched label", row.Labels)
+		}
+		if row.Labels["path"] == "cross-node" && math.Abs(c.DeltaPct+50) > 0.01 {
+			t.Errorf("cross-node delta %.2f, want -50", c.DeltaPct)
+		}
+	}
+	dup := set(lab.Runs[0], run(l(map[string]string{"datapath": "bridge"}, "cross-node"), m, 1, 1, 1, 1, 1))
+	_, err = Compare([]Input{{"dup.json", dup}, {"k8s.json", k8s}}, Options{Metrics: []string{m}, Match: []string{"path", "test", "flows"}})
+	if err == nil || !strings.Contains(err.Error(), "datapath=bridge") {
+		t.Errorf("duplicate match key: err = %v", err)
+	}
+}

@@ -1,0 +1,164 @@
+package image
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/cnibench/cnibench/internal/cli/clierr"
+	"github.com/cnibench/cnibench/internal/image"
+	"github.com/cnibench/cnibench/internal/testutil"
+)
+
+var (
+	helloOnce sync.Once
+	helloDir  string
+	helloPath string
+	helloErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if helloDir != "" {
+		os.RemoveAll(helloDir)
+	}
+	os.Exit(code)
+}
+
+// staticBinary returns the path of a tiny statically linked hello-world
+// binary, built once per test run with CGO_ENABLED=0.
+func staticBinary(t *testing.T) string {
+	t.Helper()
+	helloOnce.Do(func() {
+		gobin, err := exec.LookPath("go")
+		if err != nil {
+			helloErr = err
+			return
+		}
+		if helloDir, helloErr = os.MkdirTemp("", "cnibench-cli-image-test-"); helloErr != nil {
+			return
+		}
+		src := filepath.Join(helloDir, "main.go")
+		if helloErr = os.WriteFile(src, []byte("package main\n\nfunc main() { println(\"hello\") }\n"), 0o644); helloErr != nil {
+			return
+		}
+		helloPath = filepath.Join(helloDir, "hello")
+		cmd := exec.Command(gobin, "build", "-trimpath", "-o", helloPath, src)
+		cmd.Dir = helloDir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOWORK=off", "GOFLAGS=-buildvcs=false")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			helloErr = err
+			helloPath = string(out)
+		}
+	})
+	if helloErr != nil {
+		if _, ok := helloErr.(*exec.Error); ok {
+			t.Skipf("no go command to build a static test binary: %v", helloErr)
+		}
+		t.Fatalf("building a static test binary: %v\n%s", helloErr, helloPath)
+	}
+	return helloPath
+}
+
+func TestValidate(t *testing.T) {
+	def := image.DefaultRef()
+	tests := []struct {
+		name string
+		f    flagpole
+		want string // usage error substring; "" = valid
+	}{
+		{"out", flagpole{Ref: def, Out: "x.tar"}, ""},
+		{"push", flagpole{Ref: "registry.example:5000/cnibench:dev", Push: true}, ""},
+		{"push insecure", flagpole{Ref: "registry.example:5000/cnibench:dev", Push: true, Insecure: true}, ""},
+		{"push digest", flagpole{Ref: "registry.example/cnibench@sha256:" + strings.Repeat("a", 64), Push: true}, ""},
+		{"neither", flagpole{Ref: def}, "--out FILE.tar or --push: pass one"},
+		{"both", flagpole{Ref: def, Out: "x.tar", Push: true}, "--out and --push: pass only one"},
+		{"insecure without push", flagpole{Ref: def, Out: "x.tar", Insecure: true}, "--insecure: only with --push"},
+		{"empty ref", flagpole{Out: "x.tar"}, "--ref: must not be empty"},
+		{"bad ref", flagpole{Ref: "Not A Ref", Out: "x.tar"}, `--ref "Not A Ref"`},
+		{"digest tarball", flagpole{Ref: "cnibench.local/cnibench@sha256:" + strings.Repeat("a", 64), Out: "x.tar"}, "a tarball needs a tag"},
+	}
+	for _, tc := range tests {
+		_, err := tc.f.validate()
+		var ue *clierr.UsageError
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (!errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: got %v, want a usage error containing %q", tc.name, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), "\n"):
+			t.Errorf("%s: error is not one line: %q", tc.name, err)
+		}
+	}
+}
+
+func TestBuildCommandUsage(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"build"}, "--out FILE.tar or --push"},
+		{[]string{"build", "--out", filepath.Join(dir, "a.tar"), "--push"}, "pass only one"},
+		{[]string{"build", "--out", filepath.Join(dir, "a.tar"), "--insecure"}, "--insecure: only with --push"},
+		{[]string{"build", "--out", filepath.Join(dir, "a.tar"), "--binary", script}, "--binary: " + script + ": not an ELF executable"},
+		{[]string{"build", "--out", filepath.Join(dir, "a.tar"), "--binary", filepath.Join(dir, "missing")}, "--binary: "},
+		{[]string{"build", "--bogus"}, "unknown flag: --bogus"},
+	} {
+		stdout, stderr, code := testutil.Execute(t, NewCommand, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) || stdout != "" {
+			t.Errorf("image %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("the refused runs left %d files, want only the script", len(ents))
+	}
+}
+
+func TestBuildWritesTarball(t *testing.T) {
+	bin := staticBinary(t)
+	out := filepath.Join(t.TempDir(), "cnibench.tar")
+	ref := "cnibench.local/cnibench:test"
+	stdout, stderr, code := testutil.Execute(t, NewCommand, "build", "--binary", bin, "--ref", ref, "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	m := regexp.MustCompile(`^wrote (\S+) \((sha256:[0-9a-f]{64})\) to (\S+)\n$`).FindStringSubmatch(stdout)
+	if m == nil || m[1] != ref || m[3] != out {
+		t.Fatalf("stdout %q, want one line 'wrote %s (sha256:...) to %s'", stdout, ref, out)
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(out, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.String() != m[2] {
+		t.Errorf("tarball holds %s, stdout says %s", d, m[2])
+	}
+	want, err := image.Build(image.Options{Binary: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wd, _ := want.Digest(); wd != d {
+		t.Errorf("tarball holds %s, image.Build gives %s", d, wd)
+	}
+}

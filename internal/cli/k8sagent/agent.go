@@ -1,0 +1,85 @@
+// Package k8sagent implements the hidden `cnibench k8s agent`: the probes
+// the Kubernetes backend execs into its pods, whose image holds nothing
+// but /cnibench. Each probe but idle prints one JSON document on stdout
+// (internal/kube/agent's types, with a "schema" field). Exit status: 2 for
+// bad flags (a one-line message on stderr), 0 when the JSON is the answer,
+// including the answers "not found" and "refused"; 1 when the probe could
+// not run at all (inspect, capture), with the JSON's "error" saying why.
+package k8sagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cnibench/cnibench/internal/cli/streams"
+)
+
+// NewCommand returns the agent command and its probes.
+func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:    "agent",
+		Short:  "Probes the Kubernetes backend runs inside its pods",
+		Hidden: true,
+		Long: "agent holds the probes the Kubernetes backend execs into its pods (their image has\n" +
+			"only /cnibench). Each prints one JSON document on stdout with a \"schema\" field\n" +
+			"(cnibench/agent/<kind>/v1); idle is the pods' main process.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(
+		newIdle(logger, s),
+		newInspect(logger, s),
+		newCNIConf(logger, s),
+		newCgroup(logger, s),
+		newConnect(logger, s),
+		newCapture(logger, s),
+	)
+	return cmd
+}
+
+func newIdle(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "idle",
+		Short: "Print \"ready\" on stderr and wait for SIGTERM or SIGINT",
+		Long: "idle is the main process of the backend's pods: it prints \"ready\" as its first\n" +
+			"stderr line, then waits until SIGTERM or SIGINT and exits 0.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			if _, err := fmt.Fprintln(s.ErrOut, "ready"); err != nil {
+				return fmt.Errorf("agent idle: %w", err)
+			}
+			<-ctx.Done()
+			return nil
+		},
+	}
+}
+
+// signalContext is the command's context, also ended by SIGTERM and
+// SIGINT (the top level's does that too; a command mounted elsewhere
+// keeps the behaviour).
+func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+}
+
+// writeJSON prints v as one indented JSON document.
+func writeJSON(s streams.IOStreams, v any) error {
+	enc := json.NewEncoder(s.Out)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write the result: %w", err)
+	}
+	return nil
+}

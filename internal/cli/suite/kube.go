@@ -1,0 +1,107 @@
+package suite
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cnibench/cnibench/internal/cli/clierr"
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/kube"
+)
+
+// Backends are the accepted --backend values.
+var Backends = []string{"lab", cluster.Name}
+
+// kubeFlags are the Kubernetes backend's flags.
+type kubeFlags struct {
+	Backend         string
+	Kubeconfig      string
+	Context         string
+	Namespace       string
+	Image           string
+	PullPolicy      string
+	ClientNode      string
+	ServerNode      string
+	HostPort        int
+	CNIConfDir      string
+	CNIPods         string
+	Checks          string
+	ClusterName     string
+	FootprintWindow time.Duration
+}
+
+func (k *kubeFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&k.Backend, "backend", "lab", "where to run: lab (the local namespace lab, needs root) or kubernetes (pods of a real cluster, through its CNI; see docs/kubernetes.md)")
+	fl.StringVar(&k.Kubeconfig, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
+	fl.StringVar(&k.Context, "context", "", "kubernetes: kubeconfig context (default: the current one)")
+	fl.StringVar(&k.Namespace, "namespace", cluster.DefaultNamespace, "kubernetes: namespace of the run's pods; created and removed by the run if absent")
+	fl.StringVar(&k.Image, "image", "", "kubernetes: image of the cnibench binary (default cnibench.local/cnibench:<version>-<commit> of this binary; build it with 'cnibench image build')")
+	fl.StringVar(&k.PullPolicy, "image-pull-policy", string(corev1.PullIfNotPresent), "kubernetes: Always, IfNotPresent or Never (Never for images imported on the nodes)")
+	fl.StringVar(&k.ClientNode, "client-node", "", "kubernetes: the client node, by name or LABEL=VALUE (default: the first schedulable worker by name)")
+	fl.StringVar(&k.ServerNode, "server-node", "", "kubernetes: the server node, by name or LABEL=VALUE (default: the next one)")
+	fl.IntVar(&k.HostPort, "host-port", cluster.DefaultHostPort, "kubernetes: port of the node-to-node (hostNetwork) server on the server node")
+	fl.StringVar(&k.CNIConfDir, "cni-conf-dir", cluster.DefaultCNIConfDir, "kubernetes: the nodes' CNI configuration directory ({node} is replaced by the node's name)")
+	fl.StringVar(&k.CNIPods, "cni-pods", "", "kubernetes: the CNI's pods as NAMESPACE/LABEL=VALUE (default: identified among the kube-system pods)")
+	fl.StringVar(&k.Checks, "checks", "", "kubernetes: comma-separated checks (default: all: "+strings.Join(cluster.Checks, ",")+"; none: no check)")
+	fl.StringVar(&k.ClusterName, "cluster-name", "", "kubernetes: the cluster's name in the results (default: the kubeconfig context's cluster)")
+	fl.DurationVar(&k.FootprintWindow, "footprint-window", cluster.DefaultFootprintWindow, "kubernetes: length of each CNI footprint sample (idle, under load)")
+}
+
+// kubernetes reports whether the Kubernetes backend is selected, and
+// rejects the Kubernetes flags with the lab.
+func (k *kubeFlags) kubernetes(cmd *cobra.Command) (bool, error) {
+	switch k.Backend {
+	case "lab":
+		for _, n := range []string{"kubeconfig", "context", "namespace", "image", "image-pull-policy", "client-node", "server-node", "host-port", "cni-conf-dir", "cni-pods", "checks", "cluster-name", "footprint-window"} {
+			if cmd.Flags().Changed(n) {
+				return false, clierr.Usagef("--%s: applies to --backend kubernetes only", n)
+			}
+		}
+		return false, nil
+	case cluster.Name:
+		return true, nil
+	}
+	return false, clierr.Usagef("--backend %q: must be one of %s", k.Backend, strings.Join(Backends, ", "))
+}
+
+// options turns the flags into the backend's options.
+func (k *kubeFlags) options() (cluster.Options, error) {
+	o := cluster.Options{
+		Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace, Image: k.Image,
+		Nodes: kube.NodeChoice{Client: k.ClientNode, Server: k.ServerNode}, HostPort: k.HostPort,
+		CNIConfDir: k.CNIConfDir, CNIPods: k.CNIPods,
+	}
+	switch p := corev1.PullPolicy(k.PullPolicy); p {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+		o.PullPolicy = p
+	default:
+		return o, clierr.Usagef("--image-pull-policy %q: must be Always, IfNotPresent or Never", k.PullPolicy)
+	}
+	if k.Checks != "" {
+		cs, err := splitList("checks", k.Checks)
+		if err != nil {
+			return o, err
+		}
+		o.Checks = cs
+	}
+	o.FootprintWindow = k.FootprintWindow
+	if err := o.Validate(); err != nil {
+		return o, clierr.Usagef("%v", err)
+	}
+	return o, nil
+}
+
+// newBackend connects to the cluster.
+func (k *kubeFlags) newBackend(o cluster.Options) (*cluster.Backend, error) {
+	b, err := cluster.New(o)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: %w", err)
+	}
+	b.SetCluster(k.ClusterName)
+	return b, nil
+}

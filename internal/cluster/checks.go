@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+// Findings implements backend.Finder: the checks of seed 002 (CNI, MTU,
+// NetworkPolicy, encryption on the wire) and the CNI's footprint, each a
+// finding with its evidence. A check that cannot run is a "skipped"
+// finding with the reason, never an error of the run.
+func (d *Deployment) Findings(ctx context.Context, measured func(map[string]string) []result.Run) []result.Finding {
+	want := d.b.o.Checks
+	if len(want) == 0 {
+		want = Checks
+	}
+	labels := map[string]string{"backend": Name, "cluster": d.b.cluster, "cni": d.cni.Name,
+		"client_node": d.client.Name, "server_node": d.server.Name}
+	var out []result.Finding
+	for _, c := range Checks {
+		if !contains(want, c) || ctx.Err() != nil {
+			continue
+		}
+		var f result.Finding
+		switch c {
+		case "cni":
+			f = d.checkCNI()
+		case "mtu":
+			f = d.checkMTU(measured)
+		case "network_policy":
+			f = d.checkPolicy(ctx)
+		case "encryption":
+			f = d.checkEncryption(ctx)
+		case "cni_footprint":
+			f = d.checkFootprint(ctx)
+		}
+		f.Check = c
+		if f.Labels == nil {
+			f.Labels = map[string]string{}
+		}
+		for k, v := range labels {
+			if _, ok := f.Labels[k]; !ok && v != "" {
+				f.Labels[k] = v
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// checkCNI reports which CNI the cluster runs and why cnibench thinks so.
+func (d *Deployment) checkCNI() result.Finding {
+	f := result.Finding{Verdict: "identified", Evidence: append([]string(nil), d.cni.Evidence...)}
+	if d.conf != nil {
+		if d.conf.Error != "" {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("CNI configuration %s on %s: %s", d.b.o.CNIConfDir, d.client.Name, d.conf.Error))
+		} else {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("CNI configuration in use on %s: %s (plugins %s)", d.client.Name, d.conf.InUse, strings.Join(d.conf.PluginsInUse, ", ")))
+		}
+	}
+	f.Evidence = append(f.Evidence, d.upErrors...)
+	switch {
+	case d.cni.Name == "":
+		f.Verdict = "unknown"
+		f.Summary = "the CNI could not be identified from the kube-system pods or the nodes' CNI configuration"
+	default:
+		f.Summary = "the cluster's CNI is " + d.cni.Name
+		if d.cni.Version != "" {
+			f.Summary += " " + d.cni.Version
+		}
+		f.Labels = map[string]string{"cni_version": d.cni.Version}
+	}
+	return f
+}
+
+// checkMTU compares the pod interface's MTU with the node's and the
+// encapsulation in use, and prices a wrong MTU with the matrix's
+// cross-node stream against the node-to-node one.
+func (d *Deployment) checkMTU(measured func(map[string]string) []result.Run) result.Finding {
+	if d.podIf == nil || d.nodeIf == nil {
+		return result.Finding{Verdict: "skipped", Summary: "the pod's or the node's interfaces could not be inspected", Evidence: d.upErrors}
+	}
+	podMTU, nodeMTU := d.podIf.DefaultRouteMTU(), d.nodeIf.AddrMTU()
+	encap, overhead := d.nodeIf.Encapsulation()
+	f := mtuVerdict(podMTU, nodeMTU, encap, overhead)
+	f.Evidence = append(f.Evidence,
+		fmt.Sprintf("client pod %s: default-route interface MTU %d", d.name(podCliA), podMTU),
+		fmt.Sprintf("node %s: interface %s (holding %s) MTU %d", d.client.Name, d.nodeIf.AddrLink(), d.nodeIf.Addr, nodeMTU))
+	if d.conf != nil && d.conf.MTU > 0 {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("CNI configuration sets mtu %d", d.conf.MTU))
+	}
+	f.Metrics = map[string]float64{"pod_mtu": float64(podMTU), "node_mtu": float64(nodeMTU), "encap_overhead_bytes": float64(overhead)}
+	// The cost: one stream across nodes through the pod network against
+	// the same between the nodes' host networks.
+	pod := medianOf(measured(map[string]string{"datapath": d.cniName(), "path": PathCrossNode, "test": engine.TCPStream, "flows": "1"}), result.ThroughputBitsPerSec)
+	host := medianOf(measured(map[string]string{"datapath": DatapathBaseline, "path": PathNodeToNode, "test": engine.TCPStream, "flows": "1"}), result.ThroughputBitsPerSec)
+	if pod > 0 && host > 0 {
+		cost := 100 * (1 - pod/host)
+		f.Metrics["pod_throughput_bits_per_sec"] = pod
+		f.Metrics["host_throughput_bits_per_sec"] = host
+		f.Metrics["throughput_cost_pct"] = cost
+		f.Evidence = append(f.Evidence, fmt.Sprintf("tcp_stream ×1 cross-node: pod network %s, host network %s (%.1f %% less through the pod network; median of the matrix's repeats)",
+			result.Format(result.ThroughputBitsPerSec, pod), result.Format(result.ThroughputBitsPerSec, host), cost))
+	} else {
+		f.Evidence = append(f.Evidence, "no tcp_stream ×1 cross-node and node-to-node runs to price the MTU with (add tcp_stream to --tests)")
+	}
+	return f
+}
+
+// mtuVerdict judges a pod MTU against the node's MTU less the
+// encapsulation's overhead.
+func mtuVerdict(podMTU, nodeMTU int, encap []string, overhead int) result.Finding {
+	want := nodeMTU - overhead
+	how := "no encapsulation on the node"
+	if len(encap) > 0 {
+		how = fmt.Sprintf("encapsulation %s (%d bytes)", strings.Join(encap, ", "), overhead)
+	}
+	switch {
+	case podMTU <= 0 || nodeMTU <= 0:
+		return result.Finding{Verdict: "skipped", Summary: "an MTU could not be read"}
+	case podMTU > want:
+		return result.Finding{Verdict: "misconfigured", Summary: fmt.Sprintf("pod MTU %d exceeds node MTU %d less %s = %d: full-size packets are fragmented or dropped", podMTU, nodeMTU, how, want)}
+	case podMTU < want:
+		return result.Finding{Verdict: "misconfigured", Summary: fmt.Sprintf("pod MTU %d is %d bytes below node MTU %d less %s = %d: every packet carries less payload than the wire allows", podMTU, want-podMTU, nodeMTU, how, want)}
+	}
+	return result.Finding{Verdict: "correct", Summary: fmt.Sprintf("pod MTU %d = node MTU %d less %s", podMTU, nodeMTU, how)}
+}
+
+// medianOf is the median of metric in the first run that has it.
+func medianOf(runs []result.Run, metric string) float64 {
+	for _, r := range runs {
+		if s, ok := r.Summary[metric]; ok && s.N > 0 {
+			return s.Median
+		}
+	}
+	return 0
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,211 @@
+// Package cluster is the Kubernetes backend of the suite: it runs the
+// cnibench binary in pods of a real cluster, through the cluster's own
+// CNI, and implements backend.Backend, so that the suite's matrix, results
+// and reports are the lab's.
+//
+// One run deploys, in one namespace and labelled with the run's ID:
+//
+//	srv-a   pod network, client node   cnibench serve            (same-node server)
+//	srv-b   pod network, server node   cnibench serve            (cross-node, service and hairpin server)
+//	cli-a   pod network, client node   cnibench k8s agent idle   (the pods' client)
+//	host-a  host network, client node  cnibench k8s agent idle   (node-to-node client; privileged helper)
+//	host-b  host network, server node  cnibench serve            (node-to-node server; privileged helper)
+//	svc     ClusterIP service selecting srv-b
+//
+// Clients run by exec into cli-a (host-a for the node-to-node baseline,
+// srv-b itself for the hairpin), like `kubectl exec`; their JSON result
+// comes back on stdout. The privileged host pods also read the nodes' CNI
+// configuration and cgroups and capture on the nodes' interfaces for the
+// checks (checks.go).
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cnibench/cnibench/internal/backend"
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/image"
+	"github.com/cnibench/cnibench/internal/kube"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+)
+
+// Name is the backend's name (the results' "backend" label).
+const Name = "kubernetes"
+
+// Checks lists the checks Findings can run.
+var Checks = []string{"cni", "mtu", "network_policy", "encryption", "cni_footprint"}
+
+// Options configure the Kubernetes backend.
+type Options struct {
+	Kubeconfig string // "" : $KUBECONFIG, then ~/.kube/config
+	Context    string // "" : the current context
+	// Namespace is where everything runs; created (and removed at the
+	// end) if absent.
+	Namespace string
+	// Image is the cnibench image every pod runs (image.DefaultRef() if
+	// empty), PullPolicy its pull policy ("" : IfNotPresent).
+	Image      string
+	PullPolicy corev1.PullPolicy
+	// Nodes selects the client and server nodes (automatic if empty).
+	Nodes kube.NodeChoice
+	// HostPort is the node-to-node server's port on the server node.
+	HostPort int
+	// CNIConfDir is the nodes' CNI configuration directory; "{node}" in
+	// it is replaced by the node's name (for clusters whose nodes share a
+	// host, like hack/local-cluster).
+	CNIConfDir string
+	// CNIPods overrides the CNI's pods: "NAMESPACE/LABEL=VALUE".
+	CNIPods string
+	// Checks selects the checks (empty: all of Checks; "none": none).
+	Checks []string
+	// FootprintWindow is each footprint sample's length.
+	FootprintWindow time.Duration
+	// PodTimeout bounds the wait for each pod and the service.
+	PodTimeout time.Duration
+	Logger     *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultNamespace       = "cnibench"
+	DefaultHostPort        = 15201
+	DefaultCNIConfDir      = "/etc/cni/net.d"
+	DefaultFootprintWindow = 10 * time.Second
+	DefaultPodTimeout      = 2 * time.Minute
+)
+
+// Backend is a Kubernetes cluster as a backend.Backend.
+type Backend struct {
+	o       Options
+	cs      kubernetes.Interface
+	exec    kube.Execer
+	metrics metricsclient.Interface // nil: no metrics.k8s.io client
+	cluster string
+}
+
+// New connects to the cluster of o's kubeconfig and context.
+func New(o Options) (*Backend, error) {
+	cfg, err := kube.LoadConfig(o.Kubeconfig, o.Context)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kube.NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := NewWithClient(o, cs, kube.NewExecer(cfg, cs))
+	b.cluster = kube.ClusterName(o.Kubeconfig, o.Context)
+	if mc, err := kube.NewMetricsClient(cfg); err == nil {
+		b.metrics = mc
+	}
+	return b, nil
+}
+
+// SetMetrics sets the metrics.k8s.io client (tests use a fake).
+func (b *Backend) SetMetrics(mc metricsclient.Interface) { b.metrics = mc }
+
+// NewWithClient is New with a given client and executor (tests use the
+// fake clientset).
+func NewWithClient(o Options, cs kubernetes.Interface, ex kube.Execer) *Backend {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.Image == "" {
+		o.Image = image.DefaultRef()
+	}
+	if o.PullPolicy == "" {
+		o.PullPolicy = corev1.PullIfNotPresent
+	}
+	if o.HostPort == 0 {
+		o.HostPort = DefaultHostPort
+	}
+	if o.CNIConfDir == "" {
+		o.CNIConfDir = DefaultCNIConfDir
+	}
+	if o.FootprintWindow == 0 {
+		o.FootprintWindow = DefaultFootprintWindow
+	}
+	if o.PodTimeout == 0 {
+		o.PodTimeout = DefaultPodTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Backend{o: o, cs: cs, exec: ex, cluster: "unknown"}
+}
+
+// Name implements backend.Backend.
+func (b *Backend) Name() string { return Name }
+
+// SetCluster names the cluster in the results (default: the kubeconfig
+// context's cluster).
+func (b *Backend) SetCluster(name string) {
+	if name != "" {
+		b.cluster = name
+	}
+}
+
+// Validate checks the options; errors name the flag.
+func (o Options) Validate() error {
+	for _, c := range o.Checks {
+		if c == "none" && len(o.Checks) == 1 {
+			return nil
+		}
+		if !contains(Checks, c) {
+			return fmt.Errorf("--checks %s: unknown check (known: %s, or none)", c, strings.Join(Checks, ", "))
+		}
+	}
+	if o.HostPort < 0 || o.HostPort > 65535 || o.HostPort == engine.DefaultPort {
+		return fmt.Errorf("--host-port %d: must be a free port between 1 and 65535 other than %d", o.HostPort, engine.DefaultPort)
+	}
+	if o.CNIPods != "" {
+		if ns, sel, ok := strings.Cut(o.CNIPods, "/"); !ok || ns == "" || !strings.Contains(sel, "=") {
+			return fmt.Errorf("--cni-pods %q: must be NAMESPACE/LABEL=VALUE, e.g. kube-system/k8s-app=cilium", o.CNIPods)
+		}
+	}
+	if o.FootprintWindow < 0 {
+		return fmt.Errorf("--footprint-window %s: must not be negative", o.FootprintWindow)
+	}
+	return nil
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// newRunID returns a short random ID labelling one run's objects.
+func newRunID() (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("draw a run ID: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// Up implements backend.Backend: it deploys the run's pods and service
+// and returns once every server listens.
+func (b *Backend) Up(ctx context.Context, spec backend.Spec) (backend.Deployment, error) {
+	id, err := newRunID()
+	if err != nil {
+		return nil, err
+	}
+	d := &Deployment{b: b, runID: id, ns: b.o.Namespace, log: b.o.Logger.With("run", id)}
+	if err := d.up(ctx, spec); err != nil {
+		return d, err
+	}
+	return d, nil
+}

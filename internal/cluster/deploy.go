@@ -1,0 +1,432 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/cnibench/cnibench/internal/backend"
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+// Pod names of a run (prefixed with the run's ID).
+const (
+	podSrvA  = "srv-a"
+	podSrvB  = "srv-b"
+	podCliA  = "cli-a"
+	podHostA = "host-a"
+	podHostB = "host-b"
+	svcName  = "svc"
+)
+
+// Paths of a run, as labelled in the results (the lab's names where the
+// lab has the same path).
+const (
+	PathSameNode     = "same-node"
+	PathCrossNode    = "cross-node"
+	PathPodToService = "pod-to-service"
+	// PathPodToEndpoint is pod-to-service's reference: the same
+	// session-less client straight to the service's endpoint (the
+	// cross-node server pod), so that the two differ in the service's
+	// translation only.
+	PathPodToEndpoint = "pod-to-endpoint"
+	PathHairpin       = "hairpin"
+	PathNodeToNode    = "node-to-node"
+	// DatapathBaseline is the host network's datapath, as the lab's
+	// node-to-node baseline is named.
+	DatapathBaseline = "baseline"
+)
+
+// Ports of the cross-node server's session-less listeners (the Service's
+// targets).
+const (
+	servicePort = 12871
+	httpPort    = 8080
+)
+
+// hostCgroupRoot is where the privileged host pods see the node's cgroups.
+const hostCgroupRoot = "/host/sys/fs/cgroup"
+
+// hostCNIConf is where they see the node's CNI configuration.
+const hostCNIConf = "/host/cni/net.d"
+
+// place is a container where a client runs.
+type place struct{ ns, pod string }
+
+func (p place) String() string { return p.ns + "/" + p.pod }
+
+// Deployment is one run's objects on the cluster (backend.Deployment).
+type Deployment struct {
+	b     *Backend
+	runID string
+	ns    string
+	log   *slog.Logger
+
+	createdNS bool
+	client    *corev1.Node
+	server    *corev1.Node
+	pods      map[string]*corev1.Pod // by short name
+	svc       *corev1.Service
+	paths     []backend.Path
+	baseline  []backend.Path
+
+	// Facts gathered at Up, used by paths and checks.
+	cni      kube.CNIInfo
+	conf     *agent.CNIConf
+	podIf    *agent.Inspect // cli-a's network namespace
+	nodeIf   *agent.Inspect // host-a's (the client node's)
+	nodeIfB  *agent.Inspect // host-b's (the server node's)
+	upErrors []string
+}
+
+// name is the object name of a short pod name in this run.
+func (d *Deployment) name(short string) string { return "cnibench-" + d.runID + "-" + short }
+
+func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
+	b := d.b
+	client, server, err := kube.SelectNodes(ctx, b.cs, b.o.Nodes)
+	if err != nil {
+		return err
+	}
+	d.client, d.server = client, server
+	d.log.Info("nodes", "client", client.Name, "server", server.Name)
+	if d.createdNS, err = kube.EnsureNamespace(ctx, b.cs, d.ns, d.runID); err != nil {
+		return err
+	}
+	secret, err := kube.CreateTokenSecret(ctx, b.cs, d.ns, d.runID, spec.Token)
+	if err != nil {
+		return err
+	}
+	serverIP := kube.NodeInternalIP(server)
+	if serverIP == "" {
+		return fmt.Errorf("node %s has no InternalIP address for the node-to-node path", server.Name)
+	}
+	port := strconv.Itoa(engine.DefaultPort)
+	hostPaths := func(node string) []kube.HostPath {
+		return []kube.HostPath{
+			{HostPath: "/sys/fs/cgroup", MountPath: hostCgroupRoot, ReadOnly: true},
+			{HostPath: strings.ReplaceAll(b.o.CNIConfDir, "{node}", node), MountPath: hostCNIConf, ReadOnly: true},
+		}
+	}
+	specs := []kube.PodSpec{
+		{Name: d.name(podSrvA), Role: "server", Node: client.Name, Args: []string{"serve", "--listen", ":" + port}, Ports: []int32{int32(engine.DefaultPort)}},
+		{Name: d.name(podSrvB), Role: "server", Node: server.Name,
+			Args:   []string{"serve", "--listen", ":" + port, "--service-listen", ":" + strconv.Itoa(servicePort), "--http-listen", ":" + strconv.Itoa(httpPort)},
+			Ports:  []int32{int32(engine.DefaultPort), servicePort, httpPort},
+			Labels: map[string]string{"cnibench.io/service": d.runID}},
+		{Name: d.name(podCliA), Role: "client", Node: client.Name, Args: []string{"k8s", "agent", "idle"}},
+		{Name: d.name(podHostA), Role: "host-client", Node: client.Name, Args: []string{"k8s", "agent", "idle"},
+			HostNetwork: true, Privileged: true, HostPaths: hostPaths(client.Name)},
+		{Name: d.name(podHostB), Role: "host-server", Node: server.Name, Args: []string{"serve", "--listen", net.JoinHostPort(serverIP, strconv.Itoa(b.o.HostPort))},
+			HostNetwork: true, Privileged: true, HostPaths: hostPaths(server.Name)},
+	}
+	short := []string{podSrvA, podSrvB, podCliA, podHostA, podHostB}
+	d.pods = map[string]*corev1.Pod{}
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for i, s := range specs {
+		s.Image, s.ImagePullPolicy, s.TokenSecret = b.o.Image, b.o.PullPolicy, secret
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels["cnibench.io/pod"] = short[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, err := kube.StartPod(ctx, b.cs, kube.BuildPod(d.ns, d.runID, s), b.o.PodTimeout)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			d.pods[short[i]] = p
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	svc, err := kube.CreateService(ctx, b.cs, d.ns, d.runID, d.name(svcName),
+		map[string]string{"cnibench.io/service": d.runID},
+		[]corev1.ServicePort{
+			{Name: "bench", Port: servicePort, TargetPort: intstr.FromInt32(servicePort), Protocol: corev1.ProtocolTCP},
+			{Name: "http", Port: httpPort, TargetPort: intstr.FromInt32(httpPort), Protocol: corev1.ProtocolTCP},
+		},
+		corev1.ServiceTypeClusterIP)
+	if err != nil {
+		return err
+	}
+	d.svc = svc
+	if err := kube.WaitEndpoints(ctx, b.cs, d.ns, svc.Name, 1, b.o.PodTimeout); err != nil {
+		return err
+	}
+	d.gatherFacts(ctx)
+	d.buildPaths(serverIP)
+	return nil
+}
+
+// gatherFacts inspects the pods' and nodes' interfaces and the CNI
+// configuration, and identifies the CNI. What cannot be read is noted
+// (the checks report it), not fatal.
+func (d *Deployment) gatherFacts(ctx context.Context) {
+	note := func(what string, err error) {
+		d.upErrors = append(d.upErrors, fmt.Sprintf("%s: %v", what, err))
+		d.log.Warn(what, "err", err)
+	}
+	var in agent.Inspect
+	if err := d.agentJSON(ctx, podCliA, []string{"inspect"}, &in); err != nil {
+		note("inspect the client pod's interfaces", err)
+	} else {
+		d.podIf = &in
+	}
+	var na agent.Inspect
+	if err := d.agentJSON(ctx, podHostA, []string{"inspect", "--addr", kube.NodeInternalIP(d.client)}, &na); err != nil {
+		note("inspect the client node's interfaces", err)
+	} else {
+		d.nodeIf = &na
+	}
+	var nb agent.Inspect
+	if err := d.agentJSON(ctx, podHostB, []string{"inspect", "--addr", kube.NodeInternalIP(d.server)}, &nb); err != nil {
+		note("inspect the server node's interfaces", err)
+	} else {
+		d.nodeIfB = &nb
+	}
+	var conf agent.CNIConf
+	if err := d.agentJSON(ctx, podHostA, []string{"cni-conf", "--dir", hostCNIConf}, &conf); err != nil {
+		note("read the CNI configuration", err)
+	} else {
+		d.conf = &conf
+	}
+	var pods []corev1.Pod
+	if d.b.o.CNIPods != "" {
+		p, err := kube.CNIPodsBySelector(ctx, d.b.cs, d.b.o.CNIPods)
+		if err != nil {
+			note("list --cni-pods", err)
+		}
+		pods = p
+	} else {
+		p, err := kube.ListSystemPods(ctx, d.b.cs)
+		if err != nil {
+			note("list kube-system pods", err)
+		}
+		pods = p
+	}
+	var plugins []string
+	if d.conf != nil {
+		plugins = d.conf.PluginsInUse
+	}
+	d.cni = kube.IdentifyCNI(pods, plugins)
+	if d.b.o.CNIPods != "" {
+		// The user named the CNI's pods: measure those, whatever the
+		// table of known CNIs says about them.
+		d.cni.Pods = kube.PodRefs(pods)
+		d.cni.Evidence = append(d.cni.Evidence, "CNI pods given by --cni-pods "+d.b.o.CNIPods)
+	}
+}
+
+// cniName is the datapath label of the cluster's pod network.
+func (d *Deployment) cniName() string {
+	if d.cni.Name == "" {
+		return "cni-unknown"
+	}
+	return "cni-" + d.cni.Name
+}
+
+// buildPaths lists the runnable paths.
+func (d *Deployment) buildPaths(serverIP string) {
+	port := strconv.Itoa(engine.DefaultPort)
+	podMTU, nodeMTU := 0, 0
+	if d.podIf != nil {
+		podMTU = d.podIf.DefaultRouteMTU()
+	}
+	if d.nodeIf != nil {
+		nodeMTU = d.nodeIf.AddrMTU()
+	}
+	nodes := func(c, s *corev1.Node) map[string]string {
+		return map[string]string{"client_node": c.Name, "server_node": s.Name}
+	}
+	cli := place{d.ns, d.name(podCliA)}
+	pod := func(kind, target string, srvNode *corev1.Node) backend.Path {
+		return backend.Path{Kind: kind, Client: cli, Target: target, PathMTU: podMTU, PodMTU: podMTU, Labels: withMTU(nodes(d.client, srvNode), podMTU)}
+	}
+	svcIP, srvB := d.svc.Spec.ClusterIP, d.pods[podSrvB].Status.PodIP
+	viaService := func(p backend.Path, ip string) backend.Path {
+		p.Target, p.Args = ip, serviceArgs(ip)
+		return p
+	}
+	d.paths = []backend.Path{
+		pod(PathSameNode, net.JoinHostPort(d.pods[podSrvA].Status.PodIP, port), d.client),
+		pod(PathCrossNode, net.JoinHostPort(srvB, port), d.server),
+		viaService(pod(PathPodToEndpoint, "", d.server), srvB),
+		viaService(pod(PathPodToService, "", d.server), svcIP),
+		viaService(backend.Path{Kind: PathHairpin, Client: place{d.ns, d.name(podSrvB)}, PathMTU: podMTU, PodMTU: podMTU,
+			Labels: withMTU(nodes(d.server, d.server), podMTU)}, svcIP),
+	}
+	d.baseline = []backend.Path{{Kind: PathNodeToNode, Client: place{d.ns, d.name(podHostA)},
+		Target: net.JoinHostPort(serverIP, strconv.Itoa(d.b.o.HostPort)), PathMTU: nodeMTU, PodMTU: nodeMTU,
+		Labels: withMTU(nodes(d.client, d.server), nodeMTU)}}
+}
+
+// serviceArgs are the client's flags for a server reached through a
+// load-balanced address (a ClusterIP, or the endpoint itself for the
+// reference path): session-less service mode, since a Service exposes
+// only its ports, not the per-session data ports of `cnibench serve`.
+func serviceArgs(ip string) func(test string) ([]string, string) {
+	return func(test string) ([]string, string) {
+		switch test {
+		case engine.TCPStream, engine.TCPRR, engine.TCPCRR:
+			return []string{"--service", net.JoinHostPort(ip, strconv.Itoa(servicePort))}, ""
+		case engine.HTTP:
+			return []string{"--url", "http://" + net.JoinHostPort(ip, strconv.Itoa(httpPort)) + "/"}, ""
+		}
+		return nil, test + " has no session-less service mode: its flows use per-session ports, which a Service does not expose"
+	}
+}
+
+// withMTU sets the "mtu" label to the MTU measured (the cell's own is the
+// lab's wire MTU, which a cluster does not set).
+func withMTU(l map[string]string, mtu int) map[string]string {
+	if mtu > 0 {
+		l["mtu"] = strconv.Itoa(mtu)
+	}
+	return l
+}
+
+// agentJSON runs `cnibench k8s agent ARGS` in a run's pod and decodes its
+// JSON output into v.
+func (d *Deployment) agentJSON(ctx context.Context, short string, args []string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	stdout, stderr, err := d.exec(ctx, d.name(short), append([]string{"/cnibench", "k8s", "agent"}, args...), nil)
+	if err != nil {
+		return fmt.Errorf("agent %s in %s: %w (%s)", args[0], short, err, firstLine(string(stderr)))
+	}
+	if err := json.Unmarshal(stdout, v); err != nil {
+		return fmt.Errorf("agent %s in %s: decode its output: %w", args[0], short, err)
+	}
+	return nil
+}
+
+// exec runs cmd in pod's container and returns its output.
+func (d *Deployment) exec(ctx context.Context, pod string, cmd []string, stderrW *lineWatcher) ([]byte, []byte, error) {
+	var stdout, stderr bytes.Buffer
+	var errW = &stderr
+	var w interface{ Write([]byte) (int, error) } = errW
+	if stderrW != nil {
+		stderrW.buf = errW
+		w = stderrW
+	}
+	err := d.b.exec.Exec(ctx, d.ns, pod, kube.ContainerName, cmd, nil, &stdout, w)
+	return stdout.Bytes(), stderr.Bytes(), err
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Datapaths implements backend.Deployment: the host network (the
+// node-to-node baseline) and the cluster's pod network (its CNI).
+func (d *Deployment) Datapaths() []backend.Datapath {
+	return []backend.Datapath{
+		{Name: DatapathBaseline, Description: "host network: hostNetwork pods on two nodes (the seeds' node-to-node baseline)",
+			PacketPath: "client node stack → node interface → wire → server node's interface → server node stack"},
+		{Name: d.cniName(), Description: d.cniDescription(), PacketPath: "the cluster's pod network, as its CNI builds it"},
+	}
+}
+
+func (d *Deployment) cniDescription() string {
+	s := "the cluster's pod network"
+	if d.cni.Name != "" {
+		s += " (CNI " + d.cni.Name
+		if d.cni.Version != "" {
+			s += " " + d.cni.Version
+		}
+		s += ")"
+	}
+	return s + " on cluster " + d.b.cluster
+}
+
+// Paths implements backend.Deployment.
+func (d *Deployment) Paths(datapath string) []backend.Path {
+	switch datapath {
+	case DatapathBaseline:
+		return d.baseline
+	case d.cniName():
+		return d.paths
+	}
+	return nil
+}
+
+// Run implements backend.Deployment: `cnibench ARGS` by exec in the
+// place's pod (the pod's environment carries the run's token).
+func (d *Deployment) Run(ctx context.Context, pl backend.Place, args []string) ([]byte, []byte, error) {
+	p, ok := pl.(place)
+	if !ok {
+		return nil, nil, fmt.Errorf("kubernetes: cannot run at %v", pl)
+	}
+	return d.exec(ctx, p.pod, append([]string{"/cnibench"}, args...), nil)
+}
+
+// Reset implements backend.Deployment. A cluster's conntrack tables are
+// its nodes', shared with every workload: flushing them would break other
+// connections, so cnibench does not.
+func (d *Deployment) Reset(context.Context, string) (int, error) {
+	return -1, fmt.Errorf("%w: the nodes' conntrack tables are shared with the cluster's workloads and are not flushed", backend.ErrNotSupported)
+}
+
+// Evidence implements backend.Deployment: a cluster has no path counters
+// of cnibench's (the pods' nodes are fixed by spec.nodeName).
+func (d *Deployment) Evidence(string) backend.Evidence { return nil }
+
+// Labels implements backend.Deployment.
+func (d *Deployment) Labels() map[string]string {
+	return map[string]string{"backend": Name, "cluster": d.b.cluster}
+}
+
+// Down implements backend.Deployment: it removes every object of the run
+// and the namespace if the run created it, and waits until they are gone.
+func (d *Deployment) Down(ctx context.Context) error {
+	return kube.DeleteRun(ctx, d.b.cs, d.ns, d.runID, d.createdNS, 2*time.Minute)
+}
+
+// lineWatcher passes writes to buf and signals the first line that
+// starts with prefix.
+type lineWatcher struct {
+	buf    *bytes.Buffer
+	prefix string
+	seen   chan struct{}
+	once   sync.Once
+}
+
+func (w *lineWatcher) Write(p []byte) (int, error) {
+	n, err := w.buf.Write(p)
+	for _, l := range strings.Split(w.buf.String(), "\n") {
+		if strings.HasPrefix(l, w.prefix) {
+			w.once.Do(func() { close(w.seen) })
+		}
+	}
+	return n, err
+}
+
+var _ backend.Deployment = (*Deployment)(nil)
+var _ = result.Finding{}

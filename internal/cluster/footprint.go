@@ -1,0 +1,244 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+// footprintLoad is the load of the "under load" sample: the most flows the
+// matrix uses, across nodes, through the pod network.
+const footprintLoadFlows = 8
+
+// usage is one pod's CPU and memory over a sample.
+type usage struct {
+	millicores float64
+	memBytes   float64
+	err        string
+}
+
+// checkFootprint measures the CPU and memory of the CNI's own pods on the
+// two nodes, idle (the run's pods idle: the cluster as without the
+// benchmark) and under load (a cross-node stream through the pod network),
+// from the pods' cgroups read by the privileged host pods, or from
+// metrics.k8s.io for pods on other nodes when the cluster serves it.
+func (d *Deployment) checkFootprint(ctx context.Context) result.Finding {
+	pods := d.cni.Pods
+	if len(pods) == 0 {
+		f := result.Finding{Verdict: "none", Metrics: map[string]float64{"cni_pods": 0}}
+		name := d.cni.Name
+		if name == "" {
+			name = "the CNI"
+		}
+		f.Summary = fmt.Sprintf("%s runs no pods: its plugins are binaries the container runtime runs once per pod sandbox, so it has no resident CPU or memory to measure", name)
+		f.Evidence = []string{"no kube-system pod matches a known CNI (and no --cni-pods)"}
+		return f
+	}
+	window := d.b.o.FootprintWindow
+	idle, err := d.sampleFootprint(ctx, pods, window, nil)
+	if err != nil {
+		return result.Finding{Verdict: "failed", Summary: "the idle sample failed", Evidence: []string{err.Error()}}
+	}
+	load := func(ctx context.Context) {
+		target := net.JoinHostPort(d.pods[podSrvB].Status.PodIP, strconv.Itoa(engine.DefaultPort))
+		dur := window + 3*time.Second
+		_, _, _ = d.exec(ctx, d.name(podCliA), []string{"/cnibench", "run", "--target", target, "--test", engine.TCPStream,
+			"--flows", strconv.Itoa(footprintLoadFlows), "--duration", dur.String(), "--warmup", "0s", "--format", "json", "-q"}, nil)
+	}
+	loaded, err := d.sampleFootprint(ctx, pods, window, load)
+	if err != nil {
+		return result.Finding{Verdict: "failed", Summary: "the sample under load failed", Evidence: []string{err.Error()}}
+	}
+	return footprintFinding(pods, idle, loaded, window)
+}
+
+// footprintFinding sums the samples into a finding.
+func footprintFinding(pods []kube.PodRef, idle, loaded map[string]usage, window time.Duration) result.Finding {
+	f := result.Finding{Verdict: "measured", Metrics: map[string]float64{}}
+	var sumIdleCPU, sumLoadCPU, sumIdleMem, sumLoadMem float64
+	measured := 0
+	for _, p := range pods {
+		i, l := idle[string(p.UID)], loaded[string(p.UID)]
+		if i.err != "" || l.err != "" {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s/%s on %s: not measured: %s", p.Namespace, p.Name, p.Node, firstNonEmpty(i.err, l.err)))
+			continue
+		}
+		measured++
+		sumIdleCPU += i.millicores
+		sumLoadCPU += l.millicores
+		sumIdleMem += i.memBytes
+		sumLoadMem += l.memBytes
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%s/%s on %s: idle %.1f mCPU %.1f MiB, under load %.1f mCPU %.1f MiB",
+			p.Namespace, p.Name, p.Node, i.millicores, i.memBytes/(1<<20), l.millicores, l.memBytes/(1<<20)))
+	}
+	f.Metrics["cni_pods"] = float64(len(pods))
+	f.Metrics["cni_pods_measured"] = float64(measured)
+	if measured == 0 {
+		f.Verdict, f.Summary = "failed", "none of the CNI's pods could be measured"
+		return f
+	}
+	f.Metrics["cpu_millicores_idle"] = sumIdleCPU
+	f.Metrics["cpu_millicores_load"] = sumLoadCPU
+	f.Metrics["memory_bytes_idle"] = sumIdleMem
+	f.Metrics["memory_bytes_load"] = sumLoadMem
+	f.Summary = fmt.Sprintf("the CNI's %d pod(s) on the two nodes use %.1f mCPU and %.1f MiB idle, %.1f mCPU and %.1f MiB under a %d-flow cross-node stream (%s samples)",
+		measured, sumIdleCPU, sumIdleMem/(1<<20), sumLoadCPU, sumLoadMem/(1<<20), footprintLoadFlows, window)
+	return f
+}
+
+func firstNonEmpty(a ...string) string {
+	for _, s := range a {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// sampleFootprint samples the pods' usage over window, with load running
+// (if not nil) from a second before the window until its end.
+func (d *Deployment) sampleFootprint(ctx context.Context, pods []kube.PodRef, window time.Duration, load func(context.Context)) (map[string]usage, error) {
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	loadDone := make(chan struct{})
+	if load != nil {
+		go func() { defer close(loadDone); load(lctx) }()
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	} else {
+		close(loadDone)
+	}
+	defer func() { stop(); <-loadDone }()
+	byHelper := map[string][]string{} // host pod → UIDs on its node
+	out := map[string]usage{}
+	var other []kube.PodRef // on nodes without a host pod of the run
+	for _, p := range pods {
+		switch p.Node {
+		case d.client.Name:
+			byHelper[podHostA] = append(byHelper[podHostA], string(p.UID))
+		case d.server.Name:
+			byHelper[podHostB] = append(byHelper[podHostB], string(p.UID))
+		default:
+			other = append(other, p)
+		}
+	}
+	first := map[string]agent.CgroupReport{}
+	for h, uids := range byHelper {
+		r, err := d.readCgroups(ctx, h, uids)
+		if err != nil {
+			return nil, err
+		}
+		first[h] = r
+	}
+	select {
+	case <-time.After(window):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for h, uids := range byHelper {
+		r, err := d.readCgroups(ctx, h, uids)
+		if err != nil {
+			return nil, err
+		}
+		for uid, u := range cgroupUsage(first[h], r) {
+			out[uid] = u
+		}
+	}
+	for uid, u := range d.metricsUsage(ctx, other) {
+		out[uid] = u
+	}
+	return out, nil
+}
+
+// metricsUsage reads pods on other nodes from metrics.k8s.io, when the
+// cluster serves it: the metrics server's own window (its resolution,
+// often 15 s) ends when it is read, so the figure covers the sample only
+// if that window is not longer than --footprint-window.
+func (d *Deployment) metricsUsage(ctx context.Context, pods []kube.PodRef) map[string]usage {
+	out := map[string]usage{}
+	if len(pods) == 0 {
+		return out
+	}
+	why := ""
+	switch {
+	case d.b.metrics == nil:
+		why = "no metrics.k8s.io client"
+	case !kube.MetricsAvailable(ctx, d.b.cs.Discovery()):
+		why = "the cluster serves no metrics.k8s.io (no metrics-server)"
+	}
+	byNS := map[string][]kube.PodRef{}
+	for _, p := range pods {
+		byNS[p.Namespace] = append(byNS[p.Namespace], p)
+	}
+	for ns, ps := range byNS {
+		var names []string
+		for _, p := range ps {
+			names = append(names, p.Name)
+		}
+		var got map[string]kube.Usage
+		var err error
+		if why == "" {
+			got, err = kube.PodMetrics(ctx, d.b.metrics, ns, names)
+		}
+		for _, p := range ps {
+			u, ok := got[p.Name]
+			switch {
+			case why != "":
+				out[string(p.UID)] = usage{err: "on node " + p.Node + ", which has no host pod of the run, and " + why}
+			case err != nil:
+				out[string(p.UID)] = usage{err: err.Error()}
+			case !ok:
+				out[string(p.UID)] = usage{err: "metrics.k8s.io has no sample of it yet"}
+			default:
+				out[string(p.UID)] = usage{millicores: u.CPUNanoCores / 1e6, memBytes: float64(u.MemoryBytes)}
+			}
+		}
+	}
+	return out
+}
+
+// readCgroups reads the cgroup counters of pods on a host pod's node.
+func (d *Deployment) readCgroups(ctx context.Context, host string, uids []string) (agent.CgroupReport, error) {
+	args := []string{"cgroup", "--root", hostCgroupRoot}
+	for _, u := range slices.Sorted(slices.Values(uids)) {
+		args = append(args, "--pod-uid", u)
+	}
+	var r agent.CgroupReport
+	err := d.agentJSON(ctx, host, args, &r)
+	return r, err
+}
+
+// cgroupUsage turns two readings into CPU over the interval and the
+// second reading's memory working set.
+func cgroupUsage(a, b agent.CgroupReport) map[string]usage {
+	out := map[string]usage{}
+	dt := float64(b.TimeUnixNano - a.TimeUnixNano)
+	before := map[string]agent.PodCgroup{}
+	for _, p := range a.Pods {
+		before[p.UID] = p
+	}
+	for _, p := range b.Pods {
+		q, ok := before[p.UID]
+		switch {
+		case p.Error != "" || !ok || q.Error != "":
+			out[p.UID] = usage{err: strings.TrimSpace(firstNonEmpty(p.Error, q.Error, "missing from the first reading"))}
+		case dt <= 0 || p.CPUUsageNanos < q.CPUUsageNanos:
+			out[p.UID] = usage{err: "the counters went backwards (pod restarted?)"}
+		default:
+			out[p.UID] = usage{millicores: 1000 * float64(p.CPUUsageNanos-q.CPUUsageNanos) / dt, memBytes: float64(p.MemoryWorkingSetBytes)}
+		}
+	}
+	return out
+}

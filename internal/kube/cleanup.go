@@ -1,0 +1,255 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// objRef names a namespaced object.
+type objRef struct{ ns, name string }
+
+// kinds are the namespaced kinds of objects cnibench creates, with how to
+// list (by label selector) and delete them. Pods go first, with a 1 s
+// grace period.
+func kinds(cs kubernetes.Interface) []struct {
+	kind string
+	list func(ctx context.Context, ns, sel string) ([]objRef, error)
+	del  func(ctx context.Context, ns, name string) error
+} {
+	opts := func(sel string) metav1.ListOptions { return metav1.ListOptions{LabelSelector: sel} }
+	grace := metav1.DeleteOptions{GracePeriodSeconds: new(int64(1))}
+	return []struct {
+		kind string
+		list func(ctx context.Context, ns, sel string) ([]objRef, error)
+		del  func(ctx context.Context, ns, name string) error
+	}{
+		{"pod", func(ctx context.Context, ns, sel string) ([]objRef, error) {
+			l, err := cs.CoreV1().Pods(ns).List(ctx, opts(sel))
+			if err != nil {
+				return nil, err
+			}
+			return refs(l.Items, func(o *corev1.Pod) metav1.Object { return o }), nil
+		}, func(ctx context.Context, ns, name string) error {
+			return cs.CoreV1().Pods(ns).Delete(ctx, name, grace)
+		}},
+		{"service", func(ctx context.Context, ns, sel string) ([]objRef, error) {
+			l, err := cs.CoreV1().Services(ns).List(ctx, opts(sel))
+			if err != nil {
+				return nil, err
+			}
+			return refs(l.Items, func(o *corev1.Service) metav1.Object { return o }), nil
+		}, func(ctx context.Context, ns, name string) error {
+			return cs.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		}},
+		{"secret", func(ctx context.Context, ns, sel string) ([]objRef, error) {
+			l, err := cs.CoreV1().Secrets(ns).List(ctx, opts(sel))
+			if err != nil {
+				return nil, err
+			}
+			return refs(l.Items, func(o *corev1.Secret) metav1.Object { return o }), nil
+		}, func(ctx context.Context, ns, name string) error {
+			return cs.CoreV1().Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		}},
+		{"networkpolicy", func(ctx context.Context, ns, sel string) ([]objRef, error) {
+			l, err := cs.NetworkingV1().NetworkPolicies(ns).List(ctx, opts(sel))
+			if err != nil {
+				return nil, err
+			}
+			return refs(l.Items, func(o *networkingv1.NetworkPolicy) metav1.Object { return o }), nil
+		}, func(ctx context.Context, ns, name string) error {
+			return cs.NetworkingV1().NetworkPolicies(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		}},
+	}
+}
+
+// refs returns the namespaces and names of items.
+func refs[T any](items []T, meta func(*T) metav1.Object) []objRef {
+	out := make([]objRef, 0, len(items))
+	for i := range items {
+		m := meta(&items[i])
+		out = append(out, objRef{m.GetNamespace(), m.GetName()})
+	}
+	return out
+}
+
+// deleteLabelled deletes the objects of ns (all namespaces if "") that sel
+// matches, except those in the namespaces of skip, and returns them as
+// "kind ns/name". It goes on after errors, and returns them all.
+func deleteLabelled(ctx context.Context, cs kubernetes.Interface, ns, sel string, skip map[string]bool) (removed []string, err error) {
+	var errs []error
+	for _, k := range kinds(cs) {
+		objs, err := k.list(ctx, ns, sel)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list %ss in %s: %w", k.kind, nsName(ns), err))
+			continue
+		}
+		for _, o := range objs {
+			if skip[o.ns] {
+				continue
+			}
+			if err := k.del(ctx, o.ns, o.name); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("delete %s %s/%s: %w", k.kind, o.ns, o.name, err))
+				continue
+			}
+			logger(ctx).Debug("deleted", "kind", k.kind, "object", o.ns+"/"+o.name)
+			removed = append(removed, k.kind+" "+o.ns+"/"+o.name)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// nsName names namespace ns in messages.
+func nsName(ns string) string {
+	if ns == "" {
+		return "all namespaces"
+	}
+	return "namespace " + ns
+}
+
+// DeleteRun deletes the pods (with a 1 s grace period), services, secrets
+// and network policies of run runID in namespace ns, then, if
+// deleteNamespace, the namespace itself, which must carry the run's labels
+// (as EnsureNamespace made it). It then waits, at most timeout, until the
+// pods and the namespace are gone. It goes on after errors, and returns
+// them all.
+func DeleteRun(ctx context.Context, cs kubernetes.Interface, ns, runID string, deleteNamespace bool, timeout time.Duration) error {
+	sel := runSelector(runID)
+	_, err := deleteLabelled(ctx, cs, ns, sel, nil)
+	errs := []error{err}
+	nsGone := !deleteNamespace
+	if deleteNamespace {
+		n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			nsGone = true
+		case err != nil:
+			errs = append(errs, fmt.Errorf("get namespace %s: %w", ns, err))
+			nsGone = true // do not wait for it
+		case n.Labels[ManagedByKey] != ManagedBy || n.Labels[RunKey] != runID:
+			errs = append(errs, fmt.Errorf("namespace %s not deleted: it is not labelled %s", ns, sel))
+			nsGone = true
+		default:
+			if err := deleteNamespaceObj(ctx, cs, ns); err != nil {
+				errs = append(errs, err)
+				nsGone = true
+			} else {
+				logger(ctx).Info("namespace deleted", "namespace", ns)
+			}
+		}
+	}
+	left, err := waitGone(ctx, cs, ns, sel, nsGone, nil, timeout)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("clean-up of run %s: %w", runID, err))
+	} else if left != "" {
+		errs = append(errs, fmt.Errorf("clean-up of run %s: still present after %v: %s", runID, timeout, left))
+	}
+	return errors.Join(errs...)
+}
+
+// deleteNamespaceObj deletes namespace ns (not found is no error).
+func deleteNamespaceObj(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// waitGone waits, at most timeout, until no pod of ns (all namespaces if
+// "") matches sel, namespace ns is gone unless nsGone, and so are the
+// namespaces of more. On timeout it returns what is left ("" if nothing);
+// an error only for API errors or ctx's end.
+func waitGone(ctx context.Context, cs kubernetes.Interface, ns, sel string, nsGone bool, more []string, timeout time.Duration) (left string, err error) {
+	waitNS := slices.Clone(more)
+	if !nsGone {
+		waitNS = append(waitNS, ns)
+	}
+	err = wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		var what []string
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return false, fmt.Errorf("list pods in %s: %w", nsName(ns), err)
+		}
+		for _, p := range pods.Items {
+			what = append(what, "pod "+p.Namespace+"/"+p.Name)
+		}
+		for _, n := range waitNS {
+			_, err := cs.CoreV1().Namespaces().Get(ctx, n, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return false, fmt.Errorf("get namespace %s: %w", n, err)
+			default:
+				what = append(what, "namespace "+n)
+			}
+		}
+		left = strings.Join(what, ", ")
+		return left == "", nil
+	})
+	switch {
+	case err == nil:
+		return "", nil
+	case wait.Interrupted(err) && ctx.Err() == nil:
+		return left, nil
+	case wait.Interrupted(err):
+		return left, ctx.Err()
+	default:
+		return left, err
+	}
+}
+
+// Clean removes the leftovers of crashed runs: the pods, services, secrets
+// and network policies labelled ManagedByKey=ManagedBy in namespace (all
+// namespaces if ""), and the namespaces so labelled (only namespace itself,
+// if given). It waits, at most timeout, until the pods and namespaces are
+// gone, and returns what it removed, as "pod ns/name", "namespace name"….
+func Clean(ctx context.Context, cs kubernetes.Interface, namespace string, timeout time.Duration) (removed []string, err error) {
+	sel := ManagedByKey + "=" + ManagedBy
+	var nsList []string
+	var errs []error
+	l, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list namespaces: %w", err))
+	} else {
+		for _, n := range l.Items {
+			if namespace == "" || n.Name == namespace {
+				nsList = append(nsList, n.Name)
+			}
+		}
+	}
+	skip := map[string]bool{}
+	for _, n := range nsList {
+		skip[n] = true
+	}
+	// The objects of the namespaces to delete go with them.
+	removed, err = deleteLabelled(ctx, cs, namespace, sel, skip)
+	errs = append(errs, err)
+	var deleted []string
+	for _, n := range nsList {
+		if err := deleteNamespaceObj(ctx, cs, n); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		logger(ctx).Info("namespace deleted", "namespace", n)
+		removed = append(removed, "namespace "+n)
+		deleted = append(deleted, n)
+	}
+	left, err := waitGone(ctx, cs, namespace, sel, true, deleted, timeout)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("clean: %w", err))
+	} else if left != "" {
+		errs = append(errs, fmt.Errorf("clean: still present after %v: %s", timeout, left))
+	}
+	return removed, errors.Join(errs...)
+}

@@ -1,0 +1,66 @@
+// Package kube is cnibench's Kubernetes plumbing: loading a kubeconfig,
+// choosing the client and server nodes, creating the run's namespace,
+// secret, pods, services and network policies, executing commands in pods,
+// reading pod metrics, identifying the cluster's CNI, rendering the RBAC that
+// all this needs, and cleaning up afterwards.
+//
+// Everything is written against kubernetes.Interface so that it can be
+// tested with k8s.io/client-go/kubernetes/fake. Every object the package
+// creates carries the labels ManagedByKey=ManagedBy and RunKey=<run ID>, so
+// that DeleteRun removes a run's objects and Clean removes the leftovers of
+// crashed runs; a run ID must therefore be a valid label value, and, as it
+// also goes into object names, lower-case letters, digits and '-' only.
+// Every wait is a bounded poll.
+//
+// Functions log through the *slog.Logger attached to their context with
+// WithLogger (nothing is logged without one).
+package kube
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Labels that cnibench puts on every object it creates.
+const (
+	// ManagedByKey is the standard label naming the tool that manages an
+	// object.
+	ManagedByKey = "app.kubernetes.io/managed-by"
+	// ManagedBy is ManagedByKey's value on cnibench's objects.
+	ManagedBy = "cnibench"
+	// RunKey labels an object with the ID of the run that created it.
+	RunKey = "cnibench.io/run"
+	// RoleKey labels a pod with its role in the run ("server", "client",
+	// "capture", …).
+	RoleKey = "cnibench.io/role"
+)
+
+// pollInterval is how often the waits look at the cluster (tests shorten
+// it).
+var pollInterval = 500 * time.Millisecond
+
+// runLabels returns the labels of every object of run runID.
+func runLabels(runID string) map[string]string {
+	return map[string]string{ManagedByKey: ManagedBy, RunKey: runID}
+}
+
+// runSelector is the label selector of run runID's objects.
+func runSelector(runID string) string {
+	return ManagedByKey + "=" + ManagedBy + "," + RunKey + "=" + runID
+}
+
+type loggerKey struct{}
+
+// WithLogger returns a context whose functions of this package log to l.
+func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey{}, l)
+}
+
+// logger returns the logger attached to ctx, or one that discards.
+func logger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok && l != nil {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
+}

@@ -1,0 +1,337 @@
+//go:build e2e
+
+// Package e2e tests cnibench against a real Kubernetes cluster: the
+// suite's Kubernetes backend over every path and check, its clean-up on
+// success, on Ctrl-C and after a crash (`cnibench k8s clean`), the RBAC it
+// prints, and `cnibench compare` of the cluster run with a lab run.
+//
+// hack/local-cluster/suite-e2e.sh builds the image, starts the local
+// two-node cluster and runs this test inside its network namespace:
+//
+//	CNIBENCH_E2E_BIN          the cnibench binary
+//	CNIBENCH_E2E_KUBECONFIG   the cluster's admin kubeconfig
+//	CNIBENCH_E2E_IMAGE        the imported cnibench image
+//	CNIBENCH_E2E_CNI_CONF_DIR the nodes' CNI configuration directory ({node})
+//	CNIBENCH_E2E_OUT          where results go
+//	CNIBENCH_E2E_LAB          a lab run's results.json to compare with
+//	CNIBENCH_E2E_EXPECT_CNI   the CNI the cluster runs (bridge)
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+type env struct {
+	bin, kubeconfig, image, cniConf, out, lab, cni string
+	cs                                             kubernetes.Interface
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	e := &env{
+		bin: os.Getenv("CNIBENCH_E2E_BIN"), kubeconfig: os.Getenv("CNIBENCH_E2E_KUBECONFIG"),
+		image: os.Getenv("CNIBENCH_E2E_IMAGE"), cniConf: os.Getenv("CNIBENCH_E2E_CNI_CONF_DIR"),
+		out: os.Getenv("CNIBENCH_E2E_OUT"), lab: os.Getenv("CNIBENCH_E2E_LAB"), cni: os.Getenv("CNIBENCH_E2E_EXPECT_CNI"),
+	}
+	if e.bin == "" || e.kubeconfig == "" || e.image == "" || e.out == "" {
+		t.Skip("no cluster: run hack/local-cluster/suite-e2e.sh (it sets CNIBENCH_E2E_*)")
+	}
+	cfg, err := kube.LoadConfig(e.kubeconfig, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.cs, err = kube.NewClient(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// suiteArgs are a brief suite on the cluster: every path, three tests.
+func (e *env) suiteArgs(out string, extra ...string) []string {
+	a := []string{"suite", "--backend", "kubernetes", "--kubeconfig", e.kubeconfig,
+		"--image", e.image, "--image-pull-policy", "Never", "--cluster-name", "local-2node",
+		"--tests", "tcp_stream,tcp_rr,tcp_crr", "--flows", "1", "--repeat", "2",
+		"--duration", "0.5s", "--warmup", "0.1s", "--seed", "4242", "--out", out}
+	if e.cniConf != "" {
+		a = append(a, "--cni-conf-dir", e.cniConf)
+	}
+	return append(a, extra...)
+}
+
+// leftovers lists every object a run may leave: namespaces and pods
+// labelled managed-by=cnibench anywhere.
+func (e *env) leftovers(t *testing.T) []string {
+	t.Helper()
+	ctx := context.Background()
+	sel := metav1.ListOptions{LabelSelector: kube.ManagedByKey + "=" + kube.ManagedBy}
+	var out []string
+	nss, err := e.cs.CoreV1().Namespaces().List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nss.Items {
+		out = append(out, "namespace "+n.Name+" ("+string(n.Status.Phase)+")")
+	}
+	for _, list := range []func() ([]string, error){
+		func() ([]string, error) {
+			l, err := e.cs.CoreV1().Pods("").List(ctx, sel)
+			if err != nil {
+				return nil, err
+			}
+			var s []string
+			for _, p := range l.Items {
+				s = append(s, "pod "+p.Namespace+"/"+p.Name)
+			}
+			return s, nil
+		},
+		func() ([]string, error) {
+			l, err := e.cs.CoreV1().Services("").List(ctx, sel)
+			if err != nil {
+				return nil, err
+			}
+			var s []string
+			for _, p := range l.Items {
+				s = append(s, "service "+p.Namespace+"/"+p.Name)
+			}
+			return s, nil
+		},
+		func() ([]string, error) {
+			l, err := e.cs.NetworkingV1().NetworkPolicies("").List(ctx, sel)
+			if err != nil {
+				return nil, err
+			}
+			var s []string
+			for _, p := range l.Items {
+				s = append(s, "networkpolicy "+p.Namespace+"/"+p.Name)
+			}
+			return s, nil
+		},
+	} {
+		s, err := list()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s...)
+	}
+	return out
+}
+
+func (e *env) assertClean(t *testing.T, when string) {
+	t.Helper()
+	if l := e.leftovers(t); len(l) > 0 {
+		t.Errorf("%s: left behind: %s", when, strings.Join(l, ", "))
+	}
+}
+
+func run(t *testing.T, bin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return so.String(), se.String(), code
+}
+
+// TestSuiteOnCluster runs the suite over every path with every check and
+// checks the results, the report, the comparison with a lab run and that
+// nothing is left on the cluster.
+func TestSuiteOnCluster(t *testing.T) {
+	e := setup(t)
+	e.assertClean(t, "before the run")
+	out := filepath.Join(e.out, "k8s")
+	so, se, code := run(t, e.bin, e.suiteArgs(out)...)
+	t.Logf("suite stdout:\n%s\nstderr:\n%s", so, se)
+	if code != 0 {
+		t.Fatalf("suite exit %d", code)
+	}
+	set, err := result.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cniDP := "cni-" + e.cni
+	want := map[string][]string{"baseline": {"node-to-node"}, cniDP: {"same-node", "cross-node", "pod-to-service", "hairpin"}}
+	for dp, paths := range want {
+		for _, p := range paths {
+			for _, test := range []string{"tcp_stream", "tcp_rr", "tcp_crr"} {
+				runs := set.Find(map[string]string{"datapath": dp, "path": p, "test": test, "backend": "kubernetes", "cluster": "local-2node"})
+				if len(runs) != 1 {
+					t.Errorf("%s %s %s: %d runs, want 1", dp, p, test, len(runs))
+					continue
+				}
+				r := runs[0]
+				metric := result.TransPerSec
+				if test == "tcp_stream" {
+					metric = result.ThroughputBitsPerSec
+				}
+				if s, ok := r.Summary[metric]; !ok || s.N != 2 || s.Median <= 0 {
+					t.Errorf("%s %s %s: %s summary %+v (errors: %v)", dp, p, test, metric, s, repeatErrors(r))
+				}
+				if r.Labels["client_node"] == "" || r.Labels["server_node"] == "" || r.Labels["mtu"] == "" {
+					t.Errorf("%s %s %s: labels %v lack nodes or mtu", dp, p, test, r.Labels)
+				}
+				if (p == "cross-node" || p == "node-to-node" || p == "pod-to-service") && r.Labels["client_node"] == r.Labels["server_node"] {
+					t.Errorf("%s %s: client and server on one node %s", dp, p, r.Labels["client_node"])
+				}
+				if p == "same-node" && r.Labels["client_node"] != r.Labels["server_node"] {
+					t.Errorf("same-node across nodes: %v", r.Labels)
+				}
+			}
+		}
+	}
+	verdicts := map[string]string{}
+	for _, f := range set.Findings {
+		verdicts[f.Check] = f.Verdict
+		t.Logf("finding %s: %s: %s\n  %s", f.Check, f.Verdict, f.Summary, strings.Join(f.Evidence, "\n  "))
+	}
+	// The local cluster: the bridge plugin, pod MTU = node MTU, no
+	// policy support, no encryption, no CNI pods.
+	wantVerdicts := map[string]string{"cni": "identified", "mtu": "correct", "network_policy": "not-enforced", "encryption": "clear", "cni_footprint": "none"}
+	for c, v := range wantVerdicts {
+		if verdicts[c] != v {
+			t.Errorf("check %s: verdict %q, want %q", c, verdicts[c], v)
+		}
+	}
+	for _, f := range set.Findings {
+		if f.Check == "cni" && f.Labels["cni"] != e.cni {
+			t.Errorf("cni finding names %q, want %q", f.Labels["cni"], e.cni)
+		}
+	}
+	for _, name := range []string{"report.html", "report.md"} {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{"Checks", "not-enforced", "local-2node", "hairpin", "pod-to-service"} {
+			if !bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s does not mention %q", name, s)
+			}
+		}
+	}
+	e.assertClean(t, "after the run")
+
+	if e.lab != "" {
+		so, se, code := run(t, e.bin, "compare", "--match", "path,test,flows", e.lab, filepath.Join(out, "results.json"))
+		t.Logf("compare:\n%s%s", so, se)
+		if code != 0 {
+			t.Fatalf("compare exit %d", code)
+		}
+		for _, s := range []string{"cross-node", "node-to-node", "tcp_crr"} {
+			if !strings.Contains(so, s) {
+				t.Errorf("compare output does not mention %s", s)
+			}
+		}
+	}
+}
+
+func repeatErrors(r result.Run) []string {
+	var out []string
+	for _, x := range r.Repeats {
+		if x.Error != "" {
+			out = append(out, x.Error)
+		}
+	}
+	return out
+}
+
+// waitPods waits until the run's pods exist in namespace cnibench.
+func (e *env) waitPods(t *testing.T, n int) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := e.cs.CoreV1().Pods("cnibench").List(ctx, metav1.ListOptions{LabelSelector: kube.ManagedByKey + "=" + kube.ManagedBy})
+		if err != nil {
+			return false, nil
+		}
+		running := 0
+		for _, p := range l.Items {
+			if p.Status.Phase == "Running" {
+				running++
+			}
+		}
+		return running >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("the run's %d pods did not come up: %v", n, err)
+	}
+}
+
+// TestInterruptedRunCleansUp sends SIGINT once the pods run: the suite
+// exits 130, keeps what it measured and removes its objects.
+func TestInterruptedRunCleansUp(t *testing.T) {
+	e := setup(t)
+	out := filepath.Join(e.out, "interrupted")
+	cmd := exec.Command(e.bin, e.suiteArgs(out, "--checks", "none", "--repeat", "50")...)
+	var se bytes.Buffer
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.waitPods(t, 5)
+	time.Sleep(3 * time.Second) // a few cells measured
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the suite did not stop within 3 minutes of SIGINT:\n%s", se.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit %d, want 130\n%s", code, se.String())
+	}
+	set, err := result.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !set.Interrupted {
+		t.Error("results not marked interrupted")
+	}
+	e.assertClean(t, "after SIGINT")
+}
+
+// TestCleanAfterCrash kills the suite with SIGKILL (it cannot clean up)
+// and checks that `cnibench k8s clean` removes what it left.
+func TestCleanAfterCrash(t *testing.T) {
+	e := setup(t)
+	out := filepath.Join(e.out, "crashed")
+	cmd := exec.Command(e.bin, e.suiteArgs(out, "--checks", "none", "--repeat", "50")...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.waitPods(t, 5)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if len(e.leftovers(t)) == 0 {
+		t.Fatal("a killed run left nothing: the test proves nothing")
+	}
+	so, se, code := run(t, e.bin, "k8s", "clean", "--kubeconfig", e.kubeconfig)
+	t.Logf("clean:\n%s%s", so, se)
+	if code != 0 {
+		t.Fatalf("clean exit %d", code)
+	}
+	if !strings.Contains(so, "removed ") {
+		t.Errorf("clean printed no removal: %q", so)
+	}
+	e.assertClean(t, "after k8s clean")
+}
