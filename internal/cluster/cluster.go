@@ -158,13 +158,13 @@ func (b *Backend) SetCluster(name string) {
 func (o Options) Validate() error {
 	for _, c := range o.Checks {
 		if c == "none" && len(o.Checks) == 1 {
-			return nil
+			continue
 		}
 		if !contains(Checks, c) {
 			return fmt.Errorf("--checks %s: unknown check (known: %s, or none)", c, strings.Join(Checks, ", "))
 		}
 	}
-	if o.HostPort < 0 || o.HostPort > 65535 || o.HostPort == engine.DefaultPort {
+	if o.HostPort < 1 || o.HostPort > 65535 || o.HostPort == engine.DefaultPort {
 		return fmt.Errorf("--host-port %d: must be a free port between 1 and 65535 other than %d", o.HostPort, engine.DefaultPort)
 	}
 	if o.CNIPods != "" {

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,8 +159,13 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
+	if len(errs) > 0 {
+		// One line: the pods usually fail for one reason (the image).
+		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+		if len(errs) == 1 {
+			return errs[0]
+		}
+		return fmt.Errorf("%w (and %d more of the run's pods failed)", errs[0], len(errs)-1)
 	}
 	svc, err := kube.CreateService(ctx, b.cs, d.ns, d.runID, d.name(svcName),
 		map[string]string{"cnibench.io/service": d.runID},

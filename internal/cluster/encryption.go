@@ -54,6 +54,11 @@ func (d *Deployment) checkEncryption(ctx context.Context) result.Finding {
 	select {
 	case <-ready.seen:
 	case co = <-done:
+		select {
+		case <-ready.seen:
+			return result.Finding{Verdict: "failed", Summary: "the capture on " + iface + " ended before the stream ran"}
+		default:
+		}
 		return result.Finding{Verdict: "failed", Summary: "the capture on " + iface + " did not start", Evidence: []string{fmt.Sprintf("%v: %s", co.err, firstLine(string(co.stderr)))}}
 	case <-cctx.Done():
 		return result.Finding{Verdict: "skipped", Summary: "interrupted"}

@@ -67,9 +67,10 @@ func footprintFinding(pods []kube.PodRef, idle, loaded map[string]usage, window 
 	var sumIdleCPU, sumLoadCPU, sumIdleMem, sumLoadMem float64
 	measured := 0
 	for _, p := range pods {
-		i, l := idle[string(p.UID)], loaded[string(p.UID)]
-		if i.err != "" || l.err != "" {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("%s/%s on %s: not measured: %s", p.Namespace, p.Name, p.Node, firstNonEmpty(i.err, l.err)))
+		i, iok := idle[string(p.UID)]
+		l, lok := loaded[string(p.UID)]
+		if !iok || !lok || i.err != "" || l.err != "" {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s/%s on %s: not measured: %s", p.Namespace, p.Name, p.Node, firstNonEmpty(i.err, l.err, "no sample of it")))
 			continue
 		}
 		measured++
@@ -154,6 +155,11 @@ func (d *Deployment) sampleFootprint(ctx context.Context, pods []kube.PodRef, wi
 		}
 		for uid, u := range cgroupUsage(first[h], r) {
 			out[uid] = u
+		}
+		for _, uid := range uids {
+			if _, ok := out[uid]; !ok {
+				out[uid] = usage{err: firstNonEmpty(r.Error, first[h].Error, "not in the cgroup reading")}
+			}
 		}
 	}
 	for uid, u := range d.metricsUsage(ctx, other) {

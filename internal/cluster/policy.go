@@ -17,8 +17,12 @@ import (
 )
 
 // policyWait bounds how long a policy may take to be enforced (CNIs
-// program their datapath asynchronously) or lifted.
-const policyWait = 10 * time.Second
+// program their datapath asynchronously) or lifted; policyPoll is how
+// often the connection is tried meanwhile (variables: tests shorten them).
+var (
+	policyWait = 10 * time.Second
+	policyPoll = 500 * time.Millisecond
+)
 
 // policyCase is one NetworkPolicy test: policies applied, a connection
 // from one pod to another, and whether it should be refused.
@@ -133,7 +137,7 @@ func (d *Deployment) runPolicyCase(ctx context.Context, pc policyCase) (bool, st
 			}
 		}
 		// Lifted: the path connects again before the next case.
-		_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, policyWait, true, func(ctx context.Context) (bool, error) {
+		_ = wait.PollUntilContextTimeout(ctx, policyPoll, policyWait, true, func(ctx context.Context) (bool, error) {
 			c, err := d.connect(ctx, pc.from, pc.to)
 			return err == nil && c.Connected > 0, nil
 		})
@@ -148,7 +152,7 @@ func (d *Deployment) runPolicyCase(ctx context.Context, pc policyCase) (bool, st
 	var last *agent.Connect
 	var lastErr error
 	start := time.Now()
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, policyWait, true, func(pctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, policyPoll, policyWait, true, func(pctx context.Context) (bool, error) {
 		c, err := d.connect(pctx, pc.from, pc.to)
 		if err != nil {
 			if pctx.Err() == nil {

@@ -91,7 +91,7 @@ func deleteLabelled(ctx context.Context, cs kubernetes.Interface, ns, sel string
 	for _, k := range kinds(cs) {
 		objs, err := k.list(ctx, ns, sel)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("list %ss in %s: %w", k.kind, nsName(ns), err))
+			errs = append(errs, fmt.Errorf("list %s objects in %s: %w", k.kind, nsName(ns), err))
 			continue
 		}
 		for _, o := range objs {

@@ -112,7 +112,7 @@ func rbacDocs(namespace string) []rbacDoc {
 // ClusterRole (nodes get/list; pods list in every namespace, to identify
 // the CNI; namespaces get/list/create/delete, not needed when the
 // namespace exists beforehand; metrics.k8s.io pods get/list) with its
-// ClusterRoleBinding, and a Role in namespace (pods, pods/exec, pods/log,
+// ClusterRoleBinding, and a Role in namespace (pods, pods/exec,
 // services, secrets, networkpolicies, endpointslices) with its
 // RoleBinding.
 func RBAC(namespace string) []runtime.Object {

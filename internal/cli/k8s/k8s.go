@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,6 +94,12 @@ func newClean(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 				fmt.Fprintf(s.Out, "removed %s\n", r)
 			}
 			if err != nil {
+				// One line: an unreachable cluster fails every list alike.
+				lines := strings.Split(err.Error(), "\n")
+				if len(lines) > 1 {
+					logger.Debug("clean errors", "errors", lines)
+					return fmt.Errorf("clean: %s (and %d more errors)", lines[0], len(lines)-1)
+				}
 				return fmt.Errorf("clean: %w", err)
 			}
 			if len(removed) == 0 {

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -104,4 +106,13 @@ func (k *kubeFlags) newBackend(o cluster.Options) (*cluster.Backend, error) {
 	}
 	b.SetCluster(k.ClusterName)
 	return b, nil
+}
+
+// namedBackend stands for a backend in validation, before it exists.
+type namedBackend string
+
+func (n namedBackend) Name() string { return string(n) }
+
+func (n namedBackend) Up(context.Context, backend.Spec) (backend.Deployment, error) {
+	return nil, fmt.Errorf("%s: not connected", string(n))
 }

@@ -214,6 +214,11 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 			return err
 		}
 		ko.Logger = logger
+		// Bad flags are reported before the kubeconfig is even read.
+		o.Backend = namedBackend(cluster.Name)
+		if err := o.Validate(lab.Names()); err != nil {
+			return clierr.Usagef("%v", err)
+		}
 		b, err := f.Kube.newBackend(ko)
 		if err != nil {
 			return err
