@@ -134,16 +134,17 @@ func BuildPod(ns, runID string, s PodSpec) *corev1.Pod {
 }
 
 // failReasons are the Waiting reasons after which a container will not
-// start without someone's help: StartPod fails at once on them.
+// start without someone's help: StartPod fails at once on them. The
+// kubelet retries the others (CreateContainerConfigError "failed to sync
+// secret cache" right after the run's secret was created, container
+// creation errors): StartPod waits for them to clear, and its timeout
+// error names them.
 var failReasons = map[string]bool{
-	"ErrImagePull":               true,
-	"ImagePullBackOff":           true,
-	"ErrImageNeverPull":          true,
-	"InvalidImageName":           true,
-	"CrashLoopBackOff":           true,
-	"CreateContainerError":       true,
-	"CreateContainerConfigError": true,
-	"RunContainerError":          true,
+	"ErrImagePull":      true,
+	"ImagePullBackOff":  true,
+	"ErrImageNeverPull": true,
+	"InvalidImageName":  true,
+	"CrashLoopBackOff":  true,
 }
 
 // imageHint is appended to image pull failures.
@@ -151,8 +152,8 @@ const imageHint = " (import the image: cnibench image build --out FILE, and load
 
 // StartPod creates pod and waits, at most timeout, until it runs: phase
 // Running, every container running and a pod IP. It fails at once when a
-// container cannot start (image pull errors, crash loops, container
-// creation errors) or has terminated, or when the pod failed, with a
+// container cannot start (image pull errors, crash loops) or has
+// terminated, or when the pod failed, with a
 // one-line error quoting the reason and message. On error the pod is left
 // in place, for DeleteRun.
 func StartPod(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, timeout time.Duration) (*corev1.Pod, error) {

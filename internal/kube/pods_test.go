@@ -120,6 +120,12 @@ func TestStartPod(t *testing.T) {
 		{name: "kubelet rejects", steps: []func(*corev1.Pod){func(p *corev1.Pod) {
 			p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "OutOfcpu", "Node didn't have enough resource: cpu"
 		}}, err: []string{"Failed: OutOfcpu: Node didn't have enough resource"}},
+		// The kubelet retries these: seen right after the run's secret
+		// was created, gone a moment later.
+		{name: "secret cache catches up", steps: []func(*corev1.Pod){pending,
+			waiting("CreateContainerConfigError", "failed to sync secret cache: timed out waiting for the condition"), running}},
+		{name: "config error persists", steps: []func(*corev1.Pod){waiting("CreateContainerConfigError", "secret \"x\" not found")}, slow: true,
+			err: []string{"not running after", "CreateContainerConfigError"}},
 		{name: "timeout", steps: []func(*corev1.Pod){pending}, slow: true,
 			err: []string{"not running after", "phase Pending", "Ready=False ContainersNotReady: containers with unready status: [cnibench]", "container cnibench waiting: ContainerCreating"}},
 	}
