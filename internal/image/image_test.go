@@ -9,11 +9,9 @@ import (
 	"log"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,57 +22,17 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/cnibench/cnibench/internal/buildinfo"
-)
-
-var (
-	helloOnce sync.Once
-	helloDir  string
-	helloPath string
-	helloErr  error
+	"github.com/cnibench/cnibench/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if helloDir != "" {
-		os.RemoveAll(helloDir)
-	}
+	testutil.RemoveStaticHello()
 	os.Exit(code)
 }
 
-// staticBinary returns the path of a tiny statically linked hello-world
-// binary, built once per test run with CGO_ENABLED=0.
-func staticBinary(t *testing.T) string {
-	t.Helper()
-	helloOnce.Do(func() {
-		gobin, err := exec.LookPath("go")
-		if err != nil {
-			helloErr = err
-			return
-		}
-		if helloDir, helloErr = os.MkdirTemp("", "cnibench-image-test-"); helloErr != nil {
-			return
-		}
-		src := filepath.Join(helloDir, "main.go")
-		if helloErr = os.WriteFile(src, []byte("package main\n\nfunc main() { println(\"hello from cnibench image test\") }\n"), 0o644); helloErr != nil {
-			return
-		}
-		helloPath = filepath.Join(helloDir, "hello")
-		cmd := exec.Command(gobin, "build", "-trimpath", "-o", helloPath, src)
-		cmd.Dir = helloDir
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOWORK=off", "GOFLAGS=-buildvcs=false")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			helloErr = err
-			helloPath = string(out)
-		}
-	})
-	if helloErr != nil {
-		if _, ok := helloErr.(*exec.Error); ok {
-			t.Skipf("no go command to build a static test binary: %v", helloErr)
-		}
-		t.Fatalf("building a static test binary: %v\n%s", helloErr, helloPath)
-	}
-	return helloPath
-}
+// staticBinary returns the path of a tiny statically linked binary.
+func staticBinary(t *testing.T) string { return testutil.StaticHello(t) }
 
 func TestSanitizeTag(t *testing.T) {
 	long := strings.Repeat("a", 200)

@@ -3,11 +3,9 @@ package image
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -18,55 +16,14 @@ import (
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
-var (
-	helloOnce sync.Once
-	helloDir  string
-	helloPath string
-	helloErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if helloDir != "" {
-		os.RemoveAll(helloDir)
-	}
+	testutil.RemoveStaticHello()
 	os.Exit(code)
 }
 
-// staticBinary returns the path of a tiny statically linked hello-world
-// binary, built once per test run with CGO_ENABLED=0.
-func staticBinary(t *testing.T) string {
-	t.Helper()
-	helloOnce.Do(func() {
-		gobin, err := exec.LookPath("go")
-		if err != nil {
-			helloErr = err
-			return
-		}
-		if helloDir, helloErr = os.MkdirTemp("", "cnibench-cli-image-test-"); helloErr != nil {
-			return
-		}
-		src := filepath.Join(helloDir, "main.go")
-		if helloErr = os.WriteFile(src, []byte("package main\n\nfunc main() { println(\"hello\") }\n"), 0o644); helloErr != nil {
-			return
-		}
-		helloPath = filepath.Join(helloDir, "hello")
-		cmd := exec.Command(gobin, "build", "-trimpath", "-o", helloPath, src)
-		cmd.Dir = helloDir
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOWORK=off", "GOFLAGS=-buildvcs=false")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			helloErr = err
-			helloPath = string(out)
-		}
-	})
-	if helloErr != nil {
-		if _, ok := helloErr.(*exec.Error); ok {
-			t.Skipf("no go command to build a static test binary: %v", helloErr)
-		}
-		t.Fatalf("building a static test binary: %v\n%s", helloErr, helloPath)
-	}
-	return helloPath
-}
+// staticBinary returns the path of a tiny statically linked binary.
+func staticBinary(t *testing.T) string { return testutil.StaticHello(t) }
 
 func TestValidate(t *testing.T) {
 	def := image.DefaultRef()
