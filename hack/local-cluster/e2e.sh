@@ -9,19 +9,8 @@ OUT=${E2E_OUT:-/tmp/cnibench-local-cluster-e2e}
 rm -rf "$OUT"; mkdir -p "$OUT"
 exec > >(tee "$OUT/e2e.log") 2>&1
 result=1
-teardown() {
-  local rc=$? ok=1
-  trap - EXIT
-  ts "teardown (test exit status $rc)"
-  KEEP_LOGS=$OUT/cluster-logs "$LC_DIR/down.sh" >"$OUT/down.log" 2>&1 || { ok=0; echo "FAIL: down.sh (see $OUT/down.log)"; tail -5 "$OUT/down.log"; }
-  ts down
-  "$LC_DIR/hoststate.sh" snapshot "$OUT/host-after"
-  "$LC_DIR/hoststate.sh" compare "$OUT/host-before" "$OUT/host-after" || ok=0
-  if [ "$rc" -eq 0 ] && [ "$result" -eq 0 ] && [ "$ok" -eq 1 ]; then ts "e2e PASSED"; exit 0; fi
-  ts "e2e FAILED (logs in $OUT)"; exit 1
-}
 "$LC_DIR/hoststate.sh" snapshot "$OUT/host-before"
-trap teardown EXIT
+trap "e2e_teardown 'e2e'" EXIT
 "$LC_DIR/up.sh"
 ts "cluster up"
 

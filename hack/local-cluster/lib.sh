@@ -103,3 +103,17 @@ stop() {
   for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && { kill -9 "$p" 2>/dev/null || true; echo "killed $p after 15s"; }; done
   echo "stopped ${names[*]} in $((SECONDS - start))s"
 }
+
+# e2e_teardown LABEL : the EXIT trap of the e2e scripts (they set OUT and result=0 on success):
+# down.sh, host-state snapshot compared with $OUT/host-before, one PASSED/FAILED line.
+e2e_teardown() {
+  local rc=$? ok=1 label=$1
+  trap - EXIT
+  ts "teardown (test exit status $rc)"
+  KEEP_LOGS=$OUT/cluster-logs "$LC_DIR/down.sh" >"$OUT/down.log" 2>&1 || { ok=0; echo "FAIL: down.sh (see $OUT/down.log)"; tail -5 "$OUT/down.log"; }
+  ts down
+  "$LC_DIR/hoststate.sh" snapshot "$OUT/host-after"
+  "$LC_DIR/hoststate.sh" compare "$OUT/host-before" "$OUT/host-after" || ok=0
+  if [ "$rc" -eq 0 ] && [ "$result" -eq 0 ] && [ "$ok" -eq 1 ]; then ts "$label PASSED"; exit 0; fi
+  ts "$label FAILED (logs in $OUT)"; exit 1
+}

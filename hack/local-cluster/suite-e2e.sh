@@ -14,20 +14,9 @@ OUT=${E2E_OUT:-/tmp/cnibench-k8s-e2e}
 rm -rf "$OUT"; mkdir -p "$OUT"
 exec > >(tee "$OUT/e2e.log") 2>&1
 result=1
-teardown() {
-  local rc=$? ok=1
-  trap - EXIT
-  ts "teardown (test exit status $rc)"
-  KEEP_LOGS=$OUT/cluster-logs "$LC_DIR/down.sh" >"$OUT/down.log" 2>&1 || { ok=0; echo "FAIL: down.sh (see $OUT/down.log)"; tail -5 "$OUT/down.log"; }
-  ts down
-  "$LC_DIR/hoststate.sh" snapshot "$OUT/host-after"
-  "$LC_DIR/hoststate.sh" compare "$OUT/host-before" "$OUT/host-after" || ok=0
-  if [ "$rc" -eq 0 ] && [ "$result" -eq 0 ] && [ "$ok" -eq 1 ]; then ts "suite e2e PASSED"; exit 0; fi
-  ts "suite e2e FAILED (logs in $OUT)"; exit 1
-}
 "$LC_DIR/deps.sh"   # before the snapshot: packages are not host state the run must restore
 "$LC_DIR/hoststate.sh" snapshot "$OUT/host-before"
-trap teardown EXIT
+trap "e2e_teardown 'suite e2e'" EXIT
 
 # The lab run the cluster run is compared with: same tests, one datapath (and the baseline).
 "$BIN" suite --datapaths veth-routing --no-conntrack-scenario --tests tcp_stream,tcp_rr,tcp_crr --flows 1 \

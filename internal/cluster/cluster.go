@@ -10,10 +10,11 @@
 //	cli-a   pod network, client node   cnibench k8s agent idle   (the pods' client)
 //	host-a  host network, client node  cnibench k8s agent idle   (node-to-node client; privileged helper)
 //	host-b  host network, server node  cnibench serve            (node-to-node server; privileged helper)
-//	svc     ClusterIP service selecting srv-b
+//	svc     NodePort service (so with a ClusterIP too) selecting srv-b
 //
 // Clients run by exec into cli-a (host-a for the node-to-node baseline,
-// srv-b itself for the hairpin), like `kubectl exec`; their JSON result
+// srv-b itself for the hairpin); behind the service they use the engine's
+// session-less service mode, like `kubectl exec`; their JSON result
 // comes back on stdout. The privileged host pods also read the nodes' CNI
 // configuration and cgroups and capture on the nodes' interfaces for the
 // checks (checks.go).

@@ -76,6 +76,9 @@ type fakeCluster struct {
 	// failPods are the short names of the pods whose image is not on
 	// their node ("all": every pod).
 	failPods map[string]bool
+	// refuseNodePort refuses NodePort services (as an admission policy
+	// might).
+	refuseNodePort bool
 
 	t0       time.Time
 	streamed chan struct{} // a `cnibench run` happened
@@ -124,6 +127,14 @@ func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 	// held while reactors run.
 	f.cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		svc := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
+		if svc.Spec.Type == corev1.ServiceTypeNodePort {
+			if f.refuseNodePort {
+				return true, nil, fmt.Errorf("services \"%s\" is forbidden: NodePort services are not allowed", svc.Name)
+			}
+			for i := range svc.Spec.Ports {
+				svc.Spec.Ports[i].NodePort = map[string]int32{"bench": 31234, "http": 31080}[svc.Spec.Ports[i].Name]
+			}
+		}
 		svc.Spec.ClusterIP = clusterIP
 		svc.Spec.ClusterIPs = []string{clusterIP}
 		sl := &discoveryv1.EndpointSlice{
@@ -545,6 +556,7 @@ func TestCycle(t *testing.T) {
 			PathPodToService:  {client: podCliA, clientNode: "n1", srvNode: "n2", target: clusterIP, mtu: "1450", tcp: "--service " + clusterIP + ":12871", http: "--url http://" + clusterIP + ":8080/", udp: true},
 			PathHairpin:       {client: podSrvB, clientNode: "n2", srvNode: "n2", target: clusterIP, mtu: "1450", tcp: "--service " + clusterIP + ":12871", http: "--url http://" + clusterIP + ":8080/", udp: true},
 			PathNodeToNode:    {client: podHostA, clientNode: "n1", srvNode: "n2", target: n2IP + ":15201", mtu: "1500", tcp: "--target " + n2IP + ":15201", http: "--target " + n2IP + ":15201"},
+			PathPodToNodePort: {client: podCliA, clientNode: "n1", srvNode: "n2", target: n2IP, mtu: "1450", tcp: "--service " + n2IP + ":31234", http: "--url http://" + n2IP + ":31080/", udp: true},
 		}
 		var kinds []string
 		paths := append(slices.Clone(d.Paths("cni-flannel")), d.Paths(DatapathBaseline)...)
@@ -582,7 +594,7 @@ func TestCycle(t *testing.T) {
 				t.Errorf("%s: udp_stream why %q", p.Kind, why)
 			}
 		}
-		if strings.Join(kinds, ",") != "same-node,cross-node,pod-to-endpoint,pod-to-service,hairpin,node-to-node" {
+		if strings.Join(kinds, ",") != "same-node,cross-node,pod-to-endpoint,pod-to-service,hairpin,pod-to-nodeport,node-to-node" {
 			t.Errorf("paths %q", kinds)
 		}
 	})
@@ -661,7 +673,7 @@ func TestCycle(t *testing.T) {
 		for _, p := range svc.Spec.Ports {
 			ports = append(ports, fmt.Sprintf("%s %d→%s", p.Name, p.Port, p.TargetPort.String()))
 		}
-		if svc.Spec.Type != corev1.ServiceTypeClusterIP || svc.Spec.Selector["cnibench.io/service"] != d.runID || len(svc.Spec.Selector) != 1 ||
+		if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Selector["cnibench.io/service"] != d.runID || len(svc.Spec.Selector) != 1 ||
 			strings.Join(ports, ",") != "bench 12871→12871,http 8080→8080" || svc.Labels[kube.RunKey] != d.runID {
 			t.Errorf("service %+v", svc.Spec)
 		}
@@ -696,6 +708,7 @@ func TestCycle(t *testing.T) {
 					PathPodToService:  {podCliA, "--service " + clusterIP + ":12871"},
 					PathHairpin:       {podSrvB, "--service " + clusterIP + ":12871"},
 					PathNodeToNode:    {podHostA, "--target " + n2IP + ":15201"},
+					PathPodToNodePort: {podCliA, "--service " + n2IP + ":31234"},
 				}[p.Kind]
 				if c.short != w[0] || !strings.HasSuffix(strings.Join(c.cmd, " "), " "+w[1]) {
 					t.Errorf("%s: ran %q in %s, want %q in %s", p.Kind, c.cmd, c.short, w[1], w[0])
@@ -1003,5 +1016,32 @@ func TestUpNoNodes(t *testing.T) {
 	}
 	if err := dep.Down(ctx); err != nil {
 		t.Errorf("Down: %v", err)
+	}
+}
+
+// A cluster that refuses NodePort services gets a ClusterIP service: the
+// other service paths still run, the nodeport path's cells are skipped
+// with the API server's reason.
+func TestUpWithoutNodePort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fc := newFakeCluster(t)
+	fc.refuseNodePort = true
+	d := up(t, ctx, fc.backend(nil))
+	if d.svc.Spec.Type != corev1.ServiceTypeClusterIP {
+		t.Errorf("service type %s", d.svc.Spec.Type)
+	}
+	for _, p := range d.Paths(d.cniName()) {
+		_, why := p.TargetArgs(engine.TCPRR)
+		switch p.Kind {
+		case PathPodToNodePort:
+			if !strings.Contains(why, "refused a NodePort service") || !strings.Contains(why, "not allowed") {
+				t.Errorf("nodeport why %q", why)
+			}
+		default:
+			if why != "" {
+				t.Errorf("%s: why %q", p.Kind, why)
+			}
+		}
 	}
 }

@@ -44,6 +44,9 @@ const (
 	// cross-node server pod), so that the two differ in the service's
 	// translation only.
 	PathPodToEndpoint = "pod-to-endpoint"
+	// PathPodToNodePort is the client pod to the server node's
+	// InternalIP at the service's NodePort (service mode).
+	PathPodToNodePort = "pod-to-nodeport"
 	PathHairpin       = "hairpin"
 	PathNodeToNode    = "node-to-node"
 	// DatapathBaseline is the host network's datapath, as the lab's
@@ -81,6 +84,8 @@ type Deployment struct {
 	server    *corev1.Node
 	pods      map[string]*corev1.Pod // by short name
 	svc       *corev1.Service
+	// nodePortWhy is why the service has no NodePorts ("" if it has).
+	nodePortWhy string
 	paths     []backend.Path
 	baseline  []backend.Path
 
@@ -167,15 +172,21 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 		}
 		return fmt.Errorf("%w (and %d more of the run's pods failed)", errs[0], len(errs)-1)
 	}
-	svc, err := kube.CreateService(ctx, b.cs, d.ns, d.runID, d.name(svcName),
-		map[string]string{"cnibench.io/service": d.runID},
-		[]corev1.ServicePort{
-			{Name: "bench", Port: servicePort, TargetPort: intstr.FromInt32(servicePort), Protocol: corev1.ProtocolTCP},
-			{Name: "http", Port: httpPort, TargetPort: intstr.FromInt32(httpPort), Protocol: corev1.ProtocolTCP},
-		},
-		corev1.ServiceTypeClusterIP)
+	// A NodePort service has a ClusterIP too: one service serves both
+	// paths. A cluster that refuses NodePorts gets a ClusterIP service
+	// and the nodeport path is skipped with the reason.
+	ports := []corev1.ServicePort{
+		{Name: "bench", Port: servicePort, TargetPort: intstr.FromInt32(servicePort), Protocol: corev1.ProtocolTCP},
+		{Name: "http", Port: httpPort, TargetPort: intstr.FromInt32(httpPort), Protocol: corev1.ProtocolTCP},
+	}
+	sel := map[string]string{"cnibench.io/service": d.runID}
+	svc, err := kube.CreateService(ctx, b.cs, d.ns, d.runID, d.name(svcName), sel, ports, corev1.ServiceTypeNodePort)
 	if err != nil {
-		return err
+		d.nodePortWhy = "the cluster refused a NodePort service: " + firstLine(err.Error())
+		d.log.Warn("no NodePort service", "err", err)
+		if svc, err = kube.CreateService(ctx, b.cs, d.ns, d.runID, d.name(svcName), sel, ports, corev1.ServiceTypeClusterIP); err != nil {
+			return err
+		}
 	}
 	d.svc = svc
 	if err := kube.WaitEndpoints(ctx, b.cs, d.ns, svc.Name, 1, b.o.PodTimeout); err != nil {
@@ -272,8 +283,20 @@ func (d *Deployment) buildPaths(serverIP string) {
 	}
 	svcIP, srvB := d.svc.Spec.ClusterIP, d.pods[podSrvB].Status.PodIP
 	viaService := func(p backend.Path, ip string) backend.Path {
-		p.Target, p.Args = ip, serviceArgs(ip)
+		p.Target, p.Args = ip, serviceArgs(ip, servicePort, httpPort)
 		return p
+	}
+	nodePort := backend.Path{Kind: PathPodToNodePort, Client: cli, Target: serverIP, PathMTU: podMTU, PodMTU: podMTU,
+		Labels: withMTU(nodes(d.client, d.server), podMTU)}
+	bench, web := nodePorts(d.svc)
+	switch {
+	case d.nodePortWhy != "":
+		why := d.nodePortWhy
+		nodePort.Args = func(string) ([]string, string) { return nil, why }
+	case bench == 0 || web == 0:
+		nodePort.Args = func(string) ([]string, string) { return nil, "the NodePort service was given no node ports" }
+	default:
+		nodePort.Args = serviceArgs(serverIP, bench, web)
 	}
 	d.paths = []backend.Path{
 		pod(PathSameNode, net.JoinHostPort(d.pods[podSrvA].Status.PodIP, port), d.client),
@@ -282,6 +305,7 @@ func (d *Deployment) buildPaths(serverIP string) {
 		viaService(pod(PathPodToService, "", d.server), svcIP),
 		viaService(backend.Path{Kind: PathHairpin, Client: place{d.ns, d.name(podSrvB)}, PathMTU: podMTU, PodMTU: podMTU,
 			Labels: withMTU(nodes(d.server, d.server), podMTU)}, svcIP),
+		nodePort,
 	}
 	d.baseline = []backend.Path{{Kind: PathNodeToNode, Client: place{d.ns, d.name(podHostA)},
 		Target: net.JoinHostPort(serverIP, strconv.Itoa(d.b.o.HostPort)), PathMTU: nodeMTU, PodMTU: nodeMTU,
@@ -292,16 +316,30 @@ func (d *Deployment) buildPaths(serverIP string) {
 // load-balanced address (a ClusterIP, or the endpoint itself for the
 // reference path): session-less service mode, since a Service exposes
 // only its ports, not the per-session data ports of `cnibench serve`.
-func serviceArgs(ip string) func(test string) ([]string, string) {
+func serviceArgs(ip string, bench, web int32) func(test string) ([]string, string) {
 	return func(test string) ([]string, string) {
 		switch test {
 		case engine.TCPStream, engine.TCPRR, engine.TCPCRR:
-			return []string{"--service", net.JoinHostPort(ip, strconv.Itoa(servicePort))}, ""
+			return []string{"--service", net.JoinHostPort(ip, strconv.Itoa(int(bench)))}, ""
 		case engine.HTTP:
-			return []string{"--url", "http://" + net.JoinHostPort(ip, strconv.Itoa(httpPort)) + "/"}, ""
+			return []string{"--url", "http://" + net.JoinHostPort(ip, strconv.Itoa(int(web))) + "/"}, ""
 		}
 		return nil, test + " has no session-less service mode: its flows use per-session ports, which a Service does not expose"
 	}
+}
+
+// nodePorts are the node ports of the service's bench and http ports (0
+// if none).
+func nodePorts(svc *corev1.Service) (bench, web int32) {
+	for _, p := range svc.Spec.Ports {
+		switch p.Name {
+		case "bench":
+			bench = p.NodePort
+		case "http":
+			web = p.NodePort
+		}
+	}
+	return bench, web
 }
 
 // withMTU sets the "mtu" label to the MTU measured (the cell's own is the

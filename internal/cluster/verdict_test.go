@@ -296,7 +296,7 @@ func TestOptionsValidateChecksNoneChecksTheRest(t *testing.T) {
 }
 
 func TestServiceArgs(t *testing.T) {
-	args := serviceArgs("10.96.0.10")
+	args := serviceArgs("10.96.0.10", servicePort, httpPort)
 	tests := []struct {
 		test string
 		args string
@@ -320,11 +320,18 @@ func TestServiceArgs(t *testing.T) {
 		}
 	}
 	// IPv6 service addresses are bracketed.
-	if a, _ := serviceArgs("fd00::a")(engine.TCPRR); strings.Join(a, " ") != "--service [fd00::a]:12871" {
+	if a, _ := serviceArgs("fd00::a", servicePort, httpPort)(engine.TCPRR); strings.Join(a, " ") != "--service [fd00::a]:12871" {
 		t.Errorf("ipv6: %q", a)
 	}
-	if a, _ := serviceArgs("fd00::a")(engine.HTTP); strings.Join(a, " ") != "--url http://[fd00::a]:8080/" {
+	if a, _ := serviceArgs("fd00::a", servicePort, httpPort)(engine.HTTP); strings.Join(a, " ") != "--url http://[fd00::a]:8080/" {
 		t.Errorf("ipv6 http: %q", a)
+	}
+	// A NodePort path: the node's address, the service's node ports.
+	if a, _ := serviceArgs("10.0.0.2", 31234, 31080)(engine.TCPCRR); strings.Join(a, " ") != "--service 10.0.0.2:31234" {
+		t.Errorf("nodeport: %q", a)
+	}
+	if a, _ := serviceArgs("10.0.0.2", 31234, 31080)(engine.HTTP); strings.Join(a, " ") != "--url http://10.0.0.2:31080/" {
+		t.Errorf("nodeport http: %q", a)
 	}
 }
 

@@ -170,7 +170,7 @@ func TestSuiteOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	cniDP := "cni-" + e.cni
-	want := map[string][]string{"baseline": {"node-to-node"}, cniDP: {"same-node", "cross-node", "pod-to-service", "hairpin"}}
+	want := map[string][]string{"baseline": {"node-to-node"}, cniDP: {"same-node", "cross-node", "pod-to-endpoint", "pod-to-service", "hairpin", "pod-to-nodeport"}}
 	for dp, paths := range want {
 		for _, p := range paths {
 			for _, test := range []string{"tcp_stream", "tcp_rr", "tcp_crr"} {
@@ -190,7 +190,7 @@ func TestSuiteOnCluster(t *testing.T) {
 				if r.Labels["client_node"] == "" || r.Labels["server_node"] == "" || r.Labels["mtu"] == "" {
 					t.Errorf("%s %s %s: labels %v lack nodes or mtu", dp, p, test, r.Labels)
 				}
-				if (p == "cross-node" || p == "node-to-node" || p == "pod-to-service") && r.Labels["client_node"] == r.Labels["server_node"] {
+				if p != "same-node" && p != "hairpin" && r.Labels["client_node"] == r.Labels["server_node"] {
 					t.Errorf("%s %s: client and server on one node %s", dp, p, r.Labels["client_node"])
 				}
 				if p == "same-node" && r.Labels["client_node"] != r.Labels["server_node"] {
