@@ -86,8 +86,8 @@ type Deployment struct {
 	svc       *corev1.Service
 	// nodePortWhy is why the service has no NodePorts ("" if it has).
 	nodePortWhy string
-	paths     []backend.Path
-	baseline  []backend.Path
+	paths       []backend.Path
+	baseline    []backend.Path
 
 	// Facts gathered at Up, used by paths and checks.
 	cni      kube.CNIInfo
