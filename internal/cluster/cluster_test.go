@@ -132,7 +132,7 @@ func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 				return true, nil, fmt.Errorf("services \"%s\" is forbidden: NodePort services are not allowed", svc.Name)
 			}
 			for i := range svc.Spec.Ports {
-				svc.Spec.Ports[i].NodePort = map[string]int32{"bench": 31234, "http": 31080}[svc.Spec.Ports[i].Name]
+				svc.Spec.Ports[i].NodePort = map[string]int32{"bench": 31233, "hairpin": 31235, "nodeport": 31234, "http": 31080}[svc.Spec.Ports[i].Name]
 			}
 		}
 		svc.Spec.ClusterIP = clusterIP
@@ -553,8 +553,8 @@ func TestCycle(t *testing.T) {
 			PathSameNode:      {client: podCliA, clientNode: "n1", srvNode: "n1", target: srvA, mtu: "1450", tcp: "--target " + srvA, http: "--target " + srvA},
 			PathCrossNode:     {client: podCliA, clientNode: "n1", srvNode: "n2", target: srvB, mtu: "1450", tcp: "--target " + srvB, http: "--target " + srvB},
 			PathPodToEndpoint: {client: podCliA, clientNode: "n1", srvNode: "n2", target: podIPs[podSrvB], mtu: "1450", tcp: "--service " + podIPs[podSrvB] + ":12871", http: "--url http://" + podIPs[podSrvB] + ":8080/", udp: true},
-			PathPodToService:  {client: podCliA, clientNode: "n1", srvNode: "n2", target: clusterIP, mtu: "1450", tcp: "--service " + clusterIP + ":12871", http: "--url http://" + clusterIP + ":8080/", udp: true},
-			PathHairpin:       {client: podSrvB, clientNode: "n2", srvNode: "n2", target: clusterIP, mtu: "1450", tcp: "--service " + clusterIP + ":12871", http: "--url http://" + clusterIP + ":8080/", udp: true},
+			PathPodToService:  {client: podCliA, clientNode: "n1", srvNode: "n2", target: clusterIP, mtu: "1450", tcp: "--service " + clusterIP + ":12872", http: "--url http://" + clusterIP + ":8080/", udp: true},
+			PathHairpin:       {client: podSrvB, clientNode: "n2", srvNode: "n2", target: clusterIP, mtu: "1450", tcp: "--service " + clusterIP + ":12873", http: "--url http://" + clusterIP + ":8080/", udp: true},
 			PathNodeToNode:    {client: podHostA, clientNode: "n1", srvNode: "n2", target: n2IP + ":15201", mtu: "1500", tcp: "--target " + n2IP + ":15201", http: "--target " + n2IP + ":15201"},
 			PathPodToNodePort: {client: podCliA, clientNode: "n1", srvNode: "n2", target: n2IP, mtu: "1450", tcp: "--service " + n2IP + ":31234", http: "--url http://" + n2IP + ":31080/", udp: true},
 		}
@@ -662,7 +662,7 @@ func TestCycle(t *testing.T) {
 			t.Errorf("host-b args %q", got)
 		}
 		sb, _ := fc.pod(ctx, ns, d.name(podSrvB))
-		if got := strings.Join(sb.Spec.Containers[0].Args, " "); got != "serve --listen :12870 --service-listen :12871 --http-listen :8080" {
+		if got := strings.Join(sb.Spec.Containers[0].Args, " "); got != "serve --listen :12870 --http-listen :8080 --service-listen :12871,:12872,:12873,:12874" {
 			t.Errorf("srv-b args %q", got)
 		}
 		svc, err := fc.cs.CoreV1().Services(ns).Get(ctx, d.name(svcName), metav1.GetOptions{})
@@ -674,7 +674,7 @@ func TestCycle(t *testing.T) {
 			ports = append(ports, fmt.Sprintf("%s %d→%s", p.Name, p.Port, p.TargetPort.String()))
 		}
 		if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Selector["cnibench.io/service"] != d.runID || len(svc.Spec.Selector) != 1 ||
-			strings.Join(ports, ",") != "bench 12871→12871,http 8080→8080" || svc.Labels[kube.RunKey] != d.runID {
+			strings.Join(ports, ",") != "bench 12872→12872,hairpin 12873→12873,nodeport 12874→12874,http 8080→8080" || svc.Labels[kube.RunKey] != d.runID {
 			t.Errorf("service %+v", svc.Spec)
 		}
 	})
@@ -705,8 +705,8 @@ func TestCycle(t *testing.T) {
 					PathSameNode:      {podCliA, "--target " + podIPs[podSrvA] + ":12870"},
 					PathCrossNode:     {podCliA, "--target " + podIPs[podSrvB] + ":12870"},
 					PathPodToEndpoint: {podCliA, "--service " + podIPs[podSrvB] + ":12871"},
-					PathPodToService:  {podCliA, "--service " + clusterIP + ":12871"},
-					PathHairpin:       {podSrvB, "--service " + clusterIP + ":12871"},
+					PathPodToService:  {podCliA, "--service " + clusterIP + ":12872"},
+					PathHairpin:       {podSrvB, "--service " + clusterIP + ":12873"},
 					PathNodeToNode:    {podHostA, "--target " + n2IP + ":15201"},
 					PathPodToNodePort: {podCliA, "--service " + n2IP + ":31234"},
 				}[p.Kind]

@@ -54,11 +54,20 @@ const (
 	DatapathBaseline = "baseline"
 )
 
-// Ports of the cross-node server's session-less listeners (the Service's
-// targets).
+// Ports of the cross-node server's session-less listeners, one per path
+// (the Service's targets): tcp_crr's server closes first, so its TIME_WAIT
+// sockets stay on the server's port, and a connection through a VIP and
+// one to the pod itself carry different TCP timestamp offsets for the same
+// 4-tuple (the client's offset is per destination address): sharing a
+// port, one path's TIME_WAIT sockets would refuse the other's SYNs (PAWS),
+// a 1 s retransmission each, and a path's figure would depend on which
+// cell ran before it.
 const (
-	servicePort = 12871
-	httpPort    = 8080
+	servicePort  = 12871 // pod-to-endpoint (the pod's own address)
+	svcPort      = 12872 // pod-to-service
+	hairpinPort  = 12873 // hairpin
+	nodePortPort = 12874 // pod-to-nodeport
+	httpPort     = 8080  // http on every service path (its client closes first)
 )
 
 // hostCgroupRoot is where the privileged host pods see the node's cgroups.
@@ -130,8 +139,9 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 	specs := []kube.PodSpec{
 		{Name: d.name(podSrvA), Role: "server", Node: client.Name, Args: []string{"serve", "--listen", ":" + port}, Ports: []int32{int32(engine.DefaultPort)}},
 		{Name: d.name(podSrvB), Role: "server", Node: server.Name,
-			Args:   []string{"serve", "--listen", ":" + port, "--service-listen", ":" + strconv.Itoa(servicePort), "--http-listen", ":" + strconv.Itoa(httpPort)},
-			Ports:  []int32{int32(engine.DefaultPort), servicePort, httpPort},
+			Args: []string{"serve", "--listen", ":" + port, "--http-listen", ":" + strconv.Itoa(httpPort),
+				"--service-listen", fmt.Sprintf(":%d,:%d,:%d,:%d", servicePort, svcPort, hairpinPort, nodePortPort)},
+			Ports:  []int32{int32(engine.DefaultPort), servicePort, svcPort, hairpinPort, nodePortPort, httpPort},
 			Labels: map[string]string{"cnibench.io/service": d.runID}},
 		{Name: d.name(podCliA), Role: "client", Node: client.Name, Args: []string{"k8s", "agent", "idle"}},
 		{Name: d.name(podHostA), Role: "host-client", Node: client.Name, Args: []string{"k8s", "agent", "idle"},
@@ -176,7 +186,9 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 	// paths. A cluster that refuses NodePorts gets a ClusterIP service
 	// and the nodeport path is skipped with the reason.
 	ports := []corev1.ServicePort{
-		{Name: "bench", Port: servicePort, TargetPort: intstr.FromInt32(servicePort), Protocol: corev1.ProtocolTCP},
+		{Name: "bench", Port: svcPort, TargetPort: intstr.FromInt32(svcPort), Protocol: corev1.ProtocolTCP},
+		{Name: "hairpin", Port: hairpinPort, TargetPort: intstr.FromInt32(hairpinPort), Protocol: corev1.ProtocolTCP},
+		{Name: "nodeport", Port: nodePortPort, TargetPort: intstr.FromInt32(nodePortPort), Protocol: corev1.ProtocolTCP},
 		{Name: "http", Port: httpPort, TargetPort: intstr.FromInt32(httpPort), Protocol: corev1.ProtocolTCP},
 	}
 	sel := map[string]string{"cnibench.io/service": d.runID}
@@ -282,8 +294,8 @@ func (d *Deployment) buildPaths(serverIP string) {
 		return backend.Path{Kind: kind, Client: cli, Target: target, PathMTU: podMTU, PodMTU: podMTU, Labels: withMTU(nodes(d.client, srvNode), podMTU)}
 	}
 	svcIP, srvB := d.svc.Spec.ClusterIP, d.pods[podSrvB].Status.PodIP
-	viaService := func(p backend.Path, ip string) backend.Path {
-		p.Target, p.Args = ip, serviceArgs(ip, servicePort, httpPort)
+	viaService := func(p backend.Path, ip string, bench int32) backend.Path {
+		p.Target, p.Args = ip, serviceArgs(ip, bench, httpPort)
 		return p
 	}
 	nodePort := backend.Path{Kind: PathPodToNodePort, Client: cli, Target: serverIP, PathMTU: podMTU, PodMTU: podMTU,
@@ -301,10 +313,10 @@ func (d *Deployment) buildPaths(serverIP string) {
 	d.paths = []backend.Path{
 		pod(PathSameNode, net.JoinHostPort(d.pods[podSrvA].Status.PodIP, port), d.client),
 		pod(PathCrossNode, net.JoinHostPort(srvB, port), d.server),
-		viaService(pod(PathPodToEndpoint, "", d.server), srvB),
-		viaService(pod(PathPodToService, "", d.server), svcIP),
+		viaService(pod(PathPodToEndpoint, "", d.server), srvB, servicePort),
+		viaService(pod(PathPodToService, "", d.server), svcIP, svcPort),
 		viaService(backend.Path{Kind: PathHairpin, Client: place{d.ns, d.name(podSrvB)}, PathMTU: podMTU, PodMTU: podMTU,
-			Labels: withMTU(nodes(d.server, d.server), podMTU)}, svcIP),
+			Labels: withMTU(nodes(d.server, d.server), podMTU)}, svcIP, hairpinPort),
 		nodePort,
 	}
 	d.baseline = []backend.Path{{Kind: PathNodeToNode, Client: place{d.ns, d.name(podHostA)},
@@ -328,12 +340,12 @@ func serviceArgs(ip string, bench, web int32) func(test string) ([]string, strin
 	}
 }
 
-// nodePorts are the node ports of the service's bench and http ports (0
-// if none).
+// nodePorts are the node ports of the service's nodeport and http ports
+// (0 if none).
 func nodePorts(svc *corev1.Service) (bench, web int32) {
 	for _, p := range svc.Spec.Ports {
 		switch p.Name {
-		case "bench":
+		case "nodeport":
 			bench = p.NodePort
 		case "http":
 			web = p.NodePort

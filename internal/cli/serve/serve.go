@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,7 +53,7 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 	d := engine.DefaultLimits()
 	fl := cmd.Flags()
 	fl.StringVar(&flags.Listen, "listen", ":"+strconv.Itoa(engine.DefaultPort), "control address ADDR:PORT to listen on")
-	fl.StringVar(&flags.ServiceListen, "service-listen", "", "also serve service-mode tcp_rr/tcp_crr/tcp_stream (no session: any server with the same token answers any connection, as behind a load-balanced service) on ADDR:PORT; needs the token")
+	fl.StringVar(&flags.ServiceListen, "service-listen", "", "also serve service-mode tcp_rr/tcp_crr/tcp_stream (no session: any server with the same token answers any connection, as behind a load-balanced service) on ADDR:PORT, or on several separated by commas; needs the token")
 	fl.StringVar(&flags.HTTPListen, "http-listen", "", "also answer every HTTP GET on ADDR:PORT with --http-body bytes (no session: the backend of a load-balanced service for `cnibench run --test http --url`); each connection takes one of --max-flows")
 	fl.StringVar(&flags.HTTPBody, "http-body", "1024", "body bytes of --http-listen's answers")
 	fl.StringVar(&flags.Token, "token", "", "shared secret clients must send (default $"+engine.TokenEnv+"; the variable keeps it out of the process list)")
@@ -109,12 +110,18 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, flags *f
 			closeAll()
 			return clierr.Usagef("--service-listen %s: needs a token (--token or $%s): its port serves anyone who proves it", flags.ServiceListen, engine.TokenEnv)
 		}
-		sln, err := net.Listen("tcp", flags.ServiceListen)
-		if err != nil {
-			closeAll()
-			return clierr.Usagef("--service-listen %s: %v", flags.ServiceListen, err)
+		// Several ports: paths that must not share the server's TIME_WAIT
+		// sockets (a connection through a VIP and one to the pod itself
+		// carry different TCP timestamp offsets for the same 4-tuple, so
+		// one path's TIME_WAIT would refuse the other's SYNs) get one each.
+		for _, addr := range strings.Split(flags.ServiceListen, ",") {
+			sln, err := net.Listen("tcp", strings.TrimSpace(addr))
+			if err != nil {
+				closeAll()
+				return clierr.Usagef("--service-listen %s: %v", addr, err)
+			}
+			extras = append(extras, extra{"service mode", sln, srv.ServeService})
 		}
-		extras = append(extras, extra{"service mode", sln, srv.ServeService})
 	}
 	if flags.HTTPListen != "" {
 		body, err := engine.ParseSize(flags.HTTPBody)

@@ -1,10 +1,17 @@
 package serve
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/cli/clierr"
+	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/engine"
 )
 
@@ -53,5 +60,60 @@ func TestTokenFromEnv(t *testing.T) {
 	}
 	if lim.MaxBufferBytes != 256<<20 {
 		t.Fatalf("--max-buffer-mem 256M = %d bytes", lim.MaxBufferBytes)
+	}
+}
+
+// --service-listen takes several addresses: each gets a listener, and a
+// bad one is a usage error naming it (after the good ones were closed).
+func TestServiceListenSeveral(t *testing.T) {
+	var out, errOut bytes.Buffer
+	cmd := NewCommand(slog.New(slog.DiscardHandler), streams.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs([]string{"--listen", "127.0.0.1:0", "--token", "t", "--service-listen", "127.0.0.1:0,127.0.0.1:bad"})
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	err := cmd.ExecuteContext(context.Background())
+	var ue *clierr.UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--service-listen 127.0.0.1:bad") {
+		t.Fatalf("err = %v", err)
+	}
+
+	// Two good ones: both answer; the server stops with its context.
+	ctx, cancel := context.WithCancel(context.Background())
+	lns := []net.Listener{}
+	var addrs []string
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, ln.Addr().String())
+		lns = append(lns, ln)
+	}
+	for _, ln := range lns {
+		ln.Close() // free the ports for the command
+	}
+	cmd = NewCommand(slog.New(slog.DiscardHandler), streams.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs([]string{"--listen", "127.0.0.1:0", "--token", "t", "--service-listen", strings.Join(addrs, ",")})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	for _, a := range addrs {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			c, err := net.DialTimeout("tcp", a, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("service listener %s: %v", a, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop with its context")
 	}
 }
