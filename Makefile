@@ -92,7 +92,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDropCounter$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseIPSetTypeReply$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMemAvailable$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseNetstat$$' -fuzztime $(FUZZTIME) ./internal/scenario/services/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseNetstat$$' -fuzztime $(FUZZTIME) ./internal/netstat/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseProcCPU$$' -fuzztime $(FUZZTIME) ./internal/scenario/l4lb/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCrypto$$' -fuzztime $(FUZZTIME) ./internal/hostinfo/
 	$(GO) test -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME) ./internal/maglev/

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -81,7 +82,8 @@ type fakeCluster struct {
 	refuseNodePort bool
 
 	t0       time.Time
-	streamed chan struct{} // a `cnibench run` happened
+	streamed chan struct{}  // a `cnibench run` happened
+	netstats map[string]int // netstat readings per pod
 
 	mu    sync.Mutex
 	calls []execCall
@@ -93,7 +95,7 @@ type execCall struct {
 }
 
 func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
-	f := &fakeCluster{t: t, t0: time.Now(), streamed: make(chan struct{}, 1)}
+	f := &fakeCluster{t: t, t0: time.Now(), streamed: make(chan struct{}, 1), netstats: map[string]int{}}
 	objs = append([]runtime.Object{testNode("n1", n1IP), testNode("n2", n2IP)}, objs...)
 	f.cs = fake.NewClientset(objs...)
 	// The kubelet: a created pod runs at once, with its IP (what
@@ -260,6 +262,24 @@ func (f *fakeCluster) Exec(ctx context.Context, ns, podName, container string, c
 		return out(agent.Capture{Schema: agent.SchemaCapture, Iface: flag(args, "--iface"), DurationNS: int64(5 * time.Second),
 			Frames: 3000, In: 1500, Out: 1500, MarkerFrames: 1400, ByProtocol: map[string]uint64{"udp/8472": 2990, "arp": 10},
 			MarkerByProtocol: map[string]uint64{"udp/8472": 1400}, ScannedFraction: 1, IfaceCoverage: 1})
+	case "netstat":
+		// Counters grow by one step per reading: the client pod's SYN
+		// retransmissions by 3, srv-b's PAWS rejects by 2, each node's
+		// SYN retransmissions by 1.
+		f.mu.Lock()
+		f.netstats[short]++
+		n := uint64(f.netstats[short])
+		f.mu.Unlock()
+		c := map[string]uint64{"TcpExt:TCPSynRetrans": 0, "TcpExt:PAWSTimewait": 0, "Tcp:RetransSegs": 100 * n}
+		switch short {
+		case podCliA:
+			c["TcpExt:TCPSynRetrans"] = 3 * n
+		case podSrvB:
+			c["TcpExt:PAWSTimewait"] = 2 * n
+		case podHostA, podHostB:
+			c["TcpExt:TCPSynRetrans"] = n
+		}
+		return out(agent.Netstat{Schema: agent.SchemaNetstat, TimeUnixNano: time.Now().UnixNano(), Counters: c})
 	case "cgroup":
 		// Every pod uses exactly 100 mCPU and 30 MiB.
 		now := time.Now().UnixNano()
@@ -536,8 +556,17 @@ func TestCycle(t *testing.T) {
 		if tw, err := d.Reset(ctx, "cni-flannel"); tw != -1 || !errors.Is(err, backend.ErrNotSupported) {
 			t.Errorf("Reset = %d, %v", tw, err)
 		}
-		if d.Evidence("cni-flannel") != nil {
-			t.Error("evidence")
+		ev := d.Evidence("cni-flannel")
+		m, warns := ev.End()
+		want := map[string]float64{MetricPodsSynRetransmits: 3, MetricPodsPAWSTimewait: 2, MetricNodesSynRetransmits: 2, MetricNodesPAWSTimewait: 0}
+		if !maps.Equal(m, want) || len(warns) != 0 {
+			t.Errorf("evidence %v (warnings %q), want %v", m, warns, want)
+		}
+		if w := ev.Check(PathHairpin, m); len(w) != 1 || !strings.Contains(w[0], "hairpin: 5 SYN(s) retransmitted") || !strings.Contains(w[0], "2 segment(s) refused by TIME_WAIT") {
+			t.Errorf("check %q", w)
+		}
+		if w := ev.Check(PathHairpin, map[string]float64{}); w != nil {
+			t.Errorf("check without retransmissions %q", w)
 		}
 	})
 

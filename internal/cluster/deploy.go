@@ -449,10 +449,6 @@ func (d *Deployment) Reset(context.Context, string) (int, error) {
 	return -1, fmt.Errorf("%w: the nodes' conntrack tables are shared with the cluster's workloads and are not flushed", backend.ErrNotSupported)
 }
 
-// Evidence implements backend.Deployment: a cluster has no path counters
-// of cnibench's (the pods' nodes are fixed by spec.nodeName).
-func (d *Deployment) Evidence(string) backend.Evidence { return nil }
-
 // Labels implements backend.Deployment.
 func (d *Deployment) Labels() map[string]string {
 	return map[string]string{"backend": Name, "cluster": d.b.cluster}

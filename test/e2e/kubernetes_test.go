@@ -187,6 +187,13 @@ func TestSuiteOnCluster(t *testing.T) {
 				if s, ok := r.Summary[metric]; !ok || s.N != 2 || s.Median <= 0 {
 					t.Errorf("%s %s %s: %s summary %+v (errors: %v)", dp, p, test, metric, s, repeatErrors(r))
 				}
+				// The path counters of the pods and nodes, read around
+				// every cell.
+				for _, x := range r.Repeats {
+					if _, ok := x.Metrics["k8s_pods_syn_retransmits"]; x.Metrics != nil && !ok {
+						t.Errorf("%s %s %s: repeat %d lacks the pods' TCP counters (warnings %q)", dp, p, test, x.Index, r.Warnings)
+					}
+				}
 				if r.Labels["client_node"] == "" || r.Labels["server_node"] == "" || r.Labels["mtu"] == "" {
 					t.Errorf("%s %s %s: labels %v lack nodes or mtu", dp, p, test, r.Labels)
 				}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cnibench/cnibench/internal/cli/streams"
+	"github.com/cnibench/cnibench/internal/kube/agent"
 )
 
 // NewCommand returns the agent command and its probes.
@@ -39,6 +40,7 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 		newCgroup(logger, s),
 		newConnect(logger, s),
 		newCapture(logger, s),
+		newNetstat(logger, s),
 	)
 	return cmd
 }
@@ -82,4 +84,25 @@ func writeJSON(s streams.IOStreams, v any) error {
 		return fmt.Errorf("write the result: %w", err)
 	}
 	return nil
+}
+
+func newNetstat(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "netstat",
+		Short: "Print this network namespace's TCP/IP counters (/proc/net/netstat and snmp)",
+		Long: "netstat prints the unsigned counters of /proc/net/netstat and /proc/net/snmp of the\n" +
+			"network namespace it runs in (a pod's; a node's in a host-network pod), e.g.\n" +
+			"TcpExt:PAWSTimewait and TcpExt:TCPSynRetrans. Schema " + agent.SchemaNetstat + ".",
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			n := agent.ReadNetstat("/proc")
+			if err := writeJSON(s, n); err != nil {
+				return err
+			}
+			if n.Error != "" {
+				return fmt.Errorf("agent netstat: %s", n.Error)
+			}
+			return nil
+		},
+	}
 }

@@ -16,4 +16,5 @@ const (
 	SchemaCgroup  = "cnibench/agent/cgroup/v1"
 	SchemaConnect = "cnibench/agent/connect/v1"
 	SchemaCapture = "cnibench/agent/capture/v1"
+	SchemaNetstat = "cnibench/agent/netstat/v1"
 )

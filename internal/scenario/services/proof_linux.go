@@ -11,6 +11,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/netstat"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -51,7 +52,7 @@ func (p *prepared) tcpCounters() (synRetrans, pawsTW uint64, err error) {
 		if err != nil {
 			return 0, 0, fmt.Errorf("read TCP counters of %s: %w", pod.Role, err)
 		}
-		m, err := parseNetstat(string(text))
+		m, err := netstat.Parse(string(text))
 		if err != nil {
 			return 0, 0, fmt.Errorf("TCP counters of %s: %w", pod.Role, err)
 		}

@@ -1,4 +1,6 @@
-package services
+// Package netstat reads the kernel's per-namespace protocol counters
+// (/proc/net/netstat, /proc/net/snmp).
+package netstat
 
 import (
 	"fmt"
@@ -6,10 +8,10 @@ import (
 	"strings"
 )
 
-// parseNetstat reads /proc/net/netstat (or /proc/net/snmp): pairs of lines
+// Parse reads /proc/net/netstat (or /proc/net/snmp): pairs of lines
 // "Prefix: name name …" and "Prefix: value value …". Keys are
 // "Prefix:name" (e.g. "TcpExt:PAWSTimewait").
-func parseNetstat(text string) (map[string]uint64, error) {
+func Parse(text string) (map[string]uint64, error) {
 	out := map[string]uint64{}
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	if len(lines)%2 != 0 {
