@@ -3,7 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/engine"
@@ -23,7 +23,7 @@ func (d *Deployment) Findings(ctx context.Context, measured func(map[string]stri
 		"client_node": d.client.Name, "server_node": d.server.Name}
 	var out []result.Finding
 	for _, c := range Checks {
-		if !contains(want, c) || ctx.Err() != nil {
+		if !slices.Contains(want, c) || ctx.Err() != nil {
 			continue
 		}
 		var f result.Finding
@@ -140,5 +140,3 @@ func medianOf(runs []result.Run, metric string) float64 {
 	}
 	return 0
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

@@ -26,6 +26,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,7 +162,7 @@ func (o Options) Validate() error {
 		if c == "none" && len(o.Checks) == 1 {
 			continue
 		}
-		if !contains(Checks, c) {
+		if !slices.Contains(Checks, c) {
 			return fmt.Errorf("--checks %s: unknown check (known: %s, or none)", c, strings.Join(Checks, ", "))
 		}
 	}
@@ -177,15 +178,6 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--footprint-window %s: must not be negative", o.FootprintWindow)
 	}
 	return nil
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // newRunID returns a short random ID labelling one run's objects.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"slices"
@@ -20,7 +21,6 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
-	"github.com/cnibench/cnibench/pkg/result"
 )
 
 // Pod names of a run (prefixed with the run's ID).
@@ -95,6 +95,10 @@ type Deployment struct {
 	svc       *corev1.Service
 	// nodePortWhy is why the service has no NodePorts ("" if it has).
 	nodePortWhy string
+	// noMetrics is why metrics.k8s.io cannot be read ("" if it can),
+	// asked once (metricsOnce).
+	metricsOnce sync.Once
+	noMetrics   string
 	paths       []backend.Path
 	baseline    []backend.Path
 
@@ -378,14 +382,13 @@ func (d *Deployment) agentJSON(ctx context.Context, short string, args []string,
 	return nil
 }
 
-// exec runs cmd in pod's container and returns its output.
-func (d *Deployment) exec(ctx context.Context, pod string, cmd []string, stderrW *lineWatcher) ([]byte, []byte, error) {
+// exec runs cmd in pod's container and returns its output; watch, if not
+// nil, sees its stderr as it comes.
+func (d *Deployment) exec(ctx context.Context, pod string, cmd []string, watch *lineWatcher) ([]byte, []byte, error) {
 	var stdout, stderr bytes.Buffer
-	var errW = &stderr
-	var w interface{ Write([]byte) (int, error) } = errW
-	if stderrW != nil {
-		stderrW.buf = errW
-		w = stderrW
+	var w io.Writer = &stderr
+	if watch != nil {
+		w = io.MultiWriter(&stderr, watch)
 	}
 	err := d.b.exec.Exec(ctx, d.ns, pod, kube.ContainerName, cmd, nil, &stdout, w)
 	return stdout.Bytes(), stderr.Bytes(), err
@@ -460,24 +463,31 @@ func (d *Deployment) Down(ctx context.Context) error {
 	return kube.DeleteRun(ctx, d.b.cs, d.ns, d.runID, d.createdNS, 2*time.Minute)
 }
 
-// lineWatcher passes writes to buf and signals the first line that
-// starts with prefix.
+// lineWatcher closes seen at the first line written to it that starts
+// with prefix.
 type lineWatcher struct {
-	buf    *bytes.Buffer
 	prefix string
 	seen   chan struct{}
-	once   sync.Once
+	line   []byte // the line being written
+	done   bool
 }
 
 func (w *lineWatcher) Write(p []byte) (int, error) {
-	n, err := w.buf.Write(p)
-	for _, l := range strings.Split(w.buf.String(), "\n") {
-		if strings.HasPrefix(l, w.prefix) {
-			w.once.Do(func() { close(w.seen) })
+	for _, c := range p {
+		if w.done {
+			break
 		}
+		if c != '\n' {
+			w.line = append(w.line, c)
+			continue
+		}
+		if strings.HasPrefix(string(w.line), w.prefix) {
+			w.done = true
+			close(w.seen)
+		}
+		w.line = w.line[:0]
 	}
-	return n, err
+	return len(p), nil
 }
 
 var _ backend.Deployment = (*Deployment)(nil)
-var _ = result.Finding{}

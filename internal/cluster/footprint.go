@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -70,7 +71,7 @@ func footprintFinding(pods []kube.PodRef, idle, loaded map[string]usage, window 
 		i, iok := idle[string(p.UID)]
 		l, lok := loaded[string(p.UID)]
 		if !iok || !lok || i.err != "" || l.err != "" {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("%s/%s on %s: not measured: %s", p.Namespace, p.Name, p.Node, firstNonEmpty(i.err, l.err, "no sample of it")))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s/%s on %s: not measured: %s", p.Namespace, p.Name, p.Node, cmp.Or(i.err, l.err, "no sample of it")))
 			continue
 		}
 		measured++
@@ -94,15 +95,6 @@ func footprintFinding(pods []kube.PodRef, idle, loaded map[string]usage, window 
 	f.Summary = fmt.Sprintf("the CNI's %d pod(s) on the two nodes use %.1f mCPU and %.1f MiB idle, %.1f mCPU and %.1f MiB under a %d-flow cross-node stream (%s samples)",
 		measured, sumIdleCPU, sumIdleMem/(1<<20), sumLoadCPU, sumLoadMem/(1<<20), footprintLoadFlows, window)
 	return f
-}
-
-func firstNonEmpty(a ...string) string {
-	for _, s := range a {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // sampleFootprint samples the pods' usage over window, with load running
@@ -158,7 +150,7 @@ func (d *Deployment) sampleFootprint(ctx context.Context, pods []kube.PodRef, wi
 		}
 		for _, uid := range uids {
 			if _, ok := out[uid]; !ok {
-				out[uid] = usage{err: firstNonEmpty(r.Error, first[h].Error, "not in the cgroup reading")}
+				out[uid] = usage{err: cmp.Or(r.Error, first[h].Error, "not in the cgroup reading")}
 			}
 		}
 	}
@@ -177,13 +169,16 @@ func (d *Deployment) metricsUsage(ctx context.Context, pods []kube.PodRef) map[s
 	if len(pods) == 0 {
 		return out
 	}
-	why := ""
-	switch {
-	case d.b.metrics == nil:
-		why = "no metrics.k8s.io client"
-	case !kube.MetricsAvailable(ctx, d.b.cs.Discovery()):
-		why = "the cluster serves no metrics.k8s.io (no metrics-server)"
-	}
+	// Asked once per run: the idle and the loaded samples both come here.
+	d.metricsOnce.Do(func() {
+		switch {
+		case d.b.metrics == nil:
+			d.noMetrics = "no metrics.k8s.io client"
+		case !kube.MetricsAvailable(ctx, d.b.cs.Discovery()):
+			d.noMetrics = "the cluster serves no metrics.k8s.io (no metrics-server)"
+		}
+	})
+	why := d.noMetrics
 	byNS := map[string][]kube.PodRef{}
 	for _, p := range pods {
 		byNS[p.Namespace] = append(byNS[p.Namespace], p)
@@ -239,7 +234,7 @@ func cgroupUsage(a, b agent.CgroupReport) map[string]usage {
 		q, ok := before[p.UID]
 		switch {
 		case p.Error != "" || !ok || q.Error != "":
-			out[p.UID] = usage{err: strings.TrimSpace(firstNonEmpty(p.Error, q.Error, "missing from the first reading"))}
+			out[p.UID] = usage{err: strings.TrimSpace(cmp.Or(p.Error, q.Error, "missing from the first reading"))}
 		case dt <= 0 || p.CPUUsageNanos < q.CPUUsageNanos:
 			out[p.UID] = usage{err: "the counters went backwards (pod restarted?)"}
 		default:

@@ -98,6 +98,12 @@ func (d *labDeployment) Reset(ctx context.Context, datapath string) (int, error)
 	if err != nil {
 		return -1, err
 	}
+	return resetTopology(ctx, topo)
+}
+
+// resetTopology flushes a lab topology's conntrack tables before a cell and
+// returns its TIME_WAIT sockets (-1 if not counted).
+func resetTopology(ctx context.Context, topo *lab.Topology) (int, error) {
 	var errs []error
 	if err := topo.ResetState(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("reset between cells failed (conntrack entries may carry over): %w", err))

@@ -151,42 +151,35 @@ func (st *state) collectFindings(ctx context.Context, d backend.Deployment) {
 	}
 }
 
-// measuredMetrics returns the summaries of the runs whose labels include
-// match (for checks that price a finding with the matrix's figures).
+// measuredMetrics returns the runs whose labels include match (for
+// checks that price a finding with the matrix's figures): the set as last
+// written, after every measurement.
 func (st *state) measuredMetrics(match map[string]string) []result.Run {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	var out []result.Run
-	for _, k := range st.order {
-		r := st.runs[k]
-		ok := true
-		for lk, lv := range match {
-			if r.Labels[lk] != lv {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			out = append(out, *r)
-		}
-	}
-	return out
+	return st.set.Find(match)
 }
 
 // resetDeployment resets a datapath's state before a cell and returns its
 // TIME_WAIT sockets (-1 if unknown); failures are run-wide warnings.
 func (st *state) resetDeployment(ctx context.Context, d backend.Deployment, datapath string) int {
 	tw, err := d.Reset(ctx, datapath)
-	if err != nil && ctx.Err() == nil {
-		if errors.Is(err, backend.ErrNotSupported) {
-			st.warnOnce(fmt.Sprintf("%s: connection-tracking state is not reset between cells: %v", st.backend.Name(), err))
-		} else {
-			for _, e := range unwrapJoined(err) {
-				st.warnOnce(e.Error())
-			}
-		}
-	}
+	st.warnReset(ctx, err)
 	return tw
+}
+
+// warnReset makes a reset's failures run-wide warnings (once each).
+func (st *state) warnReset(ctx context.Context, err error) {
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	if errors.Is(err, backend.ErrNotSupported) {
+		st.warnOnce(fmt.Sprintf("%s: connection-tracking state is not reset between cells: %v", st.backend.Name(), err))
+		return
+	}
+	for _, e := range unwrapJoined(err) {
+		st.warnOnce(e.Error())
+	}
 }
 
 // unwrapJoined splits an errors.Join error into its parts.
@@ -197,20 +190,14 @@ func unwrapJoined(err error) []error {
 	return []error{err}
 }
 
-// resetState flushes the topology's conntrack tables before a cell and
-// returns its TIME_WAIT sockets (-1 if unknown).
+// resetState resets a scenario's lab topology before a cell (see
+// resetDeployment).
 func (st *state) resetState(ctx context.Context, topo *lab.Topology) int {
 	if topo == nil {
 		return -1
 	}
-	if err := topo.ResetState(ctx); err != nil && ctx.Err() == nil {
-		st.warnOnce("reset between cells failed (conntrack entries may carry over): " + err.Error())
-	}
-	tw, err := topo.TimeWait()
-	if err != nil {
-		st.warnOnce("TIME_WAIT sockets not counted: " + err.Error())
-		return -1
-	}
+	tw, err := resetTopology(ctx, topo)
+	st.warnReset(ctx, err)
 	return tw
 }
 
