@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cnibench/cnibench/internal/testutil"
+	"github.com/cnibench/cnibench/internal/cli/clitest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -45,7 +45,7 @@ func inTemp(t *testing.T) {
 // execute runs `cnibench compare args...` the way the root command does.
 func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	return testutil.Execute(t, NewCommand, args...)
+	return clitest.Execute(t, NewCommand, args...)
 }
 
 func golden(t *testing.T, name string, got string) {

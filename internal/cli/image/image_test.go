@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/cnibench/cnibench/internal/cli/clierr"
+	"github.com/cnibench/cnibench/internal/cli/clitest"
 	"github.com/cnibench/cnibench/internal/image"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
@@ -74,7 +75,7 @@ func TestBuildCommandUsage(t *testing.T) {
 		{[]string{"build", "--out", filepath.Join(dir, "a.tar"), "--binary", filepath.Join(dir, "missing")}, "--binary: "},
 		{[]string{"build", "--bogus"}, "unknown flag: --bogus"},
 	} {
-		stdout, stderr, code := testutil.Execute(t, NewCommand, tc.args...)
+		stdout, stderr, code := clitest.Execute(t, NewCommand, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) || stdout != "" {
 			t.Errorf("image %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
 		}
@@ -88,7 +89,7 @@ func TestBuildWritesTarball(t *testing.T) {
 	bin := staticBinary(t)
 	out := filepath.Join(t.TempDir(), "cnibench.tar")
 	ref := "cnibench.local/cnibench:test"
-	stdout, stderr, code := testutil.Execute(t, NewCommand, "build", "--binary", bin, "--ref", ref, "--out", out)
+	stdout, stderr, code := clitest.Execute(t, NewCommand, "build", "--binary", bin, "--ref", ref, "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/cnibench/cnibench/internal/testutil"
+	"github.com/cnibench/cnibench/internal/cli/clitest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // `k8s rbac` prints the RBAC objects as kubectl-applicable YAML: the
 // golden file, and five documents of the expected kinds in the namespace.
 func TestRBAC(t *testing.T) {
-	stdout, stderr, code := testutil.Execute(t, NewCommand, "rbac", "--namespace", "x")
+	stdout, stderr, code := clitest.Execute(t, NewCommand, "rbac", "--namespace", "x")
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -117,13 +117,13 @@ func stripComments(doc string) string {
 }
 
 func TestRBACDefaultNamespaceAndArgs(t *testing.T) {
-	stdout, _, code := testutil.Execute(t, NewCommand, "rbac")
+	stdout, _, code := clitest.Execute(t, NewCommand, "rbac")
 	if code != 0 || !strings.Contains(stdout, "namespace: cnibench\n") {
 		t.Errorf("default namespace: exit %d\n%s", code, stdout)
 	}
 	// cobra.NoArgs's error is not a usage error: exit 1, as every
 	// command's of the tree.
-	if _, stderr, code := testutil.Execute(t, NewCommand, "rbac", "extra"); code == 0 || !strings.Contains(stderr, `"extra"`) {
+	if _, stderr, code := clitest.Execute(t, NewCommand, "rbac", "extra"); code == 0 || !strings.Contains(stderr, `"extra"`) {
 		t.Errorf("extra argument: exit %d, stderr %q", code, stderr)
 	}
 }
@@ -175,7 +175,7 @@ func TestCleanUnreachable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			stdout, stderr, code := testutil.Execute(t, NewCommand, "clean", "--kubeconfig", kubeconfigFor(t, tt.server), "--timeout", tt.timeout)
+			stdout, stderr, code := clitest.Execute(t, NewCommand, "clean", "--kubeconfig", kubeconfigFor(t, tt.server), "--timeout", tt.timeout)
 			took := time.Since(start)
 			t.Logf("took %v, stderr %q", took, stderr)
 			if took > tt.bound {

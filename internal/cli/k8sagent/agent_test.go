@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/cli/clitest"
 	"github.com/cnibench/cnibench/internal/cli/k8sagent"
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/kube/agent"
-	"github.com/cnibench/cnibench/internal/testutil"
 )
 
 func TestCommandTree(t *testing.T) {
@@ -58,7 +58,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"capture", "--iface", "lo", "--ring-size", "3000K"}, "--ring-size"},
 		{[]string{"idle", "--bogus"}, "unknown flag: --bogus"},
 	} {
-		stdout, stderr, code := testutil.Execute(t, k8sagent.NewCommand, c.args...)
+		stdout, stderr, code := clitest.Execute(t, k8sagent.NewCommand, c.args...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and one line naming %s", c.args, code, stdout, stderr, c.want)
 		}
@@ -121,7 +121,7 @@ func TestJSONShapes(t *testing.T) {
 				return json.Unmarshal([]byte(out), &r) == nil && r.Attempts == 2 && r.Connected == 2 && len(r.RTTMicros) == 2
 			}},
 	} {
-		stdout, stderr, code := testutil.Execute(t, k8sagent.NewCommand, c.args...)
+		stdout, stderr, code := clitest.Execute(t, k8sagent.NewCommand, c.args...)
 		var m map[string]any
 		if err := json.Unmarshal([]byte(stdout), &m); err != nil || code != 0 || stderr != "" {
 			t.Errorf("%v: exit %d, stderr %q, stdout %q (%v)", c.args, code, stderr, stdout, err)
@@ -144,7 +144,7 @@ func TestJSONShapes(t *testing.T) {
 // TestCaptureBadIface: a capture that cannot start prints the JSON with
 // its error and exits 1.
 func TestCaptureBadIface(t *testing.T) {
-	stdout, stderr, code := testutil.Execute(t, k8sagent.NewCommand, "capture", "--iface", "nosuch0", "--duration", "1s")
+	stdout, stderr, code := clitest.Execute(t, k8sagent.NewCommand, "capture", "--iface", "nosuch0", "--duration", "1s")
 	var rep agent.Capture
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != 1 || rep.Schema != agent.SchemaCapture ||
 		rep.Error == "" || strings.Contains(stderr, "ready") {

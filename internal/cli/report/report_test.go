@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cnibench/cnibench/internal/testutil"
+	"github.com/cnibench/cnibench/internal/cli/clitest"
 
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/pkg/result"
@@ -17,7 +17,7 @@ const fixture = "../../report/testdata/results.json"
 
 func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	return testutil.Execute(t, NewCommand, args...)
+	return clitest.Execute(t, NewCommand, args...)
 }
 
 func render(t *testing.T, f func(*bytes.Buffer, *result.Set) error) string {

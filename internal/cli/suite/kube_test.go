@@ -12,8 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/cnibench/cnibench/internal/cli/clitest"
 	"github.com/cnibench/cnibench/internal/cli/streams"
-	"github.com/cnibench/cnibench/internal/testutil"
 )
 
 // apiServer is an API server that counts the requests it gets and
@@ -93,7 +93,7 @@ func TestKubeFlagsValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			stdout, stderr, code := testutil.Execute(t, NewCommand, append(tt.args, "--out", t.TempDir())...)
+			stdout, stderr, code := clitest.Execute(t, NewCommand, append(tt.args, "--out", t.TempDir())...)
 			if code != 2 || !strings.HasPrefix(stderr, "cnibench: "+tt.want) || strings.Count(stderr, "\n") != 1 {
 				t.Errorf("exit %d, stderr %q; want 2 and one line starting with %q", code, stderr, "cnibench: "+tt.want)
 			}

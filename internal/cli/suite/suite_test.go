@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cnibench/cnibench/internal/cli/clitest"
 	"github.com/cnibench/cnibench/internal/cli/streams"
-	"github.com/cnibench/cnibench/internal/testutil"
 )
 
 // Bad list flags get one line naming the flag, exit status 2, and never
@@ -25,7 +25,7 @@ func TestListFlagsRejectEmptyElements(t *testing.T) {
 		{[]string{"--pin", "both"}, "--pin"},
 		{[]string{"--wire", "fibre"}, "--wire"},
 	} {
-		_, stderr, code := testutil.Execute(t, NewCommand, append(tc.args, "--out", t.TempDir())...)
+		_, stderr, code := clitest.Execute(t, NewCommand, append(tc.args, "--out", t.TempDir())...)
 		if code != 2 || !strings.HasPrefix(stderr, "cnibench: "+tc.flag) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and one line starting with %q", tc.args, code, stderr, tc.flag)
 		}

@@ -1,4 +1,8 @@
-package testutil
+// Package clitest is the CLI's test helper: it runs a subcommand the way
+// cnibench's top level does and returns what the process would print and
+// its exit code. It lives next to the CLI so that internal/testutil, which
+// every package's tests use, does not import the CLI.
+package clitest
 
 import (
 	"bytes"
