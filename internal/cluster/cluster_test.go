@@ -30,8 +30,8 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
-	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/pkg/stats"
 )
 
 // The fake cluster: two Ready nodes, pods on n1 in 10.244.1.0/24 and on n2

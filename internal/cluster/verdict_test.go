@@ -9,8 +9,8 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
-	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/pkg/stats"
 )
 
 func TestMTUVerdict(t *testing.T) {

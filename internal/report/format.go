@@ -5,8 +5,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/pkg/stats"
 )
 
 // Scale is a display unit for a metric: values are divided by Div and

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/pkg/stats"
 )
 
 // Grade is the verdict of the summary table (seed 002's scale).

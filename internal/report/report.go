@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/pkg/stats"
 )
 
 // document is the format-neutral report: sections of blocks.

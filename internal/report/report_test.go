@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/report/reporttest"
-	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/pkg/stats"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata fixtures and golden files")

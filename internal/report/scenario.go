@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/pkg/stats"
 )
 
 // The section of a scenario with a shape (egress-filter, services): runs

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/pkg/stats"
 )
 
 // reportMetrics are the metrics whose warnings the report lists.

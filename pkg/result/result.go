@@ -13,7 +13,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/stats"
+	"github.com/cnibench/cnibench/pkg/stats"
 )
 
 // Schema identifiers. A reader rejects documents whose schema it does not know.

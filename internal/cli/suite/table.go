@@ -8,8 +8,8 @@ import (
 
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/report"
-	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/pkg/stats"
 )
 
 // Table prints the primary metric of every run, laid out for a terminal

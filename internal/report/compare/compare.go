@@ -15,8 +15,8 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/report"
-	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/pkg/stats"
 )
 
 // Input is one results document and the name shown for it (usually its path).

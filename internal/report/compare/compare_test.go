@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/pkg/stats"
 )
 
 func run(labels map[string]string, metric string, vals ...float64) result.Run {

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/report"
-	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/pkg/stats"
 )
 
 // rendered is a format-neutral table: header, rows of cell texts,

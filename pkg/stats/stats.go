@@ -2,7 +2,9 @@
 // confidence interval for the median (order statistics, from
 // golang.org/x/perf/benchmath), the coefficient of variation, and warnings
 // about samples too small or too noisy to trust. It never fails: problems
-// are reported as Warnings, in the manner of benchstat.
+// are reported as Warnings, in the manner of benchstat. It is public because
+// the result documents (pkg/result) embed its Summary; it imports nothing
+// internal.
 package stats
 
 import (
