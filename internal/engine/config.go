@@ -13,21 +13,24 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cnibench/cnibench/pkg/result"
 )
 
-// Test names, as in netperf where one exists.
+// Test names, as in netperf where one exists; defined once in pkg/result,
+// with which results label their test.
 const (
-	TCPStream = "tcp_stream"
-	TCPRR     = "tcp_rr"
-	TCPCRR    = "tcp_crr"
-	UDPStream = "udp_stream"
-	UDPRR     = "udp_rr"
-	HTTP      = "http"
-	ICMPEcho  = "icmp_echo"
+	TCPStream = result.TestTCPStream
+	TCPRR     = result.TestTCPRR
+	TCPCRR    = result.TestTCPCRR
+	UDPStream = result.TestUDPStream
+	UDPRR     = result.TestUDPRR
+	HTTP      = result.TestHTTP
+	ICMPEcho  = result.TestICMPEcho
 )
 
-// Tests lists every test the engine runs.
-var Tests = []string{TCPStream, TCPRR, TCPCRR, UDPStream, UDPRR, HTTP, ICMPEcho}
+// Tests lists every test the engine runs: all of result.Tests.
+var Tests = result.Tests
 
 // DefaultRepeat is the number of measured windows of a run: at least 5,
 // so that two default runs can be compared (a Mann–Whitney U test of 3
@@ -261,8 +264,9 @@ func ValidTest(name string) bool {
 	return false
 }
 
-// IsStream reports whether the test measures bulk throughput.
-func IsStream(test string) bool { return test == TCPStream || test == UDPStream }
+// IsStream reports whether the test measures bulk throughput; it is
+// result.IsStream.
+func IsStream(test string) bool { return result.IsStream(test) }
 
 // SplitTarget splits host[:port], defaulting the port.
 func SplitTarget(t string) (host string, port int, err error) {

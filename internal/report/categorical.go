@@ -41,12 +41,12 @@ var l4lbShape = categoricalShape{
 		"Node CPU is receive processing charged to the node's network namespaces by BPF accounting plus the CPU of the processes in its pods, in % of one core over the client's run; median with 95 % CI.",
 	metrics: func(test string) []string {
 		var out []string
-		if IsStream(test) {
+		if result.IsStream(test) {
 			out = append(out, result.ThroughputBitsPerSec)
 		} else {
 			out = append(out, result.TransPerSec, result.LatencyUsP50, result.LatencyUsP99)
 		}
-		if test == "http" {
+		if test == result.TestHTTP {
 			out = append(out, result.Errors)
 		}
 		return append(out, "lb_node_cpu_pct", "lb_workers_cpu_pct", result.HostCPUPct)
@@ -60,7 +60,7 @@ var encryptShape = categoricalShape{
 		"Userspace implementations are labelled as such: their crypto runs in a process and every packet crosses a TUN device, so their costs are not the kernel's. " +
 		"Every cell carries its proof from a capture on node 2's wire: encrypted cells saw the tunnel's packets and never the payload marker; the unencrypted ones saw the marker (negative control). Median with 95 % CI.",
 	metrics: func(test string) []string {
-		if IsStream(test) {
+		if result.IsStream(test) {
 			return []string{result.ThroughputBitsPerSec, result.CPUPctPer100Gbit, result.HostCPUPct, "wire_marker_frames"}
 		}
 		return []string{result.TransPerSec, result.LatencyUsP50, result.LatencyUsP99, result.HostCPUPct}

@@ -3,7 +3,6 @@ package report
 import (
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/cnibench/cnibench/pkg/result"
 	"github.com/cnibench/cnibench/pkg/stats"
@@ -23,14 +22,10 @@ const (
 // BaselineDatapath is the node-to-node reference datapath.
 const BaselineDatapath = "baseline"
 
-// IsStream reports whether test is a bulk-transfer test (throughput is its
-// primary metric).
-func IsStream(test string) bool { return strings.HasSuffix(test, "_stream") }
-
 // PrimaryMetric is the metric that ranks datapaths for a test: throughput
 // for stream tests, the transaction rate for rr, crr and http.
 func PrimaryMetric(test string) string {
-	if IsStream(test) {
+	if result.IsStream(test) {
 		return result.ThroughputBitsPerSec
 	}
 	return result.TransPerSec
@@ -39,7 +34,7 @@ func PrimaryMetric(test string) string {
 // CPUMetric is the normalised CPU cost for a test (seed 000's charts): CPU
 // % needed for 100 Gbit/s for streams, CPU µs per transaction otherwise.
 func CPUMetric(test string) string {
-	if IsStream(test) {
+	if result.IsStream(test) {
 		return result.CPUPctPer100Gbit
 	}
 	return result.CPUUsPerTrans
@@ -53,10 +48,10 @@ var LatencyMetrics = []string{result.LatencyUsP50, result.LatencyUsP90, result.L
 // and the normalised CPU cost.
 func DefaultMetrics(test string) []string {
 	out := []string{PrimaryMetric(test)}
-	if !IsStream(test) {
+	if !result.IsStream(test) {
 		out = append(out, result.LatencyUsP99)
 	}
-	if test == "udp_stream" {
+	if test == result.TestUDPStream {
 		out = append(out, result.LossPct)
 	}
 	return append(out, CPUMetric(test))
@@ -65,7 +60,7 @@ func DefaultMetrics(test string) []string {
 // order helpers ---------------------------------------------------------
 
 var knownOrder = map[string][]string{
-	LabelTest: {"tcp_stream", "udp_stream", "tcp_rr", "udp_rr", "tcp_crr", "http"},
+	LabelTest: {result.TestTCPStream, result.TestUDPStream, result.TestTCPRR, result.TestUDPRR, result.TestTCPCRR, result.TestHTTP},
 	LabelPath: {"node-to-node", "cross-node", "same-node"},
 }
 

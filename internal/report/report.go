@@ -250,7 +250,7 @@ func ratioText(metric string, run, base *result.Run) string {
 // testMetrics are the columns of a test's table.
 func testMetrics(test string, runs []*result.Run) []string {
 	cands := []string{PrimaryMetric(test), CPUMetric(test)}
-	if IsStream(test) {
+	if result.IsStream(test) {
 		cands = append(cands, result.LossPct, result.TCPRetransmits)
 	} else {
 		cands = append(cands, result.LatencyUsP50, result.LatencyUsP99)

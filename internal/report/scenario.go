@@ -108,9 +108,9 @@ func scenarioMetricTitle(metric string) string {
 
 // cellMetrics are the traffic metrics shown for one cell of a point.
 func cellMetrics(test, rate string) []string {
-	if IsStream(test) {
+	if result.IsStream(test) {
 		out := []string{result.ThroughputBitsPerSec}
-		if test == "udp_stream" {
+		if test == result.TestUDPStream {
 			out = append(out, result.DatagramsReceivedPerSec)
 		}
 		if rate != "" {
@@ -392,7 +392,7 @@ func (m *model) filterScenarioSection(sh scenarioShape, scen string, sr []*resul
 					name := test
 					if rate != "" {
 						name += " at " + rateText(rate) + " offered"
-					} else if IsStream(test) {
+					} else if result.IsStream(test) {
 						name += " at maximum rate"
 					}
 					caption := name + ", " + flowsText(fl) + ", " + show(path)

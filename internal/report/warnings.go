@@ -12,7 +12,7 @@ import (
 // reportMetrics are the metrics whose warnings the report lists.
 func reportMetrics(test string) []string {
 	out := []string{PrimaryMetric(test), CPUMetric(test)}
-	if !IsStream(test) {
+	if !result.IsStream(test) {
 		out = append(out, LatencyMetrics...)
 	} else {
 		out = append(out, result.LossPct)
