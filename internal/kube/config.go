@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -53,6 +54,17 @@ func NewClient(cfg *rest.Config) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("create kubernetes client for %s: %w", cfg.Host, err)
 	}
 	return cs, nil
+}
+
+// NewDynamicClient returns a dynamic client for cfg, for the CNIs' own
+// policy objects (CreateClusterObjects, DeleteClusterObjects,
+// CleanPolicyObjects).
+func NewDynamicClient(cfg *rest.Config) (dynamic.Interface, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create dynamic client for %s: %w", cfg.Host, err)
+	}
+	return dyn, nil
 }
 
 // NewMetricsClient returns a metrics.k8s.io clientset for cfg (see
