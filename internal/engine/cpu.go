@@ -127,3 +127,9 @@ func HostCPUOver(d ProcStat, wall time.Duration) HostCPU {
 		BusySeconds: coreSeconds * float64(d.Busy()) / total,
 	}
 }
+
+// procCPU is the process's user and system CPU time so far.
+type procCPU struct {
+	User, Sys time.Duration
+	MaxRSS    int64 // bytes
+}

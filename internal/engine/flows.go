@@ -6,9 +6,8 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // flowCounters are one flow's running totals, written only by that flow's
@@ -76,7 +75,7 @@ func (w *workload) fail(flow int, err error) {
 		return
 	}
 	w.flows[flow].errors.Add(1)
-	if errors.Is(err, unix.EADDRNOTAVAIL) {
+	if errors.Is(err, syscall.EADDRNOTAVAIL) {
 		w.portsOut.Store(true)
 	}
 	w.mu.Lock()

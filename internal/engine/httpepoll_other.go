@@ -3,4 +3,4 @@
 package engine
 
 // startHTTPEpoll: no epoll here; the goroutine client runs.
-func (w *workload) startHTTPEpoll(addr string, req []byte) bool { return false }
+func (w *workload) startHTTPEpoll(addrs []string, req []byte) bool { return false }

@@ -7,12 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// procCPU is the process's user and system CPU time so far.
-type procCPU struct {
-	User, Sys time.Duration
-	MaxRSS    int64 // bytes
-}
-
 // readProcCPU reads the process's CPU time; an error means it is not
 // measured (never zero).
 func readProcCPU() (procCPU, error) {

@@ -350,6 +350,14 @@ type sessionInfo struct {
 	Idle time.Duration
 }
 
+// noDataPlane is the server side of icmp_echo: the server's kernel
+// answers the echo requests, so there is nothing to run or count.
+type noDataPlane struct{}
+
+func (noDataPlane) Port() int             { return 0 }
+func (noDataPlane) Counters() srvCounters { return srvCounters{} }
+func (noDataPlane) Close()                {}
+
 func newDataPlane(ctx context.Context, si sessionInfo, s *Setup, log *slog.Logger) (dataPlane, error) {
 	ip := si.Local
 	timeout := time.Duration(s.TimeoutMillis) * time.Millisecond

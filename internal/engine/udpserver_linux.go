@@ -12,25 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// UDPRecv is the server's account of udp_stream's measured datagrams since
-// the data plane was set up (so it does not depend on when the server saw
-// `start`): counted per flow from the sequence numbers.
-type UDPRecv struct {
-	Received   uint64 `json:"received"` // unique measured datagrams
-	Bytes      uint64 `json:"bytes"`    // their bytes (UDP payload)
-	Gaps       uint64 `json:"gaps"`     // sequence numbers skipped and never filled
-	Duplicates uint64 `json:"duplicates"`
-	Reordered  uint64 `json:"reordered"`
-	// Foreign counts datagrams dropped for a wrong cookie, source address
-	// or flow index.
-	Foreign uint64 `json:"foreign"`
-	// Settled reports that the receive queues drained and the counters
-	// stopped changing before the stats were taken; DrainMillis is how
-	// long that took.
-	Settled     bool  `json:"settled"`
-	DrainMillis int64 `json:"drain_ms"`
-}
-
 // udpServer is the server side of udp_stream (a sink) and udp_rr (an echo
 // of the sequence number padded to the response size). It has one socket
 // per flow, each served by its own thread; a classic BPF program on the
@@ -98,6 +79,18 @@ func (us *udpServer) recv() UDPRecv {
 	}
 	r.Foreign = us.foreign.Load()
 	return r
+}
+
+// drainUDPStream drains a udp_stream data plane's queues (until its
+// counters settle, at most bound) and returns its account; nil for any
+// other data plane.
+func drainUDPStream(dp dataPlane, bound time.Duration) *UDPRecv {
+	us, ok := dp.(*udpServer)
+	if !ok || us.setup.Test != UDPStream {
+		return nil
+	}
+	r := us.drain(bound)
+	return &r
 }
 
 // drain waits until every socket's receive queue is empty and the counters

@@ -44,11 +44,7 @@ const udpDrainBound = 2 * time.Second
 // stop closes the window and returns the server's stats over it. A
 // udp_stream data plane first drains its queues (until its counters settle).
 func (w *srvWindow) stop(dp dataPlane, sessions int64) *SrvStats {
-	var recv *UDPRecv
-	if us, ok := dp.(*udpServer); ok && us.setup.Test == UDPStream {
-		r := us.drain(udpDrainBound)
-		recv = &r
-	}
+	recv := drainUDPStream(dp, udpDrainBound)
 	e1 := readSrvEdge(dp)
 	if sessions > w.peakN {
 		w.peakN = sessions

@@ -160,3 +160,22 @@ func (t *seqTracker) add(seq uint64, n int) {
 
 // Unique is the number of distinct datagrams received.
 func (t *seqTracker) Unique() uint64 { return t.Recv - t.Dups }
+
+// UDPRecv is the server's account of udp_stream's measured datagrams since
+// the data plane was set up (so it does not depend on when the server saw
+// `start`): counted per flow from the sequence numbers.
+type UDPRecv struct {
+	Received   uint64 `json:"received"` // unique measured datagrams
+	Bytes      uint64 `json:"bytes"`    // their bytes (UDP payload)
+	Gaps       uint64 `json:"gaps"`     // sequence numbers skipped and never filled
+	Duplicates uint64 `json:"duplicates"`
+	Reordered  uint64 `json:"reordered"`
+	// Foreign counts datagrams dropped for a wrong cookie, source address
+	// or flow index.
+	Foreign uint64 `json:"foreign"`
+	// Settled reports that the receive queues drained and the counters
+	// stopped changing before the stats were taken; DrainMillis is how
+	// long that took.
+	Settled     bool  `json:"settled"`
+	DrainMillis int64 `json:"drain_ms"`
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package engine
+
+import "fmt"
+
+// readProcCPU: the process's CPU is read with Linux's getrusage (max RSS in
+// KiB), so elsewhere it is not measured.
+func readProcCPU() (procCPU, error) {
+	return procCPU{}, fmt.Errorf("process CPU accounting needs Linux: %w", ErrNotSupported)
+}
