@@ -151,9 +151,9 @@ func startServer(ctx context.Context, env *Env, name string, port int, argv []st
 	cmd := exec.Command(argv[0], argv[1:]...)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	// Pdeathsig kills the server if the harness dies without cleaning up;
-	// the normal path is Stop (deferred by every caller).
+	cmd.SysProcAttr = groupAttr(true)
+	// The parent-death signal kills the server if the harness dies without
+	// cleaning up; the normal path is Stop (deferred by every caller).
 	err := cmd.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -242,18 +242,18 @@ func (s *Server) Stop() error {
 	default:
 	}
 	pgid := s.cmd.Process.Pid
-	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := killGroup(pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("stop %s: %w", s.Name, err)
 	}
 	select {
 	case <-s.exited:
 	case <-time.After(3 * time.Second):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = killGroup(pgid, syscall.SIGKILL)
 		<-s.exited
 	}
 	// Children of the group (netserver's per-test forks) may outlive the
 	// leader: make sure none is left.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	_ = killGroup(pgid, syscall.SIGKILL)
 	return nil
 }
 
@@ -285,8 +285,8 @@ func runClient(ctx context.Context, env *Env, tools *Tools, timeout time.Duratio
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.SysProcAttr = groupAttr(false)
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid, syscall.SIGKILL) }
 	t0 := time.Now()
 	err := cmd.Run()
 	r := &clientRun{Stdout: so.Bytes(), Stderr: se.Bytes(), Elapsed: time.Since(t0)}
@@ -334,10 +334,7 @@ type Host struct {
 func hostInfo() Host {
 	h := Host{Cores: runtime.NumCPU(), GoMaxP: runtime.GOMAXPROCS(0)}
 	h.Hostname, _ = os.Hostname()
-	var u syscall.Utsname
-	if syscall.Uname(&u) == nil {
-		h.Kernel = cstr(u.Release[:])
-	}
+	h.Kernel = kernelRelease()
 	if b, err := os.ReadFile("/etc/os-release"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "PRETTY_NAME="); ok {
@@ -378,15 +375,4 @@ func loadAvg() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
-}
-
-func cstr(b []int8) string {
-	var s []byte
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		s = append(s, byte(c))
-	}
-	return string(s)
 }
