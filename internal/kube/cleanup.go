@@ -9,10 +9,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -60,6 +63,15 @@ func kinds(cs kubernetes.Interface) []struct {
 			return refs(l.Items, func(o *corev1.Secret) metav1.Object { return o }), nil
 		}, func(ctx context.Context, ns, name string) error {
 			return cs.CoreV1().Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		}},
+		{"endpointslice", func(ctx context.Context, ns, sel string) ([]objRef, error) {
+			l, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, opts(sel))
+			if err != nil {
+				return nil, err
+			}
+			return refs(l.Items, func(o *discoveryv1.EndpointSlice) metav1.Object { return o }), nil
+		}, func(ctx context.Context, ns, name string) error {
+			return cs.DiscoveryV1().EndpointSlices(ns).Delete(ctx, name, metav1.DeleteOptions{})
 		}},
 		{"networkpolicy", func(ctx context.Context, ns, sel string) ([]objRef, error) {
 			l, err := cs.NetworkingV1().NetworkPolicies(ns).List(ctx, opts(sel))
@@ -117,8 +129,8 @@ func nsName(ns string) string {
 	return "namespace " + ns
 }
 
-// DeleteRun deletes the pods (with a 1 s grace period), services, secrets
-// and network policies of run runID in namespace ns, then, if
+// DeleteRun deletes the pods (with a 1 s grace period), services, secrets,
+// endpoint slices and network policies of run runID in namespace ns, then, if
 // deleteNamespace, the namespace itself, which must carry the run's labels
 // (as EnsureNamespace made it). It then waits, at most timeout, until the
 // pods and the namespace are gone. It goes on after errors, and returns
@@ -209,12 +221,37 @@ func waitGone(ctx context.Context, cs kubernetes.Interface, ns, sel string, nsGo
 	}
 }
 
-// Clean removes the leftovers of crashed runs: the pods, services, secrets
-// and network policies labelled ManagedByKey=ManagedBy in namespace (all
-// namespaces if ""), and the namespaces so labelled (only namespace itself,
-// if given). It waits, at most timeout, until the pods and namespaces are
-// gone, and returns what it removed, as "pod ns/name", "namespace name"….
-func Clean(ctx context.Context, cs kubernetes.Interface, namespace string, timeout time.Duration) (removed []string, err error) {
+// CleanOption adds to what Clean removes.
+type CleanOption func(*cleanConfig)
+
+type cleanConfig struct {
+	dyn dynamic.Interface
+}
+
+// CleanPolicyObjects makes Clean also remove, through dyn, the CNIs'
+// cluster-scoped policy objects (ClusterPolicyResources: Cilium's
+// CiliumClusterwideNetworkPolicies, Calico's GlobalNetworkPolicies and
+// GlobalNetworkSets) labelled ManagedByKey=ManagedBy, and, when Clean is
+// given a namespace, NamespaceKey=<namespace> (ClusterObjectLabels).
+// Resources the cluster does not serve are skipped silently.
+func CleanPolicyObjects(dyn dynamic.Interface) CleanOption {
+	return func(c *cleanConfig) { c.dyn = dyn }
+}
+
+// Clean removes the leftovers of crashed runs: the pods, services, secrets,
+// endpoint slices and network policies labelled ManagedByKey=ManagedBy in
+// namespace (all namespaces if ""), the namespaces so labelled (only
+// namespace itself, if given), and with CleanPolicyObjects the CNIs'
+// cluster-scoped policy objects of those runs. It waits, at most timeout
+// in all, until the pods, namespaces and policy objects are gone, and
+// returns what it removed, as "pod ns/name", "namespace name",
+// "ciliumclusterwidenetworkpolicy name"….
+func Clean(ctx context.Context, cs kubernetes.Interface, namespace string, timeout time.Duration, opts ...CleanOption) (removed []string, err error) {
+	var cfg cleanConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	deadline := time.Now().Add(timeout)
 	sel := ManagedByKey + "=" + ManagedBy
 	var nsList []string
 	var errs []error
@@ -245,11 +282,49 @@ func Clean(ctx context.Context, cs kubernetes.Interface, namespace string, timeo
 		removed = append(removed, "namespace "+n)
 		deleted = append(deleted, n)
 	}
-	left, err := waitGone(ctx, cs, namespace, sel, true, deleted, timeout)
+	var policies []schema.GroupVersionResource
+	policySel := sel
+	if namespace != "" {
+		policySel += "," + NamespaceKey + "=" + namespace
+	}
+	if cfg.dyn != nil {
+		for _, gvr := range ClusterPolicyResources {
+			err := Served(ctx, cs.Discovery(), gvr)
+			switch {
+			case IsNotServed(err):
+				logger(ctx).Debug("not served, skipped", "resource", gvr.Resource, "reason", err)
+				continue
+			case err != nil:
+				errs = append(errs, fmt.Errorf("clean %s: %w", gvr.Resource, err))
+				continue
+			}
+			r, err := deleteClusterObjects(ctx, cfg.dyn, gvr, policySel)
+			removed = append(removed, r...)
+			errs = append(errs, err)
+			if len(r) > 0 {
+				policies = append(policies, gvr)
+			}
+		}
+	}
+	left, err := waitGone(ctx, cs, namespace, sel, true, deleted, remaining(deadline))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("clean: %w", err))
 	} else if left != "" {
 		errs = append(errs, fmt.Errorf("clean: still present after %v: %s", timeout, left))
 	}
+	for _, gvr := range policies {
+		left, err := waitClusterGone(ctx, cfg.dyn, gvr, policySel, remaining(deadline))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("clean: %w", err))
+		} else if left != "" {
+			errs = append(errs, fmt.Errorf("clean: still present after %v: %s", timeout, left))
+		}
+	}
 	return removed, errors.Join(errs...)
+}
+
+// remaining is the time left until deadline, at least one poll interval so
+// that a wait looks at least once.
+func remaining(deadline time.Time) time.Duration {
+	return max(time.Until(deadline), pollInterval)
 }

@@ -8,11 +8,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -178,5 +182,65 @@ func TestClean(t *testing.T) {
 	removed, err = Clean(ctx, cs, "", time.Second)
 	if err != nil || len(removed) != 0 {
 		t.Errorf("nothing to clean: removed %v, err %v", removed, err)
+	}
+}
+
+// Clean with CleanPolicyObjects also removes the CNIs' cluster-scoped
+// policy objects of cnibench's runs (of the namespace's runs when given
+// one), skips the resources the cluster does not serve, and removes
+// labelled endpoint slices.
+func TestCleanPolicyObjects(t *testing.T) {
+	ctx := context.Background()
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "svc-0", Namespace: "default", Labels: runLabels("r1")}}
+	cs := clientset(ns("default", nil), slice)
+	cs.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*metav1.APIResourceList{
+		apiResources("cilium.io/v2", "ciliumnetworkpolicies", "ciliumclusterwidenetworkpolicies"),
+	}
+	gns := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "crd.projectcalico.org/v1", "kind": "GlobalNetworkSet", "metadata": map[string]any{"name": "set"},
+	}}
+	gns.SetLabels(runLabels("r1"))
+	dyn := dynamicClient(ccnp("a", ClusterObjectLabels("default", "r1")), ccnp("b", ClusterObjectLabels("other", "r2")),
+		ccnp("c", runLabels("r3")), ccnp("user", nil), gns)
+
+	removed, err := Clean(ctx, cs, "default", time.Second, CleanPolicyObjects(dyn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"endpointslice default/svc-0", "ciliumclusterwidenetworkpolicy a"}; !slices.Equal(removed, want) {
+		t.Errorf("removed %v, want %v", removed, want)
+	}
+	removed, err = Clean(ctx, cs, "", time.Second, CleanPolicyObjects(dyn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"ciliumclusterwidenetworkpolicy b", "ciliumclusterwidenetworkpolicy c"}; !slices.Equal(removed, want) {
+		t.Errorf("removed %v, want %v", removed, want)
+	}
+	l, err := dyn.Resource(CiliumClusterwidePolicies).List(ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) != 1 || l.Items[0].GetName() != "user" {
+		t.Errorf("left %v, %v", l, err)
+	}
+	// Calico is not served: its resources are not even listed.
+	for _, a := range dyn.Actions() {
+		if a.GetResource().Group == CalicoGlobalNetworkSets.Group {
+			t.Errorf("action on a resource not served: %v", a)
+		}
+	}
+	if _, err := dyn.Resource(CalicoGlobalNetworkSets).Get(ctx, "set", metav1.GetOptions{}); err != nil {
+		t.Errorf("calico set: %v", err)
+	}
+
+	// Discovery failing is an error, the rest is cleaned all the same.
+	cs = clientset(ns("default", nil), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", Labels: runLabels("r1")}})
+	cs.PrependReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("discovery down")
+	})
+	removed, err = Clean(ctx, cs, "default", time.Second, CleanPolicyObjects(dynamicClient()))
+	if err == nil || !strings.Contains(err.Error(), "clean ciliumclusterwidenetworkpolicies: discover the resources of cilium.io/v2: discovery down") {
+		t.Errorf("err = %v", err)
+	}
+	if !slices.Equal(removed, []string{"pod default/p"}) {
+		t.Errorf("removed %v", removed)
 	}
 }

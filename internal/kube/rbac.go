@@ -37,16 +37,23 @@ var clusterRules = []ruleWhy{
 	rule("", "pods", []string{"list"}, "identify the CNI and its pods (kube-system and the CNIs' own namespaces, or --cni-pods) for the CNI check and the footprint"),
 	rule("", "namespaces", []string{"get", "list", "create", "delete"}, "create a run's namespace, delete it afterwards and find those of crashed runs (optional: not needed when the runs use an existing namespace, such as this one)"),
 	rule("metrics.k8s.io", "pods", []string{"get", "list"}, "read the CPU and memory of CNI pods on nodes without a run's host pod (metrics-server; optional)"),
+	rule("cilium.io", "ciliumclusterwidenetworkpolicies", clusterPolicyVerbs, "used only by the egress-filter scenario's cilium-policy mechanism, when the cluster serves them (Cilium), and by cnibench k8s clean to remove those of crashed runs (optional)"),
+	ruleWhy{rbacv1.PolicyRule{APIGroups: []string{"crd.projectcalico.org"}, Resources: []string{"globalnetworksets", "globalnetworkpolicies"}, Verbs: clusterPolicyVerbs},
+		"used only by the egress-filter scenario's calico-networkset mechanism, when the cluster serves them (Calico), and by cnibench k8s clean to remove those of crashed runs (optional)"},
 }
+
+// clusterPolicyVerbs are the verbs cnibench needs on the CNIs' cluster-wide
+// policy objects.
+var clusterPolicyVerbs = []string{"get", "list", "create", "delete", "deletecollection"}
 
 // namespaceRules are the rights cnibench needs in the run's namespace.
 var namespaceRules = []ruleWhy{
 	rule("", "pods", []string{"create", "get", "list", "watch", "delete"}, "run the server, client and privileged host-network pods, wait for them and remove them"),
 	rule("", "pods/exec", []string{"create", "get"}, "run `cnibench run` and the probes (inspect, connect, capture, cgroup) in the run's pods (create: SPDY and newer API servers; get: WebSocket on older ones)"),
-	rule("", "services", []string{"create", "get", "list", "delete"}, "measure through a ClusterIP service (pod-to-service, hairpin)"),
+	rule("", "services", []string{"create", "get", "list", "delete"}, "measure through a ClusterIP service (pod-to-service, hairpin), and through the services scenario's many selectorless services"),
 	rule("", "secrets", []string{"create", "get", "list", "delete"}, "hand the run's token to the server and client pods"),
-	rule("networking.k8s.io", "networkpolicies", []string{"create", "get", "list", "update", "delete"}, "test whether NetworkPolicy is enforced (ingress deny, allow list, egress deny)"),
-	rule("discovery.k8s.io", "endpointslices", []string{"get", "list", "watch"}, "wait until the services have ready endpoints"),
+	rule("networking.k8s.io", "networkpolicies", []string{"create", "get", "list", "update", "delete"}, "test whether NetworkPolicy is enforced (ingress deny, allow list, egress deny), and the egress-filter scenario's networkpolicy mechanism (egress allowed except the deny CIDRs)"),
+	rule("discovery.k8s.io", "endpointslices", []string{"create", "get", "list", "watch", "delete", "deletecollection"}, "wait until the services have ready endpoints; the services scenario gives each of its selectorless services one and removes them"),
 }
 
 // rbacDoc is an RBAC object and the comment lines that explain it.
@@ -64,7 +71,7 @@ func rules(rs []ruleWhy) ([]rbacv1.PolicyRule, []string) {
 		if g == "" {
 			g = "core"
 		}
-		why = append(why, fmt.Sprintf("- %s %s (%s): %s", r.rule.Resources[0], strings.Join(r.rule.Verbs, ","), g, r.why))
+		why = append(why, fmt.Sprintf("- %s %s (%s): %s", strings.Join(r.rule.Resources, ","), strings.Join(r.rule.Verbs, ","), g, r.why))
 	}
 	return out, why
 }
@@ -86,7 +93,7 @@ func rbacDocs(namespace string) []rbacDoc {
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 			ObjectMeta: meta("cnibench", ""),
 			Rules:      cRules,
-		}, append([]string{"Cluster-wide rights (read-only, but for the namespaces of runs):"}, cWhy...)},
+		}, append([]string{"Cluster-wide rights (read-only, but for the namespaces of runs and the CNIs' cluster-wide policy objects):"}, cWhy...)},
 		{&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 			ObjectMeta: meta(bindingName, ""),
@@ -111,9 +118,11 @@ func rbacDocs(namespace string) []rbacDoc {
 // its objects in namespace: the ServiceAccount ServiceAccountName there, a
 // ClusterRole (nodes get/list; pods list in every namespace, to identify
 // the CNI; namespaces get/list/create/delete, not needed when the
-// namespace exists beforehand; metrics.k8s.io pods get/list) with its
-// ClusterRoleBinding, and a Role in namespace (pods, pods/exec,
-// services, secrets, networkpolicies, endpointslices) with its
+// namespace exists beforehand; metrics.k8s.io pods get/list; Cilium's
+// ciliumclusterwidenetworkpolicies and Calico's globalnetworksets and
+// globalnetworkpolicies, for the egress-filter scenario where the cluster
+// serves them) with its ClusterRoleBinding, and a Role in namespace (pods,
+// pods/exec, services, secrets, networkpolicies, endpointslices) with its
 // RoleBinding.
 func RBAC(namespace string) []runtime.Object {
 	docs := rbacDocs(namespace)

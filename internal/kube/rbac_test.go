@@ -67,16 +67,22 @@ func TestRBAC(t *testing.T) {
 		return false
 	}
 	cr, role := objs[1].(*rbacv1.ClusterRole), objs[3].(*rbacv1.Role)
-	for _, c := range [][3]string{{"", "nodes", "list"}, {"", "pods", "list"}, {"", "namespaces", "create"}, {"metrics.k8s.io", "pods", "list"}} {
+	for _, c := range [][3]string{{"", "nodes", "list"}, {"", "pods", "list"}, {"", "namespaces", "create"}, {"metrics.k8s.io", "pods", "list"},
+		{"cilium.io", "ciliumclusterwidenetworkpolicies", "create"}, {"cilium.io", "ciliumclusterwidenetworkpolicies", "deletecollection"},
+		{"crd.projectcalico.org", "globalnetworksets", "create"}, {"crd.projectcalico.org", "globalnetworkpolicies", "delete"},
+		{"crd.projectcalico.org", "globalnetworksets", "list"}} {
 		if !allows(cr.Rules, c[0], c[1], c[2]) {
 			t.Errorf("ClusterRole does not allow %v", c)
 		}
 	}
-	if allows(cr.Rules, "", "pods", "create") || allows(cr.Rules, "", "secrets", "get") {
+	if allows(cr.Rules, "", "pods", "create") || allows(cr.Rules, "", "secrets", "get") || allows(cr.Rules, "cilium.io", "ciliumnetworkpolicies", "create") ||
+		allows(cr.Rules, "crd.projectcalico.org", "networkpolicies", "create") || allows(cr.Rules, "networking.k8s.io", "networkpolicies", "create") {
 		t.Error("ClusterRole allows too much")
 	}
 	for _, c := range [][3]string{{"", "pods", "create"}, {"", "pods/exec", "create"}, {"", "services", "delete"},
-		{"", "secrets", "create"}, {"networking.k8s.io", "networkpolicies", "create"}, {"discovery.k8s.io", "endpointslices", "list"}} {
+		{"", "secrets", "create"}, {"networking.k8s.io", "networkpolicies", "create"}, {"discovery.k8s.io", "endpointslices", "list"},
+		{"", "services", "create"}, {"", "services", "list"}, {"discovery.k8s.io", "endpointslices", "create"},
+		{"discovery.k8s.io", "endpointslices", "deletecollection"}, {"networking.k8s.io", "networkpolicies", "delete"}} {
 		if !allows(role.Rules, c[0], c[1], c[2]) {
 			t.Errorf("Role does not allow %v", c)
 		}
