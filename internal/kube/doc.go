@@ -2,15 +2,20 @@
 // choosing the client and server nodes, creating the run's namespace,
 // secret, pods, services and network policies, executing commands in pods,
 // reading pod metrics, identifying the cluster's CNI, rendering the RBAC that
-// all this needs, and cleaning up afterwards.
+// all this needs, and cleaning up afterwards; for the scenarios, egress deny
+// sets as NetworkPolicies (egresspolicy.go) or as Cilium's and Calico's own
+// cluster-wide objects through the dynamic client (crdpolicy.go), and
+// services by the thousand (servicescale.go).
 //
-// Everything is written against kubernetes.Interface so that it can be
-// tested with k8s.io/client-go/kubernetes/fake. Every object the package
-// creates carries the labels ManagedByKey=ManagedBy and RunKey=<run ID>, so
-// that DeleteRun removes a run's objects and Clean removes the leftovers of
-// crashed runs; a run ID must therefore be a valid label value, and, as it
-// also goes into object names, lower-case letters, digits and '-' only.
-// Every wait is a bounded poll.
+// Everything is written against kubernetes.Interface (dynamic.Interface
+// for the CNIs' objects) so that it can be tested with the fake clients.
+// Every object the package creates carries the labels ManagedByKey=ManagedBy
+// and RunKey=<run ID> (the functions that take labels are given RunLabels,
+// or ClusterObjectLabels for cluster-scoped objects), so that DeleteRun
+// removes a run's objects and Clean removes the leftovers of crashed runs;
+// a run ID must therefore be a valid label value, and, as it also goes into
+// object names, lower-case letters, digits and '-' only. Every wait is a
+// bounded poll.
 //
 // Functions log through the *slog.Logger attached to their context with
 // WithLogger (nothing is logged without one).
@@ -39,6 +44,15 @@ const (
 // pollInterval is how often the waits look at the cluster (tests shorten
 // it).
 var pollInterval = 500 * time.Millisecond
+
+// RunLabels returns the labels every object of run runID carries
+// (ManagedByKey and RunKey), for the functions that take labels
+// (DenyEgressPolicies, CreateServices, …); callers may add their own.
+func RunLabels(runID string) map[string]string { return runLabels(runID) }
+
+// RunSelector is the label selector of run runID's objects (for
+// DeleteServices, DeleteClusterObjects).
+func RunSelector(runID string) string { return runSelector(runID) }
 
 // runLabels returns the labels of every object of run runID.
 func runLabels(runID string) map[string]string {
