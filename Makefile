@@ -73,9 +73,9 @@ fresh-test:
 # files unnoticed: what needs Linux lives in _linux.go files, and the
 # _other.go files refuse at run time with an error wrapping ErrNotSupported
 # (never a faked number). Everything on macOS; the client side (`cnibench
-# run`'s engine and the public result packages) on Windows too.
+# run`'s engine, the public result packages and the binary) on Windows too.
 CROSS_DARWIN_PKGS  ?= ./...
-CROSS_WINDOWS_PKGS ?= ./internal/engine/... ./internal/cli/run ./pkg/...
+CROSS_WINDOWS_PKGS ?= ./internal/engine/... ./internal/cli/run ./pkg/... ./cmd/cnibench
 crossbuild:
 	GOOS=darwin $(GO) build $(CROSS_DARWIN_PKGS)
 	GOOS=windows $(GO) build $(CROSS_WINDOWS_PKGS)

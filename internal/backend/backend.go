@@ -14,6 +14,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"net/netip"
 
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -22,28 +23,84 @@ import (
 // "skipped: …", never as a failure).
 var ErrNotSupported = errors.New("not supported")
 
+// OptionError is a backend's refusal of an option or of what a run asks
+// of it (the CLI makes it a usage error); Msg names the flag and the fix.
+type OptionError struct{ Msg string }
+
+func (e *OptionError) Error() string { return e.Msg }
+
 // Backend brings up the places to measure.
 type Backend interface {
 	// Name is the value of the results' "backend" label: "lab" or
 	// "kubernetes".
 	Name() string
+	// Config describes the backend's options for the results' config
+	// (datapaths, wire, CPU placement, …); nil if none.
+	Config() map[string]string
 	// Up deploys spec. On error the returned Deployment (possibly nil)
 	// must still be brought Down: it holds what was created so far.
 	Up(ctx context.Context, spec Spec) (Deployment, error)
 }
 
-// Spec is what to deploy.
+// MTUSetter is a backend that builds its wire at the MTU it is given (the
+// lab): only such a backend runs an MTU sweep (several --mtu); another
+// measures the MTU it has.
+type MTUSetter interface {
+	SetsMTU() bool
+}
+
+// Events is how a backend reports to the run: progress lines and
+// run-wide warnings (recorded in the results once each).
+type Events struct {
+	Progress func(format string, a ...any)
+	Warn     func(warning string)
+}
+
+// Opener is a backend with run-wide state around its deployments (the
+// lab's one-suite-per-host lock and its process spawner): the suite calls
+// Open before the first Up and close after the last Down.
+type Opener interface {
+	Open(ctx context.Context, ev Events) (close func(), err error)
+}
+
+// Spec is what to deploy: the matrix at one MTU, or a scenario's
+// deployment.
 type Spec struct {
-	// Datapaths selects the lab's datapaths; a cluster has one (its CNI)
-	// and ignores it.
-	Datapaths []string
 	// MTU of the wire between the nodes (lab); a cluster's is what it is.
 	MTU int
-	// Wire is the lab's wire model.
-	Wire string
+	// Sweep marks a further MTU of an MTU sweep (only the MTU-sensitive
+	// cells run on it: no variants).
+	Sweep bool
+	// Tests are the tests the run measures (a backend adds datapath
+	// variants only where their test runs, e.g. the lab's conntrack
+	// variants on tcp_crr).
+	Tests []string
+	// Scenario, when not nil, is the scenario the deployment is for.
+	Scenario *ScenarioSpec
 	// Token is the run's secret (CNIBENCH_TOKEN) for every server and
 	// client the deployment starts.
 	Token string
+}
+
+// ScenarioSpec is what a scenario needs of a deployment.
+type ScenarioSpec struct {
+	// Name is the scenario's name.
+	Name string
+	// Datapath is a datapath the scenario brings (a topology of its own,
+	// e.g. the lab's l4lb); "" for the backend's own.
+	Datapath string
+	// Pods are extra pods (e.g. service backends on both nodes).
+	Pods []Pod
+}
+
+// Pod is an extra pod a scenario needs.
+type Pod struct {
+	// Role names it (unique).
+	Role string
+	// Node is 0 for the client's node, 1 for the server's.
+	Node int
+	// IP is the address the lab gives it (a cluster assigns its own).
+	IP netip.Addr
 }
 
 // Datapath is one datapath of a deployment.
@@ -54,6 +111,13 @@ type Datapath struct {
 	// Skipped is why it cannot run here ("" if it runs); a skipped
 	// datapath has no paths.
 	Skipped string
+	// Config is the datapath's part of its runs' configuration (the lab's
+	// wire, expected path MTU, pod MTU); a path's own config overrides it.
+	Config map[string]string
+	// OnlyTests and OnlyPaths restrict the matrix's cells of a variant
+	// datapath (e.g. a NOTRACK variant runs tcp_crr cross-node only, next
+	// to its base); nil: every test and path.
+	OnlyTests, OnlyPaths []string
 }
 
 // Path is one client→server path of a datapath, with its server started.
@@ -118,6 +182,25 @@ type Evidence interface {
 	// client's and End's) show that packets took another way than the
 	// datapath claims.
 	Check(path string, metrics map[string]float64) []string
+}
+
+// Starter is a Deployment that starts long-running processes for
+// scenarios (servers, helpers such as a userspace tunnel).
+type Starter interface {
+	// Start starts `cnibench ARGS` at place with stdin (secrets stay off
+	// the command line) and returns once its first line on stderr says it
+	// is ready ("… listening on …" or "ready…"); any other first line is
+	// the error.
+	Start(ctx context.Context, place Place, stdin []byte, args []string) (*Process, error)
+}
+
+// Process is a long-running process a Starter started.
+type Process struct {
+	// PID is its process id where the backend knows it (its CPU time is in
+	// /proc/PID/stat), 0 otherwise.
+	PID int
+	// Stop ends it (SIGTERM, then SIGKILL after 5 s) and waits for it.
+	Stop func()
 }
 
 // Finder is a Deployment with checks of its own (a cluster's MTU,

@@ -148,6 +148,19 @@ func NewWithClient(o Options, cs kubernetes.Interface, ex kube.Execer) *Backend 
 // Name implements backend.Backend.
 func (b *Backend) Name() string { return Name }
 
+// Config is the backend's part of the results' config: where the run's
+// pods went and what was checked (the image is in each run's labels).
+func (b *Backend) Config() map[string]string {
+	checks := strings.Join(b.o.Checks, ",")
+	if checks == "" {
+		checks = strings.Join(Checks, ",")
+	}
+	return map[string]string{
+		"namespace": b.o.Namespace,
+		"checks":    checks,
+	}
+}
+
 // SetCluster names the cluster in the results (default: the kubeconfig
 // context's cluster).
 func (b *Backend) SetCluster(name string) {

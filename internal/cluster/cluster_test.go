@@ -460,7 +460,7 @@ func (f *fakeCluster) inventory(t *testing.T, ns string) []string {
 // up brings the backend up and returns the deployment.
 func up(t *testing.T, ctx context.Context, b *Backend) *Deployment {
 	t.Helper()
-	dep, err := b.Up(ctx, backend.Spec{Token: testToken, Datapaths: []string{"ignored"}, MTU: 9000})
+	dep, err := b.Up(ctx, backend.Spec{Token: testToken, MTU: 9000})
 	if dep == nil {
 		t.Fatalf("Up returned no deployment (err %v)", err)
 	}

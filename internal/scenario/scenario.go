@@ -18,9 +18,11 @@ package scenario
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -55,42 +57,71 @@ func (p Point) SkipReason() string {
 	return "skipped: " + p.Skip.Error()
 }
 
-// Env is where a point is prepared: one endpoint of a lab (the client and
-// server pods and, for the routed datapaths, the client's node).
+// ErrNeedsLab is wrapped by the error of a point that only the lab can
+// prepare (it programs the lab's namespaces): on another backend the point
+// is recorded "skipped: <reason>", never refused for the whole run.
+var ErrNeedsLab = fmt.Errorf("needs the lab backend: %w", backend.ErrNotSupported)
+
+// Env is where a point is prepared: a datapath of a deployment (the lab's
+// or a cluster's), its cross-node path, and places to start servers and
+// helpers and run clients. What only the lab can do is reached through Lab.
 type Env struct {
-	Endpoint lab.Endpoint
-	Topology *lab.Topology
-	// Datapath is the lab datapath the point runs on (a scenario on its
-	// own topology reaches its knobs through it).
-	Datapath lab.Datapath
-	Logger   *slog.Logger
-	// Serve starts `cnibench serve ARGS` in ns with the run's token, the
-	// way the suite starts its servers, and returns once it listens. Nil
-	// outside the suite.
-	Serve func(ctx context.Context, ns *lab.NS, args ...string) (*Server, error)
-	// Start starts `cnibench ARGS` in ns (a long-running helper, e.g. a
+	// Deployment is the backend's deployment the point runs on.
+	Deployment backend.Deployment
+	// Datapath names the datapath the point runs on.
+	Datapath string
+	// Path is the datapath's cross-node path with its server (zero for a
+	// scenario on a topology of its own, OwnDatapath).
+	Path   backend.Path
+	Logger *slog.Logger
+	// Serve starts `cnibench serve ARGS` at place with the run's token,
+	// the way the suite starts its servers, and returns once it listens.
+	// Nil outside the suite or where the deployment cannot start
+	// processes.
+	Serve func(ctx context.Context, place backend.Place, args ...string) (*Server, error)
+	// Start starts `cnibench ARGS` at place (a long-running helper, e.g. a
 	// userspace tunnel) the same way, with stdin (secrets stay off the
 	// command line), and returns once the first line it writes to stderr
 	// starts with "ready"; any other first line is the error. Nil outside
-	// the suite.
-	Start func(ctx context.Context, ns *lab.NS, stdin []byte, args ...string) (*Server, error)
-	// Run runs one `cnibench run ARGS` client in ns as the suite runs its
-	// cells (same cgroup, CPUs and token) and returns its result. Nil
+	// the suite or where the deployment cannot start processes.
+	Start func(ctx context.Context, place backend.Place, stdin []byte, args ...string) (*Server, error)
+	// Run runs one `cnibench run ARGS` client at place as the suite runs
+	// its cells (same cgroup, CPUs and token) and returns its result. Nil
 	// outside the suite.
-	Run func(ctx context.Context, ns *lab.NS, args ...string) (*result.Result, error)
-	// Cgroup is the cgroup v2 directory every client and server the suite
-	// starts runs in (where socket-level hooks attach); "" if none.
-	Cgroup string
+	Run func(ctx context.Context, place backend.Place, args ...string) (*result.Result, error)
+	// lab is set by tests that give a point a lab without a deployment.
+	lab *lab.Access
 }
 
-// Server is a `cnibench serve` started through Env.Serve.
-type Server struct {
-	// PID is the server's process id (its CPU time is in
-	// /proc/PID/stat).
-	PID int
-	// Stop ends it (SIGTERM, then SIGKILL after 5 s) and waits for it.
-	Stop func()
+// LabDeployment is the lab's capability, implemented by the lab backend's
+// deployments: a datapath's topology (namespaces, nodes, pods).
+type LabDeployment interface {
+	LabAccess(datapath string) (*lab.Access, error)
 }
+
+// Lab returns what only the lab gives a scenario (the datapath's topology,
+// its cross-node endpoint, the clients' cgroup), or an error wrapping
+// ErrNeedsLab on another backend.
+func (e Env) Lab() (*lab.Access, error) {
+	if e.lab != nil {
+		return e.lab, nil
+	}
+	ld, ok := e.Deployment.(LabDeployment)
+	if !ok {
+		return nil, ErrNeedsLab
+	}
+	return ld.LabAccess(e.Datapath)
+}
+
+// WithLab returns env with a lab of its own (tests that prepare points on
+// a topology they built).
+func (e Env) WithLab(a *lab.Access) Env {
+	e.lab = a
+	return e
+}
+
+// Server is a process started through Env.Serve or Env.Start.
+type Server = backend.Process
 
 // OwnDatapath is implemented by scenarios that run on a topology of their
 // own (a hidden lab datapath, e.g. l4lb's load-balancer node, workers and
@@ -118,16 +149,16 @@ type Celler interface {
 	Cells(p Point) []Cell
 }
 
-// LabNeeds is implemented by scenarios that need more of the lab than the
-// standard pods: extra pods (e.g. service backends on both nodes).
-type LabNeeds interface {
-	ExtraPods() []lab.PodSpec
+// Needs is implemented by scenarios that need more of a deployment than
+// the standard pods: extra pods (e.g. service backends on both nodes).
+type Needs interface {
+	Pods() []backend.Pod
 }
 
 // Target is where a cell's client runs and what it is pointed at: Args
 // replace the suite's `--target SERVER` (e.g. `--service VIP:PORT`).
 type Target struct {
-	Client *lab.NS
+	Client backend.Place
 	Args   []string
 }
 

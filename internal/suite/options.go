@@ -6,67 +6,18 @@ package suite
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/engine"
-	"github.com/cnibench/cnibench/internal/lab"
 )
-
-// NoTrack is the datapath variant the conntrack scenario compares with
-// veth-routing (seed 000: many-flow TCP_CRR collapses on conntrack; NOTRACK
-// fixes it).
-const NoTrack = "veth-routing-notrack"
-
-// variantSuffixes mark datapaths that change one thing of another (their
-// base): conntrack bypassed (-notrack), or the eBPF program without its
-// conntrack and policy maps (-bare).
-var variantSuffixes = []string{"-notrack", "-bare"}
-
-// variantBase returns the datapath that name is a variant of, "" if name is
-// not a variant of a known datapath.
-func variantBase(name string, known []string) string {
-	for _, suf := range variantSuffixes {
-		if base, ok := strings.CutSuffix(name, suf); ok && slices.Contains(known, base) {
-			return base
-		}
-	}
-	return ""
-}
-
-// defaultDatapaths is the matrix without --datapaths: every known datapath
-// except the variants, which join through the conntrack scenario.
-func defaultDatapaths(known []string) []string {
-	var out []string
-	for _, d := range known {
-		if variantBase(d, known) == "" {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// scenarioVariants returns the variants of the selected datapaths that are
-// not selected themselves: the conntrack scenario runs them on the tcp_crr
-// cross-node cells only, next to their base.
-func scenarioVariants(selected, known []string) []string {
-	var out []string
-	for _, d := range known {
-		if b := variantBase(d, known); b != "" && slices.Contains(selected, b) && !slices.Contains(selected, d) {
-			out = append(out, d)
-		}
-	}
-	return out
-}
 
 // Options configure a suite run.
 type Options struct {
-	Profile   string
-	Datapaths []string // empty: every registered datapath except the variants (-notrack, -bare)
-	Tests     []string
+	Profile string
+	Tests   []string
 	// Flows are the flow counts of the tcp tests (the seeds use 1 and 32).
 	Flows []int
 	// HTTPClients is the concurrency of the http test.
@@ -77,24 +28,9 @@ type Options struct {
 	// MTUs: the first is the main matrix; every further one re-runs the
 	// MTU-sensitive subset (tcp_stream, tcp_rr at 1 flow) on a fresh lab.
 	MTUs []int
-	// Conntrack adds the variants of the selected datapaths (NoTrack,
-	// bridge-notrack, …, ebpf-host-routing-bare) to the tcp_crr cross-node
-	// cells (the conntrack scenario).
-	Conntrack bool
-	// NoBaseline keeps a --datapaths subset without the baseline datapath,
-	// which is otherwise added for the graded summary.
-	NoBaseline bool
 	// Seed orders the cells of every repeat (schedule); 0 draws a random
 	// one. The seed used is recorded in the results' config.
-	Seed uint64
-	// Pin places the suite's servers and clients on CPUs: PinNone (the
-	// scheduler decides), PinSame (both on one CPU) or PinSplit (servers on
-	// one CPU, clients on another), as `make bench -pin` does; empty
-	// means PinNone.
-	Pin string
-	// Wire is the lab's wire mode (lab.Wires), recorded in the results;
-	// empty means lab.DefaultWire.
-	Wire   string
+	Seed   uint64
 	OutDir string
 	// Scenario, when not empty, runs that scenario instead of the matrix
 	// (ScenarioEgress; see scenario_linux.go), with its options below.
@@ -115,43 +51,22 @@ type Options struct {
 	// Encrypt are the encryption scenario's families (--encrypt
 	// wireguard,ipsec; empty: both).
 	Encrypt []string
-	// Binary is the cnibench executable run inside the namespaces.
-	Binary string
-	// Backend is where the matrix runs; nil means the local lab. Another
-	// backend (a Kubernetes cluster) has its own datapaths and MTU: the
-	// lab's options (Datapaths, several MTUs, Conntrack variants, Wire,
-	// Pin, Scenario) do not apply to it.
+	// Backend is where the suite runs (the lab, internal/lab; a cluster,
+	// internal/cluster); required. Its own options (the lab's datapaths,
+	// wire, CPU placement) are its own.
 	Backend backend.Backend
 }
 
-// validateBackend checks the options a non-lab backend cannot honour.
+// validateBackend checks what the backend cannot honour.
 func (o Options) validateBackend() error {
 	if o.Backend == nil {
-		return nil
+		return fmt.Errorf("no backend: the CLI picks one with --backend")
 	}
-	name := o.Backend.Name()
-	switch {
-	case o.Scenario != "":
-		return fmt.Errorf("--scenario %s: scenarios run on the lab only; drop --scenario with the %s backend", o.Scenario, name)
-	case len(o.Datapaths) > 0:
-		return fmt.Errorf("--datapaths: the %s backend measures the cluster's own CNI; drop --datapaths", name)
-	case len(o.MTUs) > 1:
-		return fmt.Errorf("--mtu: the %s backend measures the cluster's MTU as it is; give at most one --mtu (it is not applied)", name)
-	case o.Pin != "" && o.Pin != PinNone:
-		return fmt.Errorf("--pin %s: the %s backend's processes run in pods; use --pin none", o.Pin, name)
+	if m, ok := o.Backend.(backend.MTUSetter); (!ok || !m.SetsMTU()) && len(o.MTUs) > 1 {
+		return fmt.Errorf("--mtu: the %s backend measures the cluster's MTU as it is; give at most one --mtu (it is not applied)", o.Backend.Name())
 	}
 	return nil
 }
-
-// CPU placements (Options.Pin).
-const (
-	PinNone  = "none"
-	PinSame  = "same"
-	PinSplit = "split"
-)
-
-// Pins lists the accepted --pin values.
-var Pins = []string{PinNone, PinSame, PinSplit}
 
 // Profile returns the defaults of a named profile.
 func Profile(name string) (Options, error) {
@@ -160,9 +75,6 @@ func Profile(name string) (Options, error) {
 		Tests:       []string{engine.TCPStream, engine.TCPRR, engine.TCPCRR, engine.UDPStream, engine.HTTP},
 		Flows:       []int{1, 32},
 		HTTPClients: 32,
-		Conntrack:   true,
-		Pin:         PinNone,
-		Wire:        lab.DefaultWire, // NIC-like in both profiles: the comparison the findings need
 	}
 	switch name {
 	case "quick":
@@ -197,6 +109,8 @@ type cell struct {
 	// sc is a scenario's part of the cell (its labels, the client's
 	// --rate, what it adds to each repeat); nil outside scenarios.
 	sc *scenarioCell
+	// dep is the deployment the cell runs on.
+	dep *depRun
 }
 
 func (c cell) labels() map[string]string {
@@ -216,13 +130,6 @@ func (c cell) labels() map[string]string {
 		l[k] = v
 	}
 	return l
-}
-
-func (c cell) String() string {
-	if c.sc != nil {
-		return c.scenarioString()
-	}
-	return fmt.Sprintf("%s %s %s ×%d mtu %d", c.Datapath, c.Path, c.Test, c.Flows, c.MTU)
 }
 
 // testVariants expands the tests into (test, flows) pairs.
@@ -255,21 +162,16 @@ type ValidationError struct{ Msg string }
 func (e *ValidationError) Error() string { return e.Msg }
 
 // Validate checks the options; errors name the flag.
-func (o Options) Validate(known []string) error {
-	if err := o.validate(known); err != nil {
+func (o Options) Validate() error {
+	if err := o.validate(); err != nil {
 		return &ValidationError{err.Error()}
 	}
 	return nil
 }
 
-func (o Options) validate(known []string) error {
+func (o Options) validate() error {
 	if err := o.validateBackend(); err != nil {
 		return err
-	}
-	for _, d := range o.Datapaths {
-		if !slices.Contains(known, d) {
-			return fmt.Errorf("--datapaths: unknown datapath %q (known: %s)", d, strings.Join(known, ", "))
-		}
 	}
 	for _, t := range o.Tests {
 		if !engine.ValidTest(t) {
@@ -309,12 +211,6 @@ func (o Options) validate(known []string) error {
 	}
 	if o.OutDir == "" {
 		return fmt.Errorf("--out: an output directory is required")
-	}
-	if o.Pin != "" && !slices.Contains(Pins, o.Pin) {
-		return fmt.Errorf("--pin %q: must be one of %s", o.Pin, strings.Join(Pins, ", "))
-	}
-	if o.Wire != "" && !slices.Contains(lab.Wires, o.Wire) {
-		return fmt.Errorf("--wire %q: must be one of %s", o.Wire, strings.Join(lab.Wires, ", "))
 	}
 	return o.validateScenario()
 }

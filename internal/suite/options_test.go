@@ -2,6 +2,7 @@ package suite
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ func TestProfiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		o.OutDir = "x"
-		if err := o.Validate([]string{"baseline"}); err != nil {
+		o.Backend = &fakeBackend{}
+		if err := o.Validate(); err != nil {
 			t.Errorf("%s profile invalid: %v", name, err)
 		}
 	}
@@ -36,11 +38,13 @@ func TestProfiles(t *testing.T) {
 func TestValidateOptions(t *testing.T) {
 	base, _ := Profile("quick")
 	base.OutDir = "out"
+	base.Backend = &fakeBackend{}
 	cases := []struct {
 		mut  func(*Options)
 		want string
 	}{
-		{func(o *Options) { o.Datapaths = []string{"calico"} }, "--datapaths"},
+		{func(o *Options) { o.Backend = nil }, "no backend"},
+		{func(o *Options) { o.Backend = &fakeBackend{name: "kubernetes"}; o.MTUs = []int{1500, 9000} }, "--mtu: the kubernetes backend"},
 		{func(o *Options) { o.Tests = []string{"tcp_maerts"} }, "--tests"},
 		{func(o *Options) { o.Tests = nil }, "--tests"},
 		{func(o *Options) { o.Flows = []int{0} }, "--flows 0"},
@@ -49,13 +53,11 @@ func TestValidateOptions(t *testing.T) {
 		{func(o *Options) { o.MTUs = []int{100} }, "--mtu 100"},
 		{func(o *Options) { o.HTTPClients = 0 }, "--http-clients"},
 		{func(o *Options) { o.OutDir = "" }, "--out"},
-		{func(o *Options) { o.Pin = "both" }, "--pin"},
-		{func(o *Options) { o.Wire = "fibre" }, "--wire"},
 	}
 	for _, c := range cases {
 		o := base
 		c.mut(&o)
-		err := o.Validate([]string{"baseline", "veth-routing"})
+		err := o.Validate()
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("got %v, want an error starting with %q", err, c.want)
 		}
@@ -71,7 +73,19 @@ func TestSchedule(t *testing.T) {
 			}
 		}
 	}
-	a := schedule(cells, 5, 42)
+	// The matrix is one point: its cells are shuffled across datapaths
+	// and MTUs.
+	flat := func(steps [][]step) [][]cell {
+		out := make([][]cell, len(steps))
+		for r, s := range steps {
+			for _, x := range s {
+				out[r] = append(out[r], x.cells...)
+			}
+		}
+		return out
+	}
+	sched := func(seed uint64) [][]cell { return flat(schedule([][]cell{cells}, 5, seed)) }
+	a := sched(42)
 	if len(a) != 5 {
 		t.Fatalf("%d repeats, want 5", len(a))
 	}
@@ -105,12 +119,48 @@ func TestSchedule(t *testing.T) {
 	}
 	// The same seed replays the same order; another seed does not.
 	for r := range a {
-		if !same(a[r], schedule(cells, 5, 42)[r]) {
+		if !same(a[r], sched(42)[r]) {
 			t.Errorf("seed 42 does not replay repeat %d", r)
 		}
 	}
-	if same(a[0], schedule(cells, 5, 43)[0]) {
+	if same(a[0], sched(43)[0]) {
 		t.Error("seeds 42 and 43 give the same order")
+	}
+}
+
+// A scenario's points are shuffled per repeat, each point's cells kept
+// together (a point is prepared once per repeat) and shuffled within it.
+func TestSchedulePoints(t *testing.T) {
+	var points [][]cell
+	for p := range 6 {
+		var cs []cell
+		for _, test := range []string{"tcp_rr", "udp_stream", "icmp_echo", "tcp_stream"} {
+			cs = append(cs, cell{Datapath: strconv.Itoa(p), Path: "cross-node", Test: test, Flows: 1, MTU: 1500})
+		}
+		points = append(points, cs)
+	}
+	a := schedule(points, 4, 7)
+	var orders []string
+	for r, steps := range a {
+		if len(steps) != len(points) {
+			t.Fatalf("repeat %d: %d points, want %d", r, len(steps), len(points))
+		}
+		seen := map[int]bool{}
+		var o string
+		for _, s := range steps {
+			if seen[s.point] {
+				t.Errorf("repeat %d runs point %d twice", r, s.point)
+			}
+			seen[s.point] = true
+			o += strconv.Itoa(s.point)
+			if len(s.cells) != 4 || slices.ContainsFunc(s.cells, func(c cell) bool { return c.Datapath != strconv.Itoa(s.point) }) {
+				t.Errorf("repeat %d point %d: cells %v", r, s.point, s.cells)
+			}
+		}
+		orders = append(orders, o)
+	}
+	if orders[0] == orders[1] && orders[1] == orders[2] {
+		t.Errorf("points not shuffled between repeats: %v", orders)
 	}
 }
 
@@ -124,25 +174,5 @@ func TestNewSeedAndToken(t *testing.T) {
 	t2, _ := newToken()
 	if len(t1) != 32 || t1 == t2 {
 		t.Errorf("tokens %q, %q", t1, t2)
-	}
-}
-
-func TestVariants(t *testing.T) {
-	known := []string{"baseline", "veth-routing", "veth-routing-notrack", "bridge", "bridge-notrack", "vxlan",
-		"vxlan-notrack", "ebpf-host-routing", "ebpf-host-routing-bare", "netkit", "odd-notrack"}
-	if got := defaultDatapaths(known); !slices.Equal(got, []string{"baseline", "veth-routing", "bridge", "vxlan", "ebpf-host-routing", "netkit", "odd-notrack"}) {
-		t.Errorf("defaultDatapaths = %v", got)
-	}
-	for _, tc := range []struct {
-		selected, want []string
-	}{
-		{[]string{"baseline", "veth-routing"}, []string{"veth-routing-notrack"}},
-		{[]string{"ebpf-host-routing", "bridge"}, []string{"bridge-notrack", "ebpf-host-routing-bare"}},
-		{[]string{"veth-routing", "veth-routing-notrack"}, nil}, // listed: runs the whole matrix
-		{[]string{"baseline", "netkit"}, nil},
-	} {
-		if got := scenarioVariants(tc.selected, known); !slices.Equal(got, tc.want) {
-			t.Errorf("scenarioVariants(%v) = %v, want %v", tc.selected, got, tc.want)
-		}
 	}
 }

@@ -27,8 +27,8 @@ const (
 // Scenarios lists the accepted --scenario values.
 var Scenarios = []string{ScenarioEgress, ScenarioServices, ScenarioL4LB, ScenarioEncrypt}
 
-// ScenarioDatapath is the datapath a scenario runs on without --datapaths.
-const ScenarioDatapath = "veth-routing"
+// scenarioRun is the scenario a run runs (nil: the matrix).
+type scenarioRun = scenario.Scenario
 
 // FixedRate is the offered load of the scenario's fixed-rate udp_stream
 // cell (the seed's 1 Gbit/s, for CPU at a fixed load).
@@ -92,24 +92,6 @@ func (sc *scenarioCell) apply(c cell, res *result.Result) {
 	}
 }
 
-// scenarioCells are the cells of one point on a datapath (the cross-node
-// path unless the cell names its own).
-func scenarioCells(sc scenario.Scenario, p scenario.Point, datapath string, mtu int) []cell {
-	var out []cell
-	for _, t := range cellsOf(sc, p) {
-		extra := maps.Clone(p.Labels)
-		maps.Copy(extra, t.Labels)
-		path := t.Path
-		if path == "" {
-			path = "cross-node"
-		}
-		flows := max(t.Flows, 1)
-		out = append(out, cell{Datapath: datapath, Path: path, Test: t.Test, Flows: flows, MTU: mtu,
-			timeWait: -1, sc: &scenarioCell{labels: extra, rate: t.Rate, cell: t}})
-	}
-	return out
-}
-
 func (c cell) scenarioString() string {
 	keys := slices.Sorted(maps.Keys(c.sc.labels))
 	var parts []string
@@ -146,19 +128,16 @@ func (o Options) validateScenario() error {
 	case o.Scenario != ScenarioServices && servicesFlags:
 		return fmt.Errorf("--implementations and --services are options of --scenario %s, not %s", ScenarioServices, o.Scenario)
 	}
-	sc, err := o.newScenario()
-	if err != nil {
-		return err
-	}
-	if own, ok := sc.(scenario.OwnDatapath); ok && len(o.Datapaths) > 0 && !slices.Equal(o.Datapaths, []string{own.Datapath()}) {
-		return fmt.Errorf("--datapaths %s: scenario %s runs on its own topology (%s); drop --datapaths", strings.Join(o.Datapaths, ","), o.Scenario, own.Datapath())
-	}
-	return nil
+	_, err := o.newScenario()
+	return err
 }
 
-// newScenario builds the scenario of these options.
+// newScenario builds the scenario of these options (nil, nil without
+// --scenario).
 func (o Options) newScenario() (scenario.Scenario, error) {
 	switch o.Scenario {
+	case "":
+		return nil, nil
 	case ScenarioEgress:
 		return o.egressScenario()
 	case ScenarioServices:
@@ -182,27 +161,16 @@ func (o Options) egressScenario() (*egress.Scenario, error) {
 	})
 }
 
-// withScenarioDefaults: a scenario runs on veth-routing unless --datapaths
-// says otherwise, without the baseline datapath or the conntrack variants
-// (its baseline is part of its points), with the tests and flows of its
-// cells.
-func (o Options) withScenarioDefaults() Options {
-	sc, scErr := o.newScenario()
-	if own, ok := sc.(scenario.OwnDatapath); ok && scErr == nil {
-		o.Datapaths = []string{own.Datapath()}
-	}
-	if len(o.Datapaths) == 0 {
-		o.Datapaths = []string{ScenarioDatapath}
-	}
-	o.NoBaseline = true
-	o.Conntrack = false
+// withScenarioDefaults: a scenario runs at one MTU with the tests and
+// flows of its cells (the backend picks its datapaths: the lab's routed
+// one unless --datapaths says otherwise, without the baseline or the
+// conntrack variants, since a scenario's baseline is part of its points).
+func (o Options) withScenarioDefaults(sc scenario.Scenario) Options {
 	o.MTUs = o.MTUs[:1]
 	o.Tests, o.Flows = nil, nil
 	cells := defaultCells
-	if scErr == nil {
-		if pts := sc.Points(); len(pts) > 0 {
-			cells = cellsOf(sc, pts[0])
-		}
+	if pts := sc.Points(); len(pts) > 0 {
+		cells = cellsOf(sc, pts[0])
 	}
 	for _, c := range cells {
 		if !slices.Contains(o.Tests, c.Test) {

@@ -2,6 +2,7 @@ package suite
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestScenarioCellLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells := scenarioCells(sc, p, "veth-routing", 1500)
+	cells := scenarioCells(sc, p, "veth-routing", &depRun{mtu: 1500})
 	if len(cells) != len(defaultCells) {
 		t.Fatalf("%d cells, want %d", len(cells), len(defaultCells))
 	}
@@ -94,6 +95,7 @@ func TestScenarioOptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		o.OutDir = t.TempDir()
+		o.Backend = &fakeBackend{}
 		return o
 	}
 	tests := []struct {
@@ -116,7 +118,7 @@ func TestScenarioOptions(t *testing.T) {
 	for _, tt := range tests {
 		o := base()
 		tt.edit(&o)
-		err := o.Validate([]string{"baseline", "veth-routing"})
+		err := o.Validate()
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("%s: %v", tt.name, err)
@@ -126,8 +128,12 @@ func TestScenarioOptions(t *testing.T) {
 	}
 	o := base()
 	o.Scenario, o.MTUs, o.Seed = ScenarioEgress, []int{1500, 9000}, 42
-	d := o.withScenarioDefaults()
-	if len(d.Datapaths) != 1 || d.Datapaths[0] != ScenarioDatapath || !d.NoBaseline || d.Conntrack || len(d.MTUs) != 1 {
+	sc, err := o.newScenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := o.withScenarioDefaults(sc)
+	if len(d.MTUs) != 1 || !slices.Contains(d.Tests, "icmp_echo") || !slices.Equal(d.Flows, []int{1}) {
 		t.Errorf("scenario defaults: %+v", d)
 	}
 	d.Duration = time.Second

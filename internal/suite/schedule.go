@@ -9,18 +9,35 @@ import (
 	"slices"
 )
 
-// schedule returns the order of the cells for every repeat: each repeat
-// runs every cell once, in its own order drawn from a generator seeded
-// with seed, so that no cell always follows the same neighbour (carry-over)
-// or always runs at the same point of a slow drift. The same cells and seed
-// give the same schedule (--seed replays a run's order).
-func schedule(cells []cell, repeats int, seed uint64) [][]cell {
+// step is one point's turn in a repeat: the point (an index into the
+// plan) and its cells in this repeat's order.
+type step struct {
+	point int
+	cells []cell
+}
+
+// schedule returns the order of every repeat: each repeat runs every point
+// once, in its own order, and every cell of a point once, in its own order,
+// all drawn from one generator seeded with seed, so that no cell always
+// follows the same neighbour (carry-over) or always runs at the same point
+// of a slow drift. The matrix is one point, so its cells are shuffled
+// across all datapaths and MTUs; a scenario's points are shuffled, and the
+// cells within each (a point is prepared once per repeat). The same plan
+// and seed give the same schedule (--seed replays a run's order).
+func schedule(points [][]cell, repeats int, seed uint64) [][]step {
 	rng := mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	out := make([][]cell, repeats)
+	out := make([][]step, repeats)
 	for r := range out {
-		cs := slices.Clone(cells)
-		rng.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
-		out[r] = cs
+		order := make([]int, len(points))
+		for i := range order {
+			order[i] = i
+		}
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, p := range order {
+			cs := slices.Clone(points[p])
+			rng.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
+			out[r] = append(out[r], step{point: p, cells: cs})
+		}
 	}
 	return out
 }

@@ -113,6 +113,8 @@ type namedBackend string
 
 func (n namedBackend) Name() string { return string(n) }
 
+func (n namedBackend) Config() map[string]string { return nil }
+
 func (n namedBackend) Up(context.Context, backend.Spec) (backend.Deployment, error) {
 	return nil, fmt.Errorf("%s: not connected", string(n))
 }

@@ -84,11 +84,12 @@ func TestKubeFlagsValidation(t *testing.T) {
 		{"host port", append(k8s, "--host-port", "12870"), "--host-port 12870: must be a free port"},
 		{"cni pods", append(k8s, "--cni-pods", "k8s-app=cilium"), `--cni-pods "k8s-app=cilium": must be NAMESPACE/LABEL=VALUE`},
 		{"footprint window", append(k8s, "--footprint-window", "-1s"), "--footprint-window -1s: must not be negative"},
-		// The suite's own validation of what a cluster cannot honour.
-		{"datapaths", append(k8s, "--datapaths", "x"), "--datapaths: the kubernetes backend measures the cluster's own CNI; drop --datapaths"},
-		{"scenario", append(k8s, "--scenario", "egress-filter"), "--scenario egress-filter: scenarios run on the lab only"},
+		// The lab's own flags, and what a cluster cannot honour.
+		{"datapaths", append(k8s, "--datapaths", "x"), "--datapaths: applies to the lab only, not --backend kubernetes; drop --datapaths"},
+		{"pin", append(k8s, "--pin", "split"), "--pin: applies to the lab only"},
+		{"wire", append(k8s, "--wire", "veth"), "--wire: applies to the lab only"},
+		{"conntrack variants", append(k8s, "--no-conntrack-scenario"), "--no-conntrack-scenario: applies to the lab only"},
 		{"several MTUs", append(k8s, "--mtu", "1500,9000"), "--mtu: the kubernetes backend measures the cluster's MTU as it is"},
-		{"pin", append(k8s, "--pin", "split"), "--pin split: the kubernetes backend's processes run in pods"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,8 +125,8 @@ func TestKubeOptionsFromFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.MTUs) != 1 || o.MTUs[0] != 1500 || o.Conntrack {
-		t.Errorf("suite options: MTUs %v conntrack %v", o.MTUs, o.Conntrack)
+	if len(o.MTUs) != 1 || o.MTUs[0] != 1500 {
+		t.Errorf("suite options: MTUs %v", o.MTUs)
 	}
 	ko, err := f.Kube.options()
 	if err != nil {
@@ -137,8 +138,8 @@ func TestKubeOptionsFromFlags(t *testing.T) {
 		t.Errorf("kubernetes options %+v", ko)
 	}
 
-	// Given explicitly, --mtu and --no-conntrack-scenario are kept (and
-	// --mtu with two values is refused later, by the suite).
+	// Given explicitly, --mtu is kept (and refused with two values later,
+	// by the suite).
 	cmd, f = newCommand(nil, streams.IOStreams{})
 	if err := cmd.ParseFlags([]string{"--backend", "kubernetes", "--mtu", "1500,9000"}); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/cnibench/cnibench/internal/report"
 )
@@ -31,8 +31,8 @@ type progressWriter struct {
 func newProgressWriter(w io.Writer) *progressWriter {
 	p := &progressWriter{w: w, tty: isTerminal(w)}
 	if f, ok := w.(*os.File); ok && p.tty {
-		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
-			p.width = int(ws.Col)
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			p.width = cols
 		}
 	}
 	return p

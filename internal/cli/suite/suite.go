@@ -26,7 +26,6 @@ import (
 
 type flagpole struct {
 	Profile     string
-	Datapaths   string
 	Tests       string
 	Flows       string
 	HTTPClients int
@@ -34,11 +33,7 @@ type flagpole struct {
 	Duration    time.Duration
 	Warmup      time.Duration
 	MTU         string
-	NoConntrack bool
-	NoBaseline  bool
 	Seed        uint64
-	Pin         string
-	Wire        string
 	Out         string
 	Scenario    string
 	Mechanisms  string
@@ -48,6 +43,7 @@ type flagpole struct {
 	Services    string
 	LBModes     string
 	Encrypt     string
+	Lab         labFlags
 	Kube        kubeFlags
 }
 
@@ -80,7 +76,6 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.Profile, "profile", "quick", "quick or standard")
-	fl.StringVar(&f.Datapaths, "datapaths", "", "comma-separated datapaths (default: all; see 'cnibench lab datapaths')")
 	fl.StringVar(&f.Tests, "tests", "", "comma-separated tests (default: tcp_stream,tcp_rr,tcp_crr,udp_stream,http)")
 	fl.StringVar(&f.Flows, "flows", "", "comma-separated flow counts for the tcp tests (default: 1,32)")
 	fl.IntVar(&f.HTTPClients, "http-clients", 0, "concurrent clients of the http test (default 32)")
@@ -88,13 +83,9 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 	fl.DurationVar(&f.Duration, "duration", 0, "measured window per repeat (default: the profile's)")
 	fl.DurationVar(&f.Warmup, "warmup", 0, "warm-up before each window (default: the profile's)")
 	fl.StringVar(&f.MTU, "mtu", "", "comma-separated wire MTUs; the first runs the whole matrix, others the MTU-sensitive tests (default: the profile's)")
-	fl.BoolVar(&f.NoConntrack, "no-conntrack-scenario", false, "skip the NOTRACK comparison on tcp_crr")
-	fl.BoolVar(&f.NoBaseline, "no-baseline", false, "with --datapaths, do not add the baseline datapath (the graded summary then has no reference)")
 	fl.Uint64Var(&f.Seed, "seed", 0, "seed of the cell order (shuffled per repeat); 0 draws one. The results record it: pass it again to replay an order")
-	fl.StringVar(&f.Pin, "pin", suite.PinNone, "CPU placement: none (the scheduler decides), same (servers and clients on one CPU), split (servers on one CPU, clients on another)")
-	fl.StringVar(&f.Wire, "wire", "", "wire mode between the lab's nodes (default: the profile's; "+strings.Join(lab.Wires, ", ")+")")
 	fl.StringVar(&f.Out, "out", "", "output directory (default: cnibench-results/<time>)")
-	fl.StringVar(&f.Scenario, "scenario", "", "run a scenario instead of the matrix: "+strings.Join(suite.Scenarios, ", ")+" (see docs/scenarios.md; default datapath "+suite.ScenarioDatapath+")")
+	fl.StringVar(&f.Scenario, "scenario", "", "run a scenario instead of the matrix: "+strings.Join(suite.Scenarios, ", ")+" (see docs/scenarios.md)")
 	fl.StringVar(&f.Mechanisms, "mechanisms", "", "egress-filter: comma-separated filter mechanisms (default: all: "+strings.Join(egress.Mechanisms(), ",")+")")
 	fl.StringVar(&f.Rules, "rules", "", "egress-filter: comma-separated deny-set sizes (default: 10,1000 with the quick profile, 10,100,1000,10000,100000,1000000 with standard)")
 	fl.StringVar(&f.Traversal, "filter-traversal", "", "egress-filter: every-packet and/or new-connection (a leading 'ct state established accept'); default every-packet")
@@ -102,6 +93,7 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 	fl.StringVar(&f.Services, "services", "", "services: comma-separated service counts (default: 1,1000 with the quick profile, 1,100,1000,10000 with standard)")
 	fl.StringVar(&f.Encrypt, "encrypt", "", "run the encryption scenario: comma-separated families none, wireguard, ipsec (each with its kernel and userspace implementations; none always runs as the baseline and negative control)")
 	fl.StringVar(&f.LBModes, "lb-modes", "", "l4lb: comma-separated modes LB-TRANSPORT[-fw], LB snat or dsr, TRANSPORT direct or vxlan, e.g. snat-vxlan,dsr-direct-fw (default: all eight, and ipv6, recorded skipped)")
+	f.Lab.register(cmd)
 	f.Kube.register(cmd)
 	return cmd, f
 }
@@ -141,11 +133,6 @@ func (f *flagpole) options(cmd *cobra.Command) (suite.Options, error) {
 		return o, clierr.Usagef("--profile %s: must be quick or standard", f.Profile)
 	}
 	changed := cmd.Flags().Changed
-	if changed("datapaths") {
-		if o.Datapaths, err = splitList("datapaths", f.Datapaths); err != nil {
-			return o, err
-		}
-	}
 	if changed("tests") {
 		if o.Tests, err = splitList("tests", f.Tests); err != nil {
 			return o, err
@@ -173,13 +160,7 @@ func (f *flagpole) options(cmd *cobra.Command) (suite.Options, error) {
 	if cmd.Flags().Changed("warmup") {
 		o.Warmup = f.Warmup
 	}
-	o.Conntrack = !f.NoConntrack
-	o.NoBaseline = f.NoBaseline
 	o.Seed = f.Seed
-	o.Pin = f.Pin
-	if changed("wire") {
-		o.Wire = f.Wire
-	}
 	if err := f.scenarioOptions(cmd, &o); err != nil {
 		return o, err
 	}
@@ -188,12 +169,12 @@ func (f *flagpole) options(cmd *cobra.Command) (suite.Options, error) {
 		return o, err
 	}
 	if k8s {
+		if err := f.Lab.refuse(cmd, cluster.Name); err != nil {
+			return o, err
+		}
 		if !changed("mtu") {
 			// A cluster's MTU is its own: no sweep.
 			o.MTUs = o.MTUs[:1]
-		}
-		if !changed("no-conntrack-scenario") {
-			o.Conntrack = false
 		}
 	}
 	o.OutDir = f.Out
@@ -216,7 +197,7 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 		ko.Logger = logger
 		// Bad flags are reported before the kubeconfig is even read.
 		o.Backend = namedBackend(cluster.Name)
-		if err := o.Validate(lab.Names()); err != nil {
+		if err := o.Validate(); err != nil {
 			return clierr.Usagef("%v", err)
 		}
 		b, err := f.Kube.newBackend(ko)
@@ -224,8 +205,23 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 			return err
 		}
 		o.Backend = b
-	} else if os.Geteuid() != 0 {
-		return errors.New("the lab needs root (network namespaces, netfilter, BPF): run as root, e.g. sudo cnibench suite")
+	} else {
+		lo, err := f.Lab.options(cmd)
+		if err != nil {
+			return err
+		}
+		lo.Logger = logger
+		b, err := lab.NewBackend(lo)
+		if err != nil {
+			return clierr.Usagef("%v", err)
+		}
+		o.Backend = b
+		if err := o.Validate(); err != nil {
+			return clierr.Usagef("%v", err)
+		}
+		if os.Geteuid() != 0 {
+			return errors.New("the lab needs root (network namespaces, netfilter, BPF): run as root, e.g. sudo cnibench suite")
+		}
 	}
 	pw := newProgressWriter(s.ErrOut)
 	r := &suite.Runner{Logger: logger, Progress: pw}

@@ -41,7 +41,14 @@ func TestOptionsFromFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(o.Datapaths, ",") != "veth-routing,bridge" || o.Seed != 42 || o.Pin != "split" || !o.NoBaseline || o.Repeat != 5 {
+	if o.Seed != 42 || o.Repeat != 5 {
 		t.Errorf("options: %+v", o)
+	}
+	lo, err := f.Lab.options(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(lo.Datapaths, ",") != "veth-routing,bridge" || lo.Pin != "split" || !lo.NoBaseline || !lo.Conntrack {
+		t.Errorf("lab options: %+v", lo)
 	}
 }

@@ -14,18 +14,11 @@ import (
 	res "github.com/cnibench/cnibench/pkg/result"
 )
 
-// sharedAddrs are the server's two extra addresses in one lab (added at the
-// first Prepare, removed by Close).
-type sharedAddrs struct {
-	topo   *lab.Topology
-	remove []func(context.Context) error
-}
-
 // ensureAddrs gives the server pod DeniedAddr and UpdateAddr once per lab.
-func (s *Scenario) ensureAddrs(ctx context.Context, env scenario.Env) error {
+func (s *Scenario) ensureAddrs(ctx context.Context, lx *lab.Access) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.shared != nil && s.shared.topo == env.Topology {
+	if s.shared != nil && s.shared.topo == lx.Topology {
 		return nil
 	}
 	if s.shared != nil {
@@ -33,9 +26,9 @@ func (s *Scenario) ensureAddrs(ctx context.Context, env scenario.Env) error {
 			return err
 		}
 	}
-	sh := &sharedAddrs{topo: env.Topology}
+	sh := &sharedAddrs{topo: lx.Topology}
 	for _, a := range []netip.Addr{DeniedAddr, UpdateAddr} {
-		rm, err := env.Topology.AddServerAddress(ctx, env.Endpoint, a)
+		rm, err := lx.Topology.AddServerAddress(ctx, lx.Endpoint, a)
 		if err != nil {
 			for _, r := range sh.remove {
 				_ = r(context.WithoutCancel(ctx))
@@ -109,7 +102,11 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	if !ok {
 		return nil, fmt.Errorf("egress-filter: mechanism %q is not one of this scenario's", name)
 	}
-	ep := env.Endpoint
+	lx, err := env.Lab()
+	if err != nil {
+		return nil, fmt.Errorf("egress-filter: mechanism %s: %w", name, err)
+	}
+	ep := lx.Endpoint
 	if ep.ClientNode == nil || ep.ClientNodeDev == "" || ep.Client == nil || ep.Server == nil {
 		return nil, fmt.Errorf("egress-filter: the %s path has no client node to filter on (it needs a routed datapath, e.g. veth-routing)", ep.Kind)
 	}
@@ -120,7 +117,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 			}
 		}
 	}
-	if err := s.ensureAddrs(ctx, env); err != nil {
+	if err := s.ensureAddrs(ctx, lx); err != nil {
 		return nil, err
 	}
 	cidrs, err := Generate(s.o.Seed, n, DeniedAddr)

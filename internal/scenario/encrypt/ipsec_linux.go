@@ -47,7 +47,7 @@ func (pr *prepared) ipsec(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	nodes := pr.env.Topology.Nodes
+	nodes := pr.lab.Topology.Nodes
 	pr.proto = "esp"
 	if pr.p.enc == IPsec {
 		t, err := ipsec.NewTunnel(alg, lab.WireIPs[0], lab.WireIPs[1], lab.PodCIDRs[0], lab.PodCIDRs[1])
@@ -105,6 +105,6 @@ func (pr *prepared) ipsec(ctx context.Context) (int, error) {
 	pr.config["encryption_impl"] = fmt.Sprintf("strongSwan charon with kernel-libipsec: ESP in UDP (port %d) in userspace over a TUN device (MTU %d, fixed by libipsec), one process per node, IKEv2 with a per-run PSK, %s; each node given its pod CIDR's network address on lo (kernel-libipsec's route source) for the tunnel's lifetime", userspaceESPPort, userspaceTUNMTU, alg)
 	// The pods' MTU must fit the smaller of the ESP-in-UDP budget and
 	// libipsec's TUN device.
-	wire := pr.env.Topology.PodMTU
+	wire := pr.lab.Topology.PodMTU
 	return wire - min(ipsec.PodMTU(wire-ipsec.UDPEncapOverhead, alg), userspaceTUNMTU), nil
 }

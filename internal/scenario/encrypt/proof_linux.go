@@ -24,7 +24,7 @@ const (
 // far more (a third of a NIC-like wire's TCP throughput) than the receiver
 // (about 5 %), and every point, encrypted or not, pays the same.
 func (pr *prepared) BeginCell(c scenario.Cell) (func() (map[string]float64, error), error) {
-	node := pr.env.Topology.Nodes[1]
+	node := pr.lab.Topology.Nodes[1]
 	var o capture.Options
 	if pr.proto != "" {
 		o.EncProtos = []string{pr.proto}

@@ -51,6 +51,7 @@ func (s *Scenario) Close(context.Context) error { return nil }
 type prepared struct {
 	p       point
 	env     scenario.Env
+	lab     *lab.Access
 	metrics map[string]float64
 	config  map[string]string
 	undo    []func() error // in reverse order at Close
@@ -75,14 +76,17 @@ func (pr *prepared) Close(context.Context) (map[string]float64, error) {
 // mode's overhead (pod_mtu=lowered) or left at the wire's.
 func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, sp scenario.Point) (scenario.Prepared, error) {
 	p := pointOf(sp)
-	topo := env.Topology
+	lx, err := env.Lab()
+	if err != nil {
+		return nil, fmt.Errorf("encryption: %w", err)
+	}
+	topo := lx.Topology
 	if topo == nil || topo.Nodes[0] == nil || len(topo.Pods) == 0 {
 		return nil, errors.New("encryption: needs a routed datapath (its nodes route each other's pod CIDR over the wire), e.g. veth-routing")
 	}
-	pr := &prepared{p: p, env: env, metrics: map[string]float64{}, config: map[string]string{"encryption": p.enc}}
+	pr := &prepared{p: p, env: env, lab: lx, metrics: map[string]float64{}, config: map[string]string{"encryption": p.enc}}
 	t0 := time.Now()
 	var overhead int
-	var err error
 	switch p.enc {
 	case None:
 		pr.config["encryption_impl"] = "none: pod traffic crosses the wire in clear"
@@ -110,7 +114,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, sp scenario.Po
 // wireguard starts a tunnel on each node and routes the other node's pod
 // CIDR into it. It returns the per-packet overhead.
 func (pr *prepared) wireguard(ctx context.Context) (int, error) {
-	topo := pr.env.Topology
+	topo := pr.lab.Topology
 	var keys [2][2]wireguard.Key // private, public per node
 	for i := range keys {
 		priv, pub, err := wireguard.GenerateKeyPair()
@@ -165,7 +169,7 @@ func (pr *prepared) wireguard(ctx context.Context) (int, error) {
 // lowerPodMTU sets every pod's interface and its node-side veth to mtu,
 // and restores the wire MTU at Close.
 func (pr *prepared) lowerPodMTU(mtu int) error {
-	topo := pr.env.Topology
+	topo := pr.lab.Topology
 	set := func(to int) error {
 		var errs []error
 		for _, pod := range topo.Pods {

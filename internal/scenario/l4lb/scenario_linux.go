@@ -91,9 +91,13 @@ type prepared struct {
 // configured (timed), then a short http run through the VIP that must
 // pass the proof every cell passes.
 func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Point) (scenario.Prepared, error) {
-	d, ok := env.Datapath.(*lab.L4LBDatapath)
+	lx, err := env.Lab()
+	if err != nil {
+		return nil, fmt.Errorf("l4lb: %w", err)
+	}
+	d, ok := lx.Datapath.(*lab.L4LBDatapath)
 	if !ok || d.L4LB() == nil {
-		return nil, fmt.Errorf("l4lb: runs on the %s datapath, not %T", lab.L4LBDatapathName, env.Datapath)
+		return nil, fmt.Errorf("l4lb: runs on the %s datapath, not %T", lab.L4LBDatapathName, lx.Datapath)
 	}
 	lb := d.L4LB()
 	if err := s.ensure(ctx, env, lb); err != nil {

@@ -43,7 +43,7 @@ const (
 
 // tcpCounters sums two TcpExt counters over the scenario's pods.
 func (p *prepared) tcpCounters() (synRetrans, pawsTW uint64, err error) {
-	for _, pod := range p.env.Topology.Pods {
+	for _, pod := range p.lab.Topology.Pods {
 		var text []byte
 		err := pod.NS.Do(func() (err error) {
 			text, err = os.ReadFile("/proc/thread-self/net/netstat")
@@ -126,7 +126,7 @@ func (p *prepared) BeginCell(c scenario.Cell) (func() (map[string]float64, error
 		}
 		m[MetricSynRetrans] = float64(syn1 - syn0)
 		m[MetricPAWSTimewait] = float64(paws1 - paws0)
-		st, err := conntrackStats(p.env.Topology.Nodes, []netip.Addr{MeasuredVIP, HairpinVIP}, backendIPs())
+		st, err := conntrackStats(p.lab.Topology.Nodes, []netip.Addr{MeasuredVIP, HairpinVIP}, backendIPs())
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +157,7 @@ func (p *prepared) verify(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := resetConntrack(p.env.Topology.Nodes); err != nil {
+		if err := resetConntrack(p.lab.Topology.Nodes); err != nil {
 			return err
 		}
 		end, err := p.BeginCell(c)

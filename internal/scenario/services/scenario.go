@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/scenario"
@@ -71,7 +72,7 @@ var (
 
 // backend pods: two on each node; hairpinRole's pod is also the hairpin
 // path's client and its service's only backend.
-var backendPods = []lab.PodSpec{
+var backendPods = []backend.Pod{
 	{Role: "svc1", Node: 0, IP: netip.MustParseAddr("198.19.1.21")},
 	{Role: "svc2", Node: 0, IP: netip.MustParseAddr("198.19.1.22")},
 	{Role: "svc3", Node: 1, IP: netip.MustParseAddr("198.19.2.21")},
@@ -143,8 +144,8 @@ func (s *Scenario) Options() Options { return s.o }
 // Name implements scenario.Scenario.
 func (s *Scenario) Name() string { return ScenarioName }
 
-// ExtraPods implements scenario.LabNeeds: the backend pods.
-func (s *Scenario) ExtraPods() []lab.PodSpec { return slices.Clone(backendPods) }
+// Pods implements scenario.Needs: the backend pods.
+func (s *Scenario) Pods() []backend.Pod { return slices.Clone(backendPods) }
 
 // Points implements scenario.Scenario: implementation × service count;
 // an implementation this machine cannot run is skipped with its reason.

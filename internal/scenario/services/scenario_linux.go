@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/nftables"
 
+	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/bpf/socklb"
 	"github.com/cnibench/cnibench/internal/bpf/tclb"
 	"github.com/cnibench/cnibench/internal/lab"
@@ -59,10 +60,10 @@ type state struct {
 
 // ensureBackends starts `cnibench serve` with service mode and HTTP in
 // every backend pod of env's topology, once.
-func (s *Scenario) ensureBackends(ctx context.Context, env scenario.Env) error {
+func (s *Scenario) ensureBackends(ctx context.Context, env scenario.Env, lx *lab.Access) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.started[env.Topology]; ok {
+	if _, ok := s.started[lx.Topology]; ok {
 		return nil
 	}
 	if env.Serve == nil {
@@ -78,8 +79,8 @@ func (s *Scenario) ensureBackends(ctx context.Context, env scenario.Env) error {
 	// four-tuple, whose TIME_WAIT socket on the backend then refuses it
 	// (PAWS) for a 1 s SYN retransmission: one implementation's state
 	// would slow the next one's.
-	for _, pod := range env.Topology.Pods {
-		if pod.Role == lab.RoleClient1 || slices.ContainsFunc(backendPods, func(b lab.PodSpec) bool { return b.Role == pod.Role }) {
+	for _, pod := range lx.Topology.Pods {
+		if pod.Role == lab.RoleClient1 || slices.ContainsFunc(backendPods, func(b backend.Pod) bool { return b.Role == pod.Role }) {
 			if err := pod.NS.WriteSysctls([2]string{"net/ipv4/tcp_timestamps", "2"}); err != nil {
 				return fmt.Errorf("timestamps in %s: %w", pod.Role, err)
 			}
@@ -87,7 +88,7 @@ func (s *Scenario) ensureBackends(ctx context.Context, env scenario.Env) error {
 	}
 	var stops []func()
 	for _, b := range backendPods {
-		pod, ok := env.Topology.Pod(b.Role)
+		pod, ok := lx.Topology.Pod(b.Role)
 		if !ok {
 			for _, stop := range stops {
 				stop()
@@ -107,7 +108,7 @@ func (s *Scenario) ensureBackends(ctx context.Context, env scenario.Env) error {
 		}
 		stops = append(stops, srv.Stop)
 	}
-	s.started[env.Topology] = stops
+	s.started[lx.Topology] = stops
 	return nil
 }
 
@@ -128,6 +129,7 @@ func (s *Scenario) Close(context.Context) error {
 type prepared struct {
 	impl    string
 	env     scenario.Env
+	lab     *lab.Access
 	metrics map[string]float64
 	config  map[string]string
 	// unload removes what the implementation loaded.
@@ -149,10 +151,14 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	if err != nil {
 		return nil, fmt.Errorf("services label %q: %w", p.Labels[LabelServices], err)
 	}
-	if err := s.ensureBackends(ctx, env); err != nil {
+	lx, err := env.Lab()
+	if err != nil {
+		return nil, fmt.Errorf("services: %w", err)
+	}
+	if err := s.ensureBackends(ctx, env, lx); err != nil {
 		return nil, err
 	}
-	pr := &prepared{impl: impl, env: env, metrics: map[string]float64{},
+	pr := &prepared{impl: impl, env: env, lab: lx, metrics: map[string]float64{},
 		config: map[string]string{"service_implementation": impl}}
 	svcs := layout(n, backendIPs(), hairpinIP)
 	t0 := time.Now()
@@ -210,7 +216,7 @@ func (p *prepared) Target(c scenario.Cell) (scenario.Target, error) {
 	if err != nil {
 		return scenario.Target{}, err
 	}
-	pod, ok := p.env.Topology.Pod(role)
+	pod, ok := p.lab.Topology.Pod(role)
 	if !ok {
 		return scenario.Target{}, fmt.Errorf("services: client pod %s is missing", role)
 	}
@@ -226,14 +232,14 @@ func (p *prepared) loadIPTables(ctx context.Context, svcs []Service) error {
 	}
 	p.unload = func(ctx context.Context) error {
 		var errs []error
-		for _, node := range p.env.Topology.Nodes {
+		for _, node := range p.lab.Topology.Nodes {
 			errs = append(errs, deleteNatTable(node))
 		}
 		return errors.Join(errs...)
 	}
 	// Both nodes at once, as every node's kube-proxy syncs on its own.
-	errs := make(chan error, len(p.env.Topology.Nodes))
-	for _, node := range p.env.Topology.Nodes {
+	errs := make(chan error, len(p.lab.Topology.Nodes))
+	for _, node := range p.lab.Topology.Nodes {
 		go func() {
 			if err := runIn(ctx, node, rules, iptRestore, "--noflush"); err != nil {
 				errs <- fmt.Errorf("load %d services into %s: %w", len(svcs), node.Name, err)
@@ -243,7 +249,7 @@ func (p *prepared) loadIPTables(ctx context.Context, svcs []Service) error {
 		}()
 	}
 	var all []error
-	for range p.env.Topology.Nodes {
+	for range p.lab.Topology.Nodes {
 		all = append(all, <-errs)
 	}
 	if err := errors.Join(all...); err != nil {
@@ -306,7 +312,7 @@ func sockServices(svcs []Service) []socklb.Service {
 }
 
 func (p *prepared) loadSocketLB(svcs []Service) error {
-	if p.env.Cgroup == "" {
+	if p.lab.Cgroup == "" {
 		return fmt.Errorf("%w: no cgroup v2 directory for the clients (socket LB attaches there)", ErrNotSupported)
 	}
 	lb, err := socklb.Load(sockServices(svcs))
@@ -314,14 +320,14 @@ func (p *prepared) loadSocketLB(svcs []Service) error {
 		return fmt.Errorf("load the socket LB with %d services: %w", len(svcs), err)
 	}
 	p.unload = func(context.Context) error { return lb.Close() }
-	if err := lb.Attach(p.env.Cgroup); err != nil {
+	if err := lb.Attach(p.lab.Cgroup); err != nil {
 		return err
 	}
 	p.translations = func() (uint64, error) {
 		c, err := lb.Counters()
 		return c.Forward, err
 	}
-	p.config["service_load_method"] = "BPF map batch update; cgroup connect4/sendmsg4/recvmsg4/getpeername4 on " + p.env.Cgroup
+	p.config["service_load_method"] = "BPF map batch update; cgroup connect4/sendmsg4/recvmsg4/getpeername4 on " + p.lab.Cgroup
 	return nil
 }
 
@@ -339,11 +345,11 @@ func (p *prepared) loadTCLB(svcs []Service) error {
 	// hook): client1's and the hairpin client's, both on node 1.
 	var devs []string
 	for _, role := range []string{lab.RoleClient1, hairpinRole} {
-		pod, ok := p.env.Topology.Pod(role)
+		pod, ok := p.lab.Topology.Pod(role)
 		if !ok || pod.HostDev == "" {
 			return fmt.Errorf("services: pod %s has no node-side device", role)
 		}
-		node := p.env.Topology.Nodes[pod.Node]
+		node := p.lab.Topology.Nodes[pod.Node]
 		if err := lb.Attach(node.Do, pod.HostDev); err != nil {
 			return err
 		}

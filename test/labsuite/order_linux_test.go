@@ -1,11 +1,10 @@
-package suite
+package labsuite
 
 import (
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/testutil"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -27,18 +27,18 @@ func TestSuiteSubsetOrderAndCleanStart(t *testing.T) {
 	o := tinyOptions(t, "veth-routing")
 	o.Flows = []int{1}
 	o.Repeat = 3
-	o.Conntrack = false
+	o.Lab.Conntrack = false
 	o.Seed = 7
-	o.Pin = PinSame
+	o.Lab.Pin = lab.PinSame
 	o.MTUs = []int{1500, 9000}
 	var progress strings.Builder
-	out, err := (&Runner{Progress: &progress, LockPath: filepath.Join(t.TempDir(), "lock")}).Run(context.Background(), o)
+	out, err := o.run(context.Background(), &progress)
 	if err != nil {
 		t.Fatalf("suite: %v\n%s", err, progress.String())
 	}
 	assertNothingLeft(t, before)
 	set := out.Set
-	if set.Config["seed"] != "7" || set.Config["pin"] != PinSame || set.Config["wire"] == "" || set.Config["baseline"] != "true" {
+	if set.Config["seed"] != "7" || set.Config["pin"] != lab.PinSame || set.Config["wire"] == "" || set.Config["baseline"] != "true" {
 		t.Errorf("config: %v", set.Config)
 	}
 	if !slices.ContainsFunc(set.Runs, func(r result.Run) bool { return r.Labels["datapath"] == "baseline" }) {
@@ -71,17 +71,17 @@ func TestSuiteSubsetOrderAndCleanStart(t *testing.T) {
 			if ct := rep.Metrics[result.ConntrackEntries]; ct > 50 {
 				t.Errorf("%v repeat %d: %v conntrack entries: carried over from an earlier cell", r.Labels, rep.Index, ct)
 			}
-			if _, ok := rep.Metrics[TimeWaitAtStart]; !ok {
-				t.Errorf("%v repeat %d: no %s", r.Labels, rep.Index, TimeWaitAtStart)
+			if _, ok := rep.Metrics[suite.TimeWaitAtStart]; !ok {
+				t.Errorf("%v repeat %d: no %s", r.Labels, rep.Index, suite.TimeWaitAtStart)
 			}
 		}
 	}
 
-	o.NoBaseline = true
+	o.Lab.NoBaseline = true
 	o.Repeat = 1
 	o.Tests = []string{engine.TCPRR}
 	o.OutDir = t.TempDir()
-	out, err = (&Runner{LockPath: filepath.Join(t.TempDir(), "lock")}).Run(context.Background(), o)
+	out, err = o.run(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestSuiteNotesLeakedLab(t *testing.T) {
 	o := tinyOptions(t, "baseline")
 	o.Tests, o.Flows, o.Repeat = []string{engine.TCPRR}, []int{1}, 1
 	var progress strings.Builder
-	out, err := (&Runner{Progress: &progress, LockPath: filepath.Join(t.TempDir(), "lock")}).Run(context.Background(), o)
+	out, err := o.run(context.Background(), &progress)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package suite
+package labsuite
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/scenario/l4lb"
+	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -16,8 +17,8 @@ import (
 func TestSuiteL4LBScenario(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	o := tinyOptions(t)
-	o.Datapaths = nil
-	o.Scenario = ScenarioL4LB
+	o.Lab.Datapaths = nil
+	o.Scenario = suite.ScenarioL4LB
 	o.LBModes = []string{"snat-vxlan", "dsr-direct-fw", "dsr-direct-ipv6"}
 	o.Duration = 200 * time.Millisecond
 	set, progress := runScenarioTest(t, o, 3*time.Minute)
@@ -30,7 +31,7 @@ func TestSuiteL4LBScenario(t *testing.T) {
 	}
 	for _, r := range set.Runs {
 		l := r.Labels
-		if l["scenario"] != ScenarioL4LB || l["datapath"] != "l4lb" || l["path"] != l4lb.PathNorthSouth {
+		if l["scenario"] != suite.ScenarioL4LB || l["datapath"] != "l4lb" || l["path"] != l4lb.PathNorthSouth {
 			t.Errorf("labels %v", l)
 			continue
 		}

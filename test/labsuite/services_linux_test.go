@@ -1,10 +1,11 @@
-package suite
+package labsuite
 
 import (
 	"testing"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/scenario/services"
+	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/testutil"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -17,7 +18,7 @@ func TestSuiteServicesScenario(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	testutil.NeedProgram(t, "iptables-nft-restore")
 	o := tinyOptions(t)
-	o.Scenario = ScenarioServices
+	o.Scenario = suite.ScenarioServices
 	o.Services = []int{1}
 	o.Duration = 100 * time.Millisecond
 	set, progress := runScenarioTest(t, o, 3*time.Minute)
@@ -30,7 +31,7 @@ func TestSuiteServicesScenario(t *testing.T) {
 	}
 	for _, r := range set.Runs {
 		l := r.Labels
-		if l["scenario"] != ScenarioServices || l["services"] != "1" || l["implementation"] == "" ||
+		if l["scenario"] != suite.ScenarioServices || l["services"] != "1" || l["implementation"] == "" ||
 			(l["path"] != services.PathPodToService && l["path"] != services.PathHairpin) {
 			t.Errorf("labels %v", l)
 			continue

@@ -1,10 +1,11 @@
-package suite
+package labsuite
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/testutil"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -99,19 +101,45 @@ func assertNothingLeft(t *testing.T, before []string) {
 	}
 }
 
+// Options are a suite run's options with the lab backend's.
+type Options struct {
+	suite.Options
+	Lab lab.BackendOptions
+	// LockPath is the run's suite lock (a temporary file: the tests do not
+	// contend with a suite running on the host).
+	LockPath string
+}
+
+// run runs the suite on a lab built from o.Lab.
+func (o Options) run(ctx context.Context, progress io.Writer) (*suite.Outcome, error) {
+	lo := o.Lab
+	lo.LockPath = o.LockPath
+	b, err := lab.NewBackend(lo)
+	if err != nil {
+		return nil, err
+	}
+	o.Options.Backend = b
+	r := &suite.Runner{}
+	if progress != nil {
+		r.Progress = progress
+	}
+	return r.Run(ctx, o.Options)
+}
+
 func tinyOptions(t *testing.T, datapaths ...string) Options {
-	o, err := Profile("quick")
+	so, err := suite.Profile("quick")
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Datapaths = datapaths
+	o := Options{Options: so, Lab: lab.BackendOptions{Conntrack: true}, LockPath: filepath.Join(t.TempDir(), "lock")}
+	o.Lab.Datapaths = datapaths
 	o.Tests = []string{engine.TCPRR, engine.TCPCRR}
 	o.Flows = []int{1, 4}
 	o.Repeat = 2
 	o.Duration = 150 * time.Millisecond
 	o.Warmup = 50 * time.Millisecond
 	o.OutDir = t.TempDir()
-	o.Binary = cnibenchBinary(t)
+	o.Lab.Binary = cnibenchBinary(t)
 	return o
 }
 
@@ -120,7 +148,7 @@ func TestSuiteRunsMatrix(t *testing.T) {
 	before := labNamespaces(t)
 	o := tinyOptions(t, "baseline", "veth-routing", "netkit")
 	var progress strings.Builder
-	out, err := (&Runner{Progress: &progress, LockPath: filepath.Join(t.TempDir(), "lock")}).Run(context.Background(), o)
+	out, err := o.run(context.Background(), &progress)
 	if err != nil {
 		t.Fatalf("suite: %v\n%s", err, progress.String())
 	}
@@ -159,7 +187,7 @@ func TestSuiteRunsMatrix(t *testing.T) {
 				if ct < 10 {
 					t.Errorf("veth-routing tcp_crr: %v conntrack entries, want many", ct)
 				}
-			case NoTrack:
+			case lab.NoTrack:
 				if ct > 5 {
 					t.Errorf("notrack tcp_crr: %v conntrack entries, want ~0", ct)
 				}
@@ -185,10 +213,10 @@ func TestSuiteCancelledAnywhereCleansUp(t *testing.T) {
 		200 * time.Millisecond, 400 * time.Millisecond, 700 * time.Millisecond, 1200 * time.Millisecond, 2 * time.Second} {
 		t.Run(after.String(), func(t *testing.T) {
 			o := tinyOptions(t, "baseline", "bridge", "ebpf-host-routing")
-			o.Conntrack = false
+			o.Lab.Conntrack = false
 			ctx, cancel := context.WithTimeout(context.Background(), after)
 			defer cancel()
-			out, err := (&Runner{LockPath: filepath.Join(t.TempDir(), "lock")}).Run(ctx, o)
+			out, err := o.run(ctx, nil)
 			if err == nil {
 				t.Logf("finished before %s", after)
 			} else if !errors.Is(err, context.DeadlineExceeded) {

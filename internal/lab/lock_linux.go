@@ -1,4 +1,4 @@
-package suite
+package lab
 
 import (
 	"bytes"
@@ -9,13 +9,7 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/cnibench/cnibench/internal/lab"
 )
-
-// DefaultLockPath is held by a suite for its whole run: one suite per host,
-// since two would measure each other.
-var DefaultLockPath = filepath.Join(lab.RunDir, "suite.lock")
 
 // BusyError says another suite holds the lock.
 type BusyError struct {

@@ -1,10 +1,9 @@
-package suite
+package labsuite
 
 import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/google/nftables"
 
+	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/testutil"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -32,7 +33,7 @@ func runScenarioTest(t *testing.T, o Options, timeout time.Duration) (*result.Se
 	var progress strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	out, err := (&Runner{Progress: &progress, LockPath: filepath.Join(t.TempDir(), "lock")}).Run(ctx, o)
+	out, err := o.run(ctx, &progress)
 	if err != nil {
 		t.Fatalf("suite: %v\n%s", err, progress.String())
 	}
@@ -98,7 +99,7 @@ func TestSuiteEgressScenario(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	testutil.NeedProgram(t, "ipset", "iptables-nft-restore")
 	o := tinyOptions(t)
-	o.Scenario = ScenarioEgress
+	o.Scenario = suite.ScenarioEgress
 	o.Mechanisms = []string{"none", "ipset", "ebpf-lpm"}
 	o.Rules = []int{10, 1000}
 	o.Duration = 100 * time.Millisecond
@@ -107,14 +108,14 @@ func TestSuiteEgressScenario(t *testing.T) {
 		t.Errorf("skipped: %+v", set.Skipped)
 	}
 	// 3 mechanisms × 2 rule counts × 5 cells.
-	if want := 3 * 2 * len(defaultCells); len(set.Runs) != want {
+	if want := 3 * 2 * 5; len(set.Runs) != want {
 		t.Fatalf("%d runs, want %d\n%s", len(set.Runs), want, progress)
 	}
 	proven := []string{result.FilterSetupSeconds, result.FilterSetupReturnedSeconds, result.FilterSetupResolutionSeconds,
 		result.FilterUpdateAddSeconds, result.FilterUpdateRemoveSeconds, result.FilterLoaderRSSBytes, result.FilterTeardownSeconds}
 	for _, r := range set.Runs {
 		l := r.Labels
-		if l["scenario"] != ScenarioEgress || l["datapath"] != ScenarioDatapath || l["path"] != "cross-node" ||
+		if l["scenario"] != suite.ScenarioEgress || l["datapath"] != lab.ScenarioDatapath || l["path"] != "cross-node" ||
 			l["traversal"] != "every-packet" || l["mechanism"] == "" || l["rules"] == "" {
 			t.Errorf("labels %v", l)
 			continue
@@ -158,11 +159,11 @@ func TestSuiteEgressScenarioNeedsRoutedDatapath(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	before := labNamespaces(t)
 	o := tinyOptions(t, "bridge")
-	o.Scenario = ScenarioEgress
+	o.Scenario = suite.ScenarioEgress
 	o.Mechanisms = []string{"none"}
 	o.Rules = []int{10}
-	_, err := (&Runner{LockPath: filepath.Join(t.TempDir(), "lock")}).Run(context.Background(), o)
-	var ve *ValidationError
+	_, err := o.run(context.Background(), nil)
+	var ve *suite.ValidationError
 	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "--datapaths bridge") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("error %v, want a one-line validation error naming --datapaths bridge", err)
 	}

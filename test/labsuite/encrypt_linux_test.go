@@ -1,4 +1,4 @@
-package suite
+package labsuite
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/scenario/encrypt"
+	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestSuiteEncryptWireGuard(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	o := tinyOptions(t)
-	o.Scenario = ScenarioEncrypt
+	o.Scenario = suite.ScenarioEncrypt
 	o.Encrypt = []string{"wireguard"}
 	o.Duration = 150 * time.Millisecond
 	set, progress := runScenarioTest(t, o, 3*time.Minute)
