@@ -31,6 +31,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cnibench/cnibench/internal/backend"
@@ -91,6 +92,7 @@ type Backend struct {
 	cs      kubernetes.Interface
 	exec    kube.Execer
 	metrics metricsclient.Interface // nil: no metrics.k8s.io client
+	dyn     dynamic.Interface       // nil: none (scenarios skip the CNIs' own resources)
 	cluster string
 }
 
@@ -108,6 +110,9 @@ func New(o Options) (*Backend, error) {
 	b.cluster = kube.ClusterName(o.Kubeconfig, o.Context)
 	if mc, err := kube.NewMetricsClient(cfg); err == nil {
 		b.metrics = mc
+	}
+	if dyn, err := kube.NewDynamicClient(cfg); err == nil {
+		b.dyn = dyn
 	}
 	return b, nil
 }

@@ -39,6 +39,7 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 		newCNIConf(logger, s),
 		newCgroup(logger, s),
 		newConnect(logger, s),
+		newWatch(logger, s),
 		newCapture(logger, s),
 		newNetstat(logger, s),
 	)

@@ -1,0 +1,164 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cnibench/cnibench/internal/backend"
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/agent"
+)
+
+// Access is what a Kubernetes deployment gives a scenario
+// (scenario.Env.Cluster): its API clients, the run's namespace and labels, the
+// client pod, two server pods and a way to run cnibench's agent in them.
+type Access struct {
+	Clientset kubernetes.Interface
+	// Dynamic reaches the CNIs' own resources (nil if it could not be
+	// made); Discovery says which the cluster serves.
+	Dynamic   dynamic.Interface
+	Discovery discovery.DiscoveryInterface
+	// Namespace and RunID of the run; Labels go on every namespaced object
+	// a scenario creates (the run's clean-up finds them), ClusterLabels on
+	// every cluster-scoped one.
+	Namespace, RunID      string
+	Labels, ClusterLabels map[string]string
+	// Client is the client pod (where the cells' clients run) and
+	// ClientLabels select it alone; ClientNode is its node.
+	Client       backend.Place
+	ClientLabels map[string]string
+	ClientNode   string
+	// Allowed is the cross-node server pod (the cells' server), Other the
+	// server pod on the client's node (a second real destination, e.g. the
+	// one an egress deny covers).
+	Allowed, Other ServerPod
+	// Agent runs `cnibench k8s agent ARGS` at place, with stdin, copying
+	// its output as it comes.
+	Agent func(ctx context.Context, place backend.Place, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+	// CNIUsage runs fn and measures the CNI's pods' CPU and memory
+	// meanwhile (metrics "cni_cpu_millicores", "cni_memory_bytes",
+	// "cni_usage_window_seconds"); why says what it left out or why it
+	// measured nothing, err is fn's.
+	CNIUsage func(ctx context.Context, fn func(context.Context) error) (usage map[string]float64, why string, err error)
+}
+
+// ServerPod is a server pod of a cluster run.
+type ServerPod struct {
+	Name, IP string
+	// Port is its `cnibench serve` control port, ServicePort its
+	// session-less listener (service mode), HTTPPort its http server (0 if
+	// none).
+	Port, ServicePort, HTTPPort int
+	// Labels select it alone.
+	Labels map[string]string
+}
+
+// SetDynamic sets the dynamic client scenarios reach the CNIs' own
+// resources with (tests use a fake).
+func (b *Backend) SetDynamic(dyn dynamic.Interface) { b.dyn = dyn }
+
+// ClusterAccess gives a scenario the run's pods and API clients
+// (scenario.ClusterDeployment, internal/scenario). Scenarios run on the pod network only: the
+// host network has no pods to select or serve.
+func (d *Deployment) ClusterAccess(datapath string) (*Access, error) {
+	if datapath != d.cniName() {
+		return nil, fmt.Errorf("%w: %s is the host network, which has no pods for a scenario's policies or services (it runs on %s)",
+			backend.ErrNotSupported, datapath, d.cniName())
+	}
+	srvA, srvB := d.pods[podSrvA], d.pods[podSrvB]
+	if srvA == nil || srvB == nil || d.pods[podCliA] == nil {
+		return nil, errors.New("kubernetes: the run's pods are not up")
+	}
+	a := &Access{
+		Clientset: d.b.cs, Dynamic: d.b.dyn, Discovery: d.b.cs.Discovery(),
+		Namespace: d.ns, RunID: d.runID,
+		Labels:        kube.RunLabels(d.runID),
+		ClusterLabels: kube.ClusterObjectLabels(d.ns, d.runID),
+		Client:        place{d.ns, d.name(podCliA)}, ClientLabels: d.podLabels(podCliA), ClientNode: d.client.Name,
+		Allowed: ServerPod{Name: srvB.Name, IP: srvB.Status.PodIP, Port: engine.DefaultPort, ServicePort: servicePort,
+			HTTPPort: httpPort, Labels: d.podLabels(podSrvB)},
+		Other: ServerPod{Name: srvA.Name, IP: srvA.Status.PodIP, Port: engine.DefaultPort, Labels: d.podLabels(podSrvA)},
+		Agent: func(ctx context.Context, pl backend.Place, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+			p, ok := pl.(place)
+			if !ok {
+				return fmt.Errorf("kubernetes: cannot run the agent at %v", pl)
+			}
+			return d.b.exec.Exec(ctx, p.ns, p.pod, kube.ContainerName, append([]string{"/cnibench", "k8s", "agent"}, args...), stdin, stdout, stderr)
+		},
+		CNIUsage: d.cniUsage,
+	}
+	return a, nil
+}
+
+// cniUsage runs fn and reads the CNI's pods' cgroups on the two nodes
+// before and after it: their CPU over fn's run (millicores, summed) and
+// their memory working set after it (bytes, summed). why names what was
+// left out (pods on other nodes, unreadable ones) or why nothing was read.
+func (d *Deployment) cniUsage(ctx context.Context, fn func(context.Context) error) (map[string]float64, string, error) {
+	pods := d.cni.Pods
+	byHelper := map[string][]string{}
+	var left []string
+	for _, p := range pods {
+		switch p.Node {
+		case d.client.Name:
+			byHelper[podHostA] = append(byHelper[podHostA], string(p.UID))
+		case d.server.Name:
+			byHelper[podHostB] = append(byHelper[podHostB], string(p.UID))
+		default:
+			left = append(left, p.Namespace+"/"+p.Name+" (node "+p.Node+")")
+		}
+	}
+	if len(byHelper) == 0 {
+		why := "the CNI runs no pods on the run's nodes"
+		if len(pods) == 0 {
+			why = "the CNI runs no pods (its plugins run once per pod sandbox)"
+		}
+		return nil, why, fn(ctx)
+	}
+	first := map[string]agent.CgroupReport{}
+	var readErr error
+	for h, uids := range byHelper {
+		r, err := d.readCgroups(ctx, h, uids)
+		if err != nil {
+			readErr = err
+			break
+		}
+		first[h] = r
+	}
+	t0 := time.Now()
+	err := fn(ctx)
+	el := time.Since(t0)
+	if readErr != nil {
+		return nil, "the CNI's cgroups could not be read: " + firstLine(readErr.Error()), err
+	}
+	var cpu, mem float64
+	for h, uids := range byHelper {
+		r, rerr := d.readCgroups(ctx, h, uids)
+		if rerr != nil {
+			return nil, "the CNI's cgroups could not be read: " + firstLine(rerr.Error()), err
+		}
+		for uid, u := range cgroupUsage(first[h], r) {
+			if u.err != "" {
+				left = append(left, "pod "+uid+": "+u.err)
+				continue
+			}
+			cpu += u.millicores
+			mem += u.memBytes
+		}
+	}
+	m := map[string]float64{"cni_cpu_millicores": cpu, "cni_memory_bytes": mem, "cni_usage_window_seconds": el.Seconds()}
+	why := ""
+	if len(left) > 0 {
+		why = "left out: " + strings.Join(left, ", ")
+	}
+	return m, why, err
+}
