@@ -55,6 +55,13 @@ func (st *state) runPoint(ctx context.Context, pt *point, cells []cell, rep int)
 				st.skipPoint(pt, "skipped: "+err.Error())
 				return
 			}
+			if errors.Is(err, scenario.ErrNotEnforced) {
+				// Accepted but not enforced: a finding about the backend,
+				// with its evidence; no traffic is measured through a
+				// filter that is not there.
+				st.skipPoint(pt, "not enforced: "+firstLine(err.Error()))
+				return
+			}
 			msg := "prepare failed: " + err.Error()
 			st.progressf("%s: %s", pointString(pt.sp), msg)
 			for _, c := range cells {

@@ -1,0 +1,412 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/internal/scenario"
+	res "github.com/cnibench/cnibench/pkg/result"
+)
+
+// The mechanisms a cluster's own policy layer provides (the seed's actual
+// experiment: the CNI's policy objects against the raw kernel mechanisms
+// on the same nodes).
+const (
+	// MechNetworkPolicy is standard networking.k8s.io/v1 NetworkPolicy:
+	// the client pod's egress allowed everywhere except the deny set.
+	MechNetworkPolicy = "networkpolicy"
+	// MechCiliumPolicy is CiliumClusterwideNetworkPolicy egressDeny.
+	MechCiliumPolicy = "cilium-policy"
+	// MechCalicoNetworkSet is Calico's GlobalNetworkSet referenced by a
+	// GlobalNetworkPolicy deny rule.
+	MechCalicoNetworkSet = "calico-networkset"
+)
+
+// PolicyMechanisms are the cluster's policy mechanisms, in report order.
+var PolicyMechanisms = []string{MechNetworkPolicy, MechCiliumPolicy, MechCalicoNetworkSet}
+
+// IsPolicyMechanism reports the mechanisms of a cluster's policy layer.
+func IsPolicyMechanism(name string) bool {
+	return name == MechNetworkPolicy || name == MechCiliumPolicy || name == MechCalicoNetworkSet
+}
+
+// Cluster bounds (ClusterOptions.MaxRules): a deny set of 10 000 CIDRs is
+// one NetworkPolicy of about 200 KB (one GlobalNetworkSet, one CCNP), which
+// any API server takes; seed 004 saw Cilium fail near 100 000 rules and
+// Calico's agent crash-loop on large GlobalNetworkSets, so more is run
+// only when the user says the cluster may take it (--cluster-scale).
+const (
+	DefaultClusterMaxRules = 10_000
+	ScaleClusterMaxRules   = 1_000_000
+)
+
+// Metrics of a cluster point besides the filter_* ones.
+const (
+	MetricPolicyObjects = "policy_objects"
+	MetricPolicyBytes   = "policy_bytes"
+	MetricCNICPU        = "cni_cpu_millicores"
+	MetricCNIMemory     = "cni_memory_bytes"
+)
+
+// ClusterOptions configure the scenario's points on a cluster.
+type ClusterOptions struct {
+	// Chunk is the most deny CIDRs in one policy object (0:
+	// kube.DefaultPolicyChunk).
+	Chunk int
+	// MaxRules refuses larger points as too large (0:
+	// DefaultClusterMaxRules).
+	MaxRules int
+	// Wait bounds each proof (0: a minute).
+	Wait time.Duration
+}
+
+func (o ClusterOptions) withDefaults() ClusterOptions {
+	if o.Chunk <= 0 {
+		o.Chunk = kube.DefaultPolicyChunk
+	}
+	if o.MaxRules <= 0 {
+		o.MaxRules = DefaultClusterMaxRules
+	}
+	if o.Wait <= 0 {
+		o.Wait = time.Minute
+	}
+	return o
+}
+
+// Watch parameters of a cluster proof: a probe every 2 ms (the resolution
+// of the set-up time: the seed polled every 1 ms), each with 300 ms to
+// connect, the new state confirmed for a second.
+const (
+	watchInterval = 2 * time.Millisecond
+	watchTimeout  = 300 * time.Millisecond
+	watchConfirm  = time.Second
+)
+
+// ClusterDenySet is the deny set of a cluster point with n rules: n−1
+// generated CIDRs in 240.0.0.0/4 (Generate with the scenario's seed) and
+// the other server pod's address as a /32, the real destination whose
+// refusal proves enforcement.
+func ClusterDenySet(seed uint64, n int, denied, allowed netip.Addr) ([]netip.Prefix, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("rules %d: must be at least 1", n)
+	}
+	var cidrs []netip.Prefix
+	if n > 1 {
+		g, err := Generate(seed, n-1, DeniedAddr)
+		if err != nil {
+			return nil, err
+		}
+		cidrs = g
+	}
+	cidrs = append(cidrs, netip.PrefixFrom(denied, denied.BitLen()))
+	for _, c := range cidrs {
+		if c.Contains(allowed) {
+			return nil, fmt.Errorf("the deny set's %s covers the allowed server %s", c, allowed)
+		}
+	}
+	return cidrs, nil
+}
+
+// clusterPolicy is one cluster policy point prepared: its objects created
+// and proven enforced.
+type clusterPolicy struct {
+	ca      *cluster.Access
+	mech    string
+	wait    time.Duration
+	remove  func(ctx context.Context) error
+	metrics map[string]float64
+	config  map[string]string
+	closed  bool
+}
+
+func (p *clusterPolicy) Metrics() map[string]float64 { return p.metrics }
+func (p *clusterPolicy) Config() map[string]string   { return p.config }
+
+// Target: the cells run in the client pod against the allowed server.
+func (p *clusterPolicy) Target(scenario.Cell) (scenario.Target, error) {
+	return scenario.Target{Client: p.ca.Client, Args: []string{"--target", net.JoinHostPort(p.ca.Allowed.IP, strconv.Itoa(p.ca.Allowed.Port))}}, nil
+}
+
+// Close removes the policy objects and returns filter_teardown_seconds:
+// the time from the deletion's start until the denied server answers
+// again.
+func (p *clusterPolicy) Close(ctx context.Context) (map[string]float64, error) {
+	if p.closed {
+		return nil, nil
+	}
+	p.closed = true
+	ctx = context.WithoutCancel(ctx)
+	w, err := watchChange(ctx, p.ca, agent.WantAnswers, p.wait, p.remove)
+	if err != nil {
+		return nil, fmt.Errorf("remove the %s objects: %w", p.mech, err)
+	}
+	if !w.Changed {
+		return nil, fmt.Errorf("the %s objects were removed but %s did not answer again within %s", p.mech, w.Target, p.wait)
+	}
+	return map[string]float64{res.FilterTeardownSeconds: w.AfterSeconds}, nil
+}
+
+// NotEnforcedError is a cluster point whose deny was not enforced: the
+// objects were accepted, the denied server kept answering.
+type NotEnforcedError struct {
+	Mechanism string
+	Rules     int
+	Evidence  string
+}
+
+func (e *NotEnforcedError) Error() string {
+	return fmt.Sprintf("%s with %d rules: %s", e.Mechanism, e.Rules, e.Evidence)
+}
+
+func (e *NotEnforcedError) Unwrap() error { return scenario.ErrNotEnforced }
+
+// PrepareClusterPolicy sets up one point of a cluster policy mechanism:
+// the deny set (ClusterDenySet) as the mechanism's objects, created while
+// the client pod probes the denied server pod every 2 ms (agent watch): the
+// set-up time is from the first create until that server stopped
+// answering for good, while the allowed server kept answering. A cluster
+// that does not serve the mechanism's resources skips the point (wrapping
+// scenario.ErrNeedsCluster's backend.ErrNotSupported); one that accepts the
+// objects but does not enforce them fails it with a NotEnforcedError (the
+// suite records "not enforced"), its objects removed.
+func PrepareClusterPolicy(ctx context.Context, ca *cluster.Access, mech string, n int, seed uint64, o ClusterOptions) (scenario.Prepared, error) {
+	o = o.withDefaults()
+	if n > o.MaxRules {
+		return nil, fmt.Errorf("%w: %s with %d rules: a cluster point is bounded at %d rules; pass --cluster-scale if the cluster may take up to %d",
+			scenario.ErrTooLarge, mech, n, o.MaxRules, ScaleClusterMaxRules)
+	}
+	denied, err := netip.ParseAddr(ca.Other.IP)
+	if err != nil {
+		return nil, fmt.Errorf("the denied server pod %s has no address: %w", ca.Other.Name, err)
+	}
+	allowed, err := netip.ParseAddr(ca.Allowed.IP)
+	if err != nil {
+		return nil, fmt.Errorf("the allowed server pod %s has no address: %w", ca.Allowed.Name, err)
+	}
+	cidrs, err := ClusterDenySet(seed, n, denied, allowed)
+	if err != nil {
+		return nil, err
+	}
+	name := "cnb-" + ca.RunID + "-deny"
+	create, remove, describe, err := policyObjects(ctx, ca, mech, name, cidrs, o.Chunk)
+	if err != nil {
+		return nil, err
+	}
+	p := &clusterPolicy{ca: ca, mech: mech, wait: o.Wait, remove: remove, metrics: map[string]float64{}, config: map[string]string{
+		"filter_seed":         strconv.FormatUint(seed, 10),
+		"filter_rules":        strconv.Itoa(len(cidrs)),
+		"filter_denied_addr":  denied.String() + " (" + ca.Other.Name + ")",
+		"filter_allowed_addr": allowed.String() + " (" + ca.Allowed.Name + ")",
+		"filter_target":       "the client pod's egress, through the cluster's policy layer",
+		"filter_load_method":  describe,
+		"filter_chunk":        strconv.Itoa(o.Chunk),
+	}}
+	var returned time.Duration
+	var objects, bytes int
+	var usage map[string]float64
+	var why string
+	w, err := watchChange(ctx, ca, agent.WantRefused, o.Wait, func(ctx context.Context) error {
+		var err error
+		usage, why, err = ca.CNIUsage(ctx, func(ctx context.Context) error {
+			t0 := time.Now()
+			var cerr error
+			objects, bytes, cerr = create(ctx)
+			returned = time.Since(t0)
+			return cerr
+		})
+		return err
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("load %s with %d rules: %w", mech, n, err), removeAll(ctx, remove))
+	}
+	if w.Answered == w.Probes && !w.Changed {
+		// Accepted, never enforced: the CNI ignores the objects.
+		ev := fmt.Sprintf("the API server accepted %d object(s) (%d bytes) in %.2fs, but %s (%s) answered %d of %d probes over the next %s",
+			objects, bytes, returned.Seconds(), w.Target, ca.Other.Name, w.Answered, w.Probes, o.Wait)
+		return nil, errors.Join(&NotEnforcedError{Mechanism: mech, Rules: n, Evidence: ev}, removeAll(ctx, remove))
+	}
+	if !w.Changed {
+		return nil, errors.Join(fmt.Errorf("%s with %d rules: %s answered %d of %d probes, never refused for %s within %s (enforced partly or flapping)",
+			mech, n, w.Target, w.Answered, w.Probes, watchConfirm, o.Wait), removeAll(ctx, remove))
+	}
+	if w.AllowedProbes > 0 && w.AllowedAnswered < w.AllowedProbes {
+		return nil, errors.Join(fmt.Errorf("%s with %d rules also cut the allowed server %s: %d of %d probes answered",
+			mech, n, w.Allowed, w.AllowedAnswered, w.AllowedProbes), removeAll(ctx, remove))
+	}
+	p.metrics[res.FilterSetupSeconds] = w.AfterSeconds
+	p.metrics[res.FilterSetupReturnedSeconds] = returned.Seconds()
+	p.metrics[res.FilterSetupResolutionSeconds] = w.ResolutionSeconds
+	p.metrics[MetricPolicyObjects] = float64(objects)
+	p.metrics[MetricPolicyBytes] = float64(bytes)
+	maps.Copy(p.metrics, usageMetrics(usage))
+	if why != "" {
+		p.config["cni_usage"] = why
+	}
+	p.config["filter_probe_interval"] = watchInterval.String()
+	return p, nil
+}
+
+// usageMetrics names the CNI's usage during programming.
+func usageMetrics(u map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	if v, ok := u["cni_cpu_millicores"]; ok {
+		out[MetricCNICPU] = v
+	}
+	if v, ok := u["cni_memory_bytes"]; ok {
+		out[MetricCNIMemory] = v
+	}
+	return out
+}
+
+func removeAll(ctx context.Context, remove func(context.Context) error) error {
+	if err := remove(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("remove what was created: %w", err)
+	}
+	return nil
+}
+
+// policyObjects builds a mechanism's objects for the deny set and returns
+// how to create them (objects and bytes sent) and remove them.
+func policyObjects(ctx context.Context, ca *cluster.Access, mech, name string, cidrs []netip.Prefix, chunk int) (
+	create func(context.Context) (int, int, error), remove func(context.Context) error, describe string, err error) {
+	switch mech {
+	case MechNetworkPolicy:
+		labels := maps.Clone(ca.Labels)
+		pols, err := kube.DenyEgressPolicies(name, ca.Namespace, metav1.LabelSelector{MatchLabels: ca.ClientLabels}, cidrs, chunk, labels)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		create = func(ctx context.Context) (int, int, error) {
+			n, b := 0, 0
+			for _, p := range pols {
+				if err := kube.ApplyPolicy(ctx, ca.Clientset, p); err != nil {
+					return n, b, err
+				}
+				n, b = n+1, b+kube.ObjectBytes(p)
+			}
+			return n, b, nil
+		}
+		remove = func(ctx context.Context) error {
+			var errs []error
+			for _, p := range pols {
+				errs = append(errs, kube.DeletePolicy(ctx, ca.Clientset, ca.Namespace, p.Name))
+			}
+			return errors.Join(errs...)
+		}
+		return create, remove, fmt.Sprintf("%d NetworkPolicy object(s): egress allowed to 0.0.0.0/0 and ::/0 except the deny set, split into disjoint ipBlocks of at most %d excepts per object", len(pols), chunk), nil
+	case MechCiliumPolicy, MechCalicoNetworkSet:
+		if ca.Dynamic == nil {
+			return nil, nil, "", fmt.Errorf("%w: no dynamic client for the cluster's policy resources", scenario.ErrNeedsCluster)
+		}
+		var objs []*unstructured.Unstructured
+		var gvrs []schema.GroupVersionResource
+		labels := maps.Clone(ca.ClusterLabels)
+		if mech == MechCiliumPolicy {
+			gvrs = []schema.GroupVersionResource{kube.CiliumClusterwidePolicies}
+		} else {
+			gvrs = []schema.GroupVersionResource{kube.CalicoGlobalNetworkSets, kube.CalicoGlobalNetworkPolicies}
+		}
+		if err := kube.Served(ctx, ca.Discovery, gvrs...); err != nil {
+			if kube.IsNotServed(err) {
+				return nil, nil, "", fmt.Errorf("%w: %s: %v", scenario.ErrNotServed, mech, err)
+			}
+			return nil, nil, "", err
+		}
+		if mech == MechCiliumPolicy {
+			objs, err = kube.CiliumDenyPolicies(name, ca.ClientLabels, cidrs, chunk, labels)
+		} else {
+			objs, err = kube.CalicoDenyObjects(name, ca.ClientLabels, cidrs, chunk, labels)
+		}
+		if err != nil {
+			return nil, nil, "", err
+		}
+		create = func(ctx context.Context) (int, int, error) { return kube.CreateClusterObjects(ctx, ca.Dynamic, objs) }
+		remove = func(ctx context.Context) error {
+			var errs []error
+			for _, g := range gvrs {
+				_, err := kube.DeleteClusterObjects(ctx, ca.Dynamic, g, kube.RunSelector(ca.RunID), 2*time.Minute)
+				errs = append(errs, err)
+			}
+			return errors.Join(errs...)
+		}
+		return create, remove, fmt.Sprintf("%d %s object(s), at most %d CIDRs each", len(objs), mech, chunk), nil
+	}
+	return nil, nil, "", fmt.Errorf("%q is not a cluster policy mechanism (%s)", mech, strings.Join(PolicyMechanisms, ", "))
+}
+
+// watchChange runs `agent watch` in the client pod on the other server pod
+// (the allowed one must keep answering when want is refused), calls change
+// once the watch is ready, and returns the watch's result.
+func watchChange(ctx context.Context, ca *cluster.Access, want string, wait time.Duration, change func(context.Context) error) (agent.Watch, error) {
+	var w agent.Watch
+	target := net.JoinHostPort(ca.Other.IP, strconv.Itoa(ca.Other.Port))
+	args := []string{"watch", "--target", target, "--want", want, "--interval", watchInterval.String(),
+		"--timeout", watchTimeout.String(), "--wait", wait.String(), "--confirm", watchConfirm.String()}
+	if want == agent.WantRefused {
+		args = append(args, "--allowed", net.JoinHostPort(ca.Allowed.IP, strconv.Itoa(ca.Allowed.Port)))
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*wait+time.Minute)
+	defer cancel()
+	goR, goW := io.Pipe()
+	errR, errW := io.Pipe()
+	var stdout strings.Builder
+	done := make(chan error, 1)
+	go func() {
+		err := ca.Agent(wctx, ca.Client, args, goR, &stdout, errW)
+		errW.Close()
+		done <- err
+	}()
+	ready := make(chan bool, 1)
+	var firstLine string
+	var once sync.Once
+	go func() {
+		sc := bufio.NewScanner(errR)
+		for sc.Scan() {
+			once.Do(func() { firstLine = sc.Text(); ready <- firstLine == "ready" })
+		}
+		once.Do(func() { ready <- false })
+	}()
+	var changeErr error
+	select {
+	case ok := <-ready:
+		if ok {
+			_, _ = goW.Write([]byte("go\n"))
+			changeErr = change(ctx)
+		}
+	case <-wctx.Done():
+	}
+	goW.Close()
+	err := <-done
+	if jerr := json.Unmarshal([]byte(stdout.String()), &w); jerr != nil || w.Schema != agent.SchemaWatch {
+		msg := firstLine
+		if err != nil {
+			msg = err.Error() + " " + msg
+		}
+		return w, errors.Join(changeErr, fmt.Errorf("the watch in the client pod failed: %s", strings.TrimSpace(msg)))
+	}
+	if changeErr != nil {
+		return w, changeErr
+	}
+	if w.Error != "" {
+		return w, errors.New("the watch could not measure: " + w.Error)
+	}
+	return w, nil
+}

@@ -1,0 +1,150 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/cnibench/cnibench/internal/backend"
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/internal/scenario"
+	res "github.com/cnibench/cnibench/pkg/result"
+)
+
+type podPlace string
+
+func (p podPlace) String() string { return string(p) }
+
+// fakeAccess is a cluster whose CNI enforces NetworkPolicy (or not): its
+// agent's watch sees the denied server refuse once a policy exists, and
+// answer again once none does.
+func fakeAccess(t *testing.T, enforce bool) (*cluster.Access, *fake.Clientset) {
+	cs := fake.NewClientset()
+	count := func() int {
+		l, err := cs.NetworkingV1().NetworkPolicies("ns").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Error(err)
+		}
+		return len(l.Items)
+	}
+	agentFn := func(ctx context.Context, pl backend.Place, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+		if pl.String() != "client" || args[0] != "watch" {
+			return fmt.Errorf("unexpected agent %v at %v", args, pl)
+		}
+		want := args[slices.Index(args, "--want")+1]
+		fmt.Fprintln(stderr, "ready")
+		if _, err := bufio.NewReader(stdin).ReadString('\n'); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		w := agent.Watch{Schema: agent.SchemaWatch, Target: args[slices.Index(args, "--target")+1], Want: want, Before: true, ResolutionSeconds: 0.002}
+		for time.Since(t0) < 2*time.Second {
+			done := (want == agent.WantRefused) == (count() > 0)
+			if enforce && done {
+				w.Changed, w.AfterSeconds = true, time.Since(t0).Seconds()
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		w.Probes, w.AllowedProbes, w.AllowedAnswered = 100, 10, 10
+		if !w.Changed {
+			w.Answered = w.Probes
+		}
+		return json.NewEncoder(stdout).Encode(w)
+	}
+	ca := &cluster.Access{Clientset: cs, Discovery: cs.Discovery(), Namespace: "ns", RunID: "r1",
+		Labels: kube.RunLabels("r1"), ClusterLabels: kube.ClusterObjectLabels("ns", "r1"),
+		Client: podPlace("client"), ClientLabels: map[string]string{kube.RunKey: "r1", "cnibench.io/pod": "cli-a"},
+		Allowed: cluster.ServerPod{Name: "srv-b", IP: "10.0.1.5", Port: 12870},
+		Other:   cluster.ServerPod{Name: "srv-a", IP: "10.0.0.7", Port: 12870},
+		Agent:   agentFn,
+		CNIUsage: func(ctx context.Context, fn func(context.Context) error) (map[string]float64, string, error) {
+			return map[string]float64{"cni_cpu_millicores": 12, "cni_memory_bytes": 1 << 20}, "", fn(ctx)
+		},
+	}
+	return ca, cs
+}
+
+func TestClusterDenySet(t *testing.T) {
+	denied, allowed := netip.MustParseAddr("10.0.0.7"), netip.MustParseAddr("10.0.1.5")
+	for _, n := range []int{1, 10, 1000} {
+		set, err := ClusterDenySet(1, n, denied, allowed)
+		if err != nil || len(set) != n || set[len(set)-1] != netip.MustParsePrefix("10.0.0.7/32") {
+			t.Errorf("n=%d: %d CIDRs, last %v, err %v", n, len(set), set[len(set)-1:], err)
+		}
+	}
+	if _, err := ClusterDenySet(1, 0, denied, allowed); err == nil {
+		t.Error("0 rules accepted")
+	}
+	if _, err := ClusterDenySet(1, 1, denied, denied); err == nil {
+		t.Error("an allowed server inside the deny set accepted")
+	}
+}
+
+// An enforcing CNI: the objects are created, the set-up proven and timed,
+// the CNI's usage and the objects sent recorded; Close removes them all and
+// times the release.
+func TestPrepareClusterPolicyEnforced(t *testing.T) {
+	ca, cs := fakeAccess(t, true)
+	p, err := PrepareClusterPolicy(context.Background(), ca, MechNetworkPolicy, 1000, 7, ClusterOptions{Chunk: 400, Wait: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := p.Metrics()
+	if m[res.FilterSetupSeconds] <= 0 || m[res.FilterSetupReturnedSeconds] <= 0 || m[MetricPolicyObjects] < 3 || m[MetricPolicyBytes] <= 0 || m[MetricCNICPU] != 12 {
+		t.Errorf("metrics %v", m)
+	}
+	if !strings.Contains(p.Config()["filter_load_method"], fmt.Sprintf("%v NetworkPolicy object(s)", m[MetricPolicyObjects])) {
+		t.Errorf("config %v", p.Config())
+	}
+	tg, err := p.(scenario.Targeter).Target(scenario.Cell{Test: "tcp_rr"})
+	if err != nil || tg.Client.String() != "client" || !slices.Equal(tg.Args, []string{"--target", "10.0.1.5:12870"}) {
+		t.Errorf("target %+v %v", tg, err)
+	}
+	cm, err := p.Close(context.Background())
+	if err != nil || cm[res.FilterTeardownSeconds] <= 0 {
+		t.Errorf("close: %v %v", cm, err)
+	}
+	l, _ := cs.NetworkingV1().NetworkPolicies("ns").List(context.Background(), metav1.ListOptions{})
+	if len(l.Items) != 0 {
+		t.Errorf("%d policies left", len(l.Items))
+	}
+}
+
+// A CNI that ignores NetworkPolicy: the point fails with ErrNotEnforced and
+// its evidence, and nothing is left; a point above the bound is too large;
+// a CNI's own resources that the cluster does not serve skip the point.
+func TestPrepareClusterPolicyRefusals(t *testing.T) {
+	ca, cs := fakeAccess(t, false)
+	_, err := PrepareClusterPolicy(context.Background(), ca, MechNetworkPolicy, 10, 7, ClusterOptions{Wait: time.Second})
+	var ne *NotEnforcedError
+	if !errors.Is(err, scenario.ErrNotEnforced) || !errors.As(err, &ne) || !strings.Contains(err.Error(), "answered 100 of 100 probes") {
+		t.Errorf("not enforced: %v", err)
+	}
+	l, _ := cs.NetworkingV1().NetworkPolicies("ns").List(context.Background(), metav1.ListOptions{})
+	if len(l.Items) != 0 {
+		t.Errorf("%d policies left after a point that was not enforced", len(l.Items))
+	}
+	if _, err := PrepareClusterPolicy(context.Background(), ca, MechNetworkPolicy, 20_000, 7, ClusterOptions{}); !errors.Is(err, scenario.ErrTooLarge) || !strings.Contains(err.Error(), "--cluster-scale") {
+		t.Errorf("too large: %v", err)
+	}
+	for _, m := range []string{MechCiliumPolicy, MechCalicoNetworkSet} {
+		ca.Dynamic = nil
+		if _, err := PrepareClusterPolicy(context.Background(), ca, m, 10, 7, ClusterOptions{}); !errors.Is(err, backend.ErrNotSupported) {
+			t.Errorf("%s without a dynamic client: %v", m, err)
+		}
+	}
+}
