@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -49,6 +50,12 @@ type Access struct {
 	// "cni_usage_window_seconds"); why says what it left out or why it
 	// measured nothing, err is fn's.
 	CNIUsage func(ctx context.Context, fn func(context.Context) error) (usage map[string]float64, why string, err error)
+	// NewClientPod starts a further client pod on the client's node (named
+	// by short, idle, with caps added to its container: a point that must
+	// change the pod's own network namespace gets NET_ADMIN and BPF for
+	// that point only) and returns where to run in it and how to remove it
+	// (waiting until it is gone).
+	NewClientPod func(ctx context.Context, short string, caps []string) (backend.Place, func(context.Context) error, error)
 }
 
 // ServerPod is a server pod of a cluster run.
@@ -94,7 +101,8 @@ func (d *Deployment) ClusterAccess(datapath string) (*Access, error) {
 			}
 			return d.b.exec.Exec(ctx, p.ns, p.pod, kube.ContainerName, append([]string{"/cnibench", "k8s", "agent"}, args...), stdin, stdout, stderr)
 		},
-		CNIUsage: d.cniUsage,
+		CNIUsage:     d.cniUsage,
+		NewClientPod: d.newClientPod,
 	}
 	return a, nil
 }
@@ -161,4 +169,32 @@ func (d *Deployment) cniUsage(ctx context.Context, fn func(context.Context) erro
 		why = "left out: " + strings.Join(left, ", ")
 	}
 	return m, why, err
+}
+
+// newClientPod starts a client pod like the run's own on the client node,
+// with caps added, labelled as the run's (the run's clean-up removes it
+// too).
+func (d *Deployment) newClientPod(ctx context.Context, short string, caps []string) (backend.Place, func(context.Context) error, error) {
+	secret := ""
+	if p := d.pods[podCliA]; p != nil {
+		for _, e := range p.Spec.Containers[0].Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				secret = e.ValueFrom.SecretKeyRef.Name
+			}
+		}
+	}
+	spec := kube.PodSpec{Name: d.name(short), Role: "client", Node: d.client.Name, Args: []string{"k8s", "agent", "idle"},
+		Image: d.b.o.Image, ImagePullPolicy: d.b.o.PullPolicy, TokenSecret: secret,
+		Labels: map[string]string{"cnibench.io/pod": short}}
+	for _, c := range caps {
+		spec.Capabilities = append(spec.Capabilities, corev1.Capability(c))
+	}
+	pod, err := kube.StartPod(ctx, d.b.cs, kube.BuildPod(d.ns, d.runID, spec), d.b.o.PodTimeout)
+	remove := func(ctx context.Context) error {
+		return kube.DeletePod(ctx, d.b.cs, d.ns, spec.Name, d.b.o.PodTimeout)
+	}
+	if err != nil {
+		return nil, nil, errors.Join(err, remove(context.WithoutCancel(ctx)))
+	}
+	return place{d.ns, pod.Name}, remove, nil
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -47,6 +49,9 @@ type PodSpec struct {
 	HostNetwork bool
 	// Privileged runs the container privileged (capture and helper pods).
 	Privileged bool
+	// Capabilities are added to an unprivileged container's (e.g.
+	// NET_ADMIN and BPF for a pod that filters its own egress).
+	Capabilities []corev1.Capability
 	// Ports the pod listens on, declared for TCP and for UDP
 	// (informational: services target port numbers).
 	Ports []int32
@@ -95,6 +100,8 @@ func BuildPod(ns, runID string, s PodSpec) *corev1.Pod {
 	}
 	if s.Privileged {
 		c.SecurityContext = &corev1.SecurityContext{Privileged: new(true)}
+	} else if len(s.Capabilities) > 0 {
+		c.SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: slices.Clone(s.Capabilities)}}
 	}
 	if s.TokenSecret != "" {
 		c.Env = append(c.Env, corev1.EnvVar{Name: TokenEnv, ValueFrom: &corev1.EnvVarSource{
@@ -259,4 +266,25 @@ func podState(p *corev1.Pod) string {
 // oneLine joins the lines of s.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// DeletePod deletes a pod of a run at once (no grace period: its process
+// holds nothing) and waits, bounded by timeout, until it is gone.
+func DeletePod(ctx context.Context, cs kubernetes.Interface, ns, name string, timeout time.Duration) error {
+	zero := int64(0)
+	err := cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete pod %s/%s: %w", ns, name, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("pod %s/%s still there %s after its deletion: %w", ns, name, timeout, err)
+	}
+	return nil
 }

@@ -45,6 +45,7 @@ type Filter struct {
 	tcx link.Link
 	do  func(func() error) error
 	dev string
+	at  ebpf.AttachType
 }
 
 // lpmObjects and hashObjects select what LoadAndAssign loads for a kind
@@ -200,10 +201,20 @@ func (f *Filter) publishLengths() error {
 	return nil
 }
 
-// AttachIngress attaches the program at TCX ingress of dev. do runs its
-// function inside dev's network namespace (nil: the caller's thread's
-// namespace).
+// AttachIngress attaches the program at TCX ingress of dev (a pod's
+// node-side veth). do runs its function inside dev's network namespace
+// (nil: the caller's thread's namespace).
 func (f *Filter) AttachIngress(do func(func() error) error, dev string) error {
+	return f.attach(do, dev, ebpf.AttachTCXIngress)
+}
+
+// AttachEgress attaches the program at TCX egress of dev (a pod filtering
+// its own egress on its interface); see AttachIngress.
+func (f *Filter) AttachEgress(do func(func() error) error, dev string) error {
+	return f.attach(do, dev, ebpf.AttachTCXEgress)
+}
+
+func (f *Filter) attach(do func(func() error) error, dev string, at ebpf.AttachType) error {
 	if f.prog == nil {
 		return errors.New("attach egress filter: closed")
 	}
@@ -219,19 +230,19 @@ func (f *Filter) AttachIngress(do func(func() error) error, dev string) error {
 		if err != nil {
 			return fmt.Errorf("find interface %s: %w", dev, err)
 		}
-		l, err = link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: f.prog, Attach: ebpf.AttachTCXIngress})
+		l, err = link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: f.prog, Attach: at})
 		if err != nil {
 			if errors.Is(err, ebpf.ErrNotSupported) {
 				err = fmt.Errorf("%w: TCX: %w", ErrNotSupported, err)
 			}
-			return fmt.Errorf("attach TCX ingress on %s (ifindex %d): %w", dev, ifi.Index, err)
+			return fmt.Errorf("attach TCX %v on %s (ifindex %d): %w", at, dev, ifi.Index, err)
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("attach egress %v filter: %w", f.kind, err)
 	}
-	f.tcx, f.do, f.dev = l, do, dev
+	f.tcx, f.do, f.dev, f.at = l, do, dev, at
 	return nil
 }
 
@@ -253,7 +264,7 @@ func (f *Filter) Reattach() error {
 	if f.dev == "" {
 		return errors.New("reattach egress filter: never attached")
 	}
-	return f.AttachIngress(f.do, f.dev)
+	return f.attach(f.do, f.dev, f.at)
 }
 
 // Add inserts one CIDR (one map update; for KindHash also the prefix-length

@@ -40,6 +40,7 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 		newCgroup(logger, s),
 		newConnect(logger, s),
 		newWatch(logger, s),
+		newEgressFilter(logger, s),
 		newCapture(logger, s),
 		newNetstat(logger, s),
 	)

@@ -53,7 +53,11 @@ func (m *ebpfMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix
 	if err != nil {
 		return nil, LoadInfo{}, m.wrap("load", err)
 	}
-	if err := f.AttachIngress(t.Do, t.Dev); err != nil {
+	attach := f.AttachIngress
+	if t.Local {
+		attach = f.AttachEgress
+	}
+	if err := attach(t.Do, t.Dev); err != nil {
 		return nil, LoadInfo{}, errors.Join(m.wrap("attach", err), f.Close())
 	}
 	info := LoadInfo{

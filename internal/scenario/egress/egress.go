@@ -41,6 +41,12 @@ type Target struct {
 	// Do runs f on an OS thread inside the node namespace (lab.NS.Do), for
 	// code that must create sockets or links there.
 	Do func(f func() error) error
+	// Local filters the namespace's own egress instead (a pod filtering
+	// itself, the cluster's raw points): Dev is the pod's interface, and
+	// the packets are the namespace's own, leaving by Dev: netfilter
+	// matches them in the output path (oifname Dev), BPF at Dev's TCX
+	// egress.
+	Local bool
 }
 
 // Options change how a filter is built.

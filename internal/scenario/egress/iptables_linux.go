@@ -145,11 +145,15 @@ func (f *iptFilter) writeBypass(b *lineBuffer) {
 // jump is the FORWARD rule spec that sends the pod's packets to chainEgress;
 // pos > 0 puts the position after the chain (for -I).
 func (f *iptFilter) jump(pos int) []string {
-	s := []string{"FORWARD"}
+	chain, dir := "FORWARD", "-i"
+	if f.t.Local {
+		chain, dir = "OUTPUT", "-o"
+	}
+	s := []string{chain}
 	if pos > 0 {
 		s = append(s, fmt.Sprint(pos))
 	}
-	return append(s, "-i", f.t.Dev, "-j", chainEgress)
+	return append(s, dir, f.t.Dev, "-j", chainEgress)
 }
 
 func (f *iptFilter) ipt(ctx context.Context, args ...string) (nfResult, error) {

@@ -102,13 +102,17 @@ func (nftMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix, o 
 	if err != nil {
 		return nil, LoadInfo{}, fmt.Errorf("open nftables netlink socket: %w", err)
 	}
-	f := &nftFilter{conn: conn, dev: t.Dev, bypass: o.EstablishedBypass, rules: len(cidrs)}
+	f := &nftFilter{conn: conn, dev: t.Dev, local: t.Local, bypass: o.EstablishedBypass, rules: len(cidrs)}
+	hook := nftables.ChainHookForward
+	if t.Local {
+		hook = nftables.ChainHookOutput
+	}
 	f.table = &nftables.Table{Name: nftTable, Family: nftables.TableFamilyIPv4}
 	f.chain = &nftables.Chain{
 		Name:     nftChain,
 		Table:    f.table,
 		Type:     nftables.ChainTypeFilter,
-		Hooknum:  nftables.ChainHookForward,
+		Hooknum:  hook,
 		Priority: nftables.ChainPriorityRef(*nftables.ChainPriorityFilter - 1),
 	}
 	f.set = &nftables.Set{Name: nftSet, Table: f.table, Interval: true, KeyType: nftables.TypeIPAddr}
@@ -191,6 +195,7 @@ type nftFilter struct {
 	chain  *nftables.Chain
 	set    *nftables.Set
 	dev    string
+	local  bool // the namespace's own egress (output hook, oifname)
 	bypass bool
 	rules  int
 	// dropRule is the handle of `iifname dev ip daddr @deny counter name
@@ -199,12 +204,17 @@ type nftFilter struct {
 	closed   bool
 }
 
-// dropExprs is `iifname dev ip daddr @deny counter name dropped drop`.
+// dropExprs is `iifname dev ip daddr @deny counter name dropped drop`
+// (oifname for a local target).
 func (f *nftFilter) dropExprs() []expr.Any {
 	ifname := make([]byte, unix.IFNAMSIZ)
 	copy(ifname, f.dev)
+	key := expr.MetaKeyIIFNAME
+	if f.local {
+		key = expr.MetaKeyOIFNAME
+	}
 	return []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
+		&expr.Meta{Key: key, Register: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname},
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
 		&expr.Lookup{SourceRegister: 1, SetName: f.set.Name, SetID: f.set.ID},
