@@ -102,6 +102,14 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	if !ok {
 		return nil, fmt.Errorf("egress-filter: mechanism %q is not one of this scenario's", name)
 	}
+	if ca, err := env.Cluster(); err == nil {
+		return s.prepareCluster(ctx, ca, name, n, traversal)
+	} else if env.Deployment != nil && !errors.Is(err, scenario.ErrNeedsCluster) {
+		return nil, fmt.Errorf("egress-filter: %w", err)
+	}
+	if m == nil {
+		return nil, fmt.Errorf("egress-filter: %s is a cluster's policy layer: %w", name, scenario.ErrNeedsCluster)
+	}
 	lx, err := env.Lab()
 	if err != nil {
 		return nil, fmt.Errorf("egress-filter: mechanism %s: %w", name, err)

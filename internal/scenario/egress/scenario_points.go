@@ -61,14 +61,27 @@ type Scenario struct {
 
 	mu     sync.Mutex
 	shared *sharedAddrs // the server's extra addresses, once per lab
+
+	// backend is where the points run (SetBackend): the lab (its raw
+	// mechanisms on the client's node) or kubernetes (the cluster's policy
+	// layer, and raw mechanisms inside a client pod); cluster configures
+	// the latter.
+	backend   string
+	defaulted bool // no --mechanisms: the backend's defaults
+	cluster   ClusterOptions
 }
 
 // NewScenario validates o and fills its defaults. Errors name the flag.
 func NewScenario(o ScenarioOptions) (*Scenario, error) {
-	if len(o.Mechanisms) == 0 {
+	defaulted := len(o.Mechanisms) == 0
+	if defaulted {
 		o.Mechanisms = Mechanisms()
 	}
-	return newScenario(o, Lookup)
+	s, err := newScenario(o, lookupAny)
+	if s != nil {
+		s.defaulted = defaulted
+	}
+	return s, err
 }
 
 // newScenario is NewScenario with the mechanisms looked up by lookup.
@@ -110,9 +123,10 @@ func (s *Scenario) Name() string { return ScenarioName }
 func (s *Scenario) Options() ScenarioOptions { return s.o }
 
 // ignoresTraversal reports mechanisms that have no conntrack bypass: the
-// baseline loads nothing, BPF mechanisms see every packet (Options).
+// baseline loads nothing, BPF mechanisms see every packet (Options), a
+// cluster's policy layer builds the CNI's own datapath.
 func ignoresTraversal(mech string) bool {
-	return mech == "none" || strings.HasPrefix(mech, "ebpf")
+	return mech == "none" || strings.HasPrefix(mech, "ebpf") || IsPolicyMechanism(mech)
 }
 
 // PointLabels are the labels of one point.
@@ -132,7 +146,7 @@ func (s *Scenario) Points() []scenario.Point {
 	var out []scenario.Point
 	for _, name := range s.o.Mechanisms {
 		m := s.mech[name]
-		probeErr := m.Probe()
+		probeErr, maxRules := s.pointLimits(name, m)
 		for _, n := range s.o.Rules {
 			for _, tr := range s.o.Traversals {
 				if ignoresTraversal(name) && tr != TraversalEveryPacket {
@@ -145,8 +159,8 @@ func (s *Scenario) Points() []scenario.Point {
 				switch {
 				case probeErr != nil:
 					p.Skip = probeErr
-				case n > m.MaxRules():
-					p.Skip = fmt.Errorf("%w: %s holds at most %d rules, asked for %d", scenario.ErrTooLarge, name, m.MaxRules(), n)
+				case n > maxRules:
+					p.Skip = fmt.Errorf("%w: %s holds at most %d rules, asked for %d", scenario.ErrTooLarge, name, maxRules, n)
 				}
 				out = append(out, p)
 			}

@@ -1,0 +1,91 @@
+package egress
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/scenario"
+)
+
+// backendKubernetes is the cluster backend's name (cluster.Name).
+const backendKubernetes = cluster.Name
+
+// lookupAny resolves a mechanism name: a raw one (a Mechanism), or one of
+// the cluster's policy layer (no Mechanism: the cluster runs it).
+func lookupAny(name string) (Mechanism, error) {
+	if IsPolicyMechanism(name) {
+		return nil, nil
+	}
+	m, err := Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("unknown egress mechanism %q (known: %v and, on a cluster, %v)", name, Mechanisms(), PolicyMechanisms)
+	}
+	return m, nil
+}
+
+// SetBackend says where the points run, before Points: on a cluster
+// without --mechanisms, the baseline, the cluster's policy layer and the
+// raw mechanisms inside a client pod; on the lab its raw mechanisms. co
+// configures the cluster's points.
+func (s *Scenario) SetBackend(name string, co ClusterOptions) {
+	s.backend, s.cluster = name, co.withDefaults()
+	if name == backendKubernetes && s.defaulted {
+		s.o.Mechanisms = append([]string{"none"}, PolicyMechanisms...)
+		for _, m := range Mechanisms() {
+			if m != "none" {
+				s.o.Mechanisms = append(s.o.Mechanisms, m)
+			}
+		}
+		for _, m := range s.o.Mechanisms {
+			if _, ok := s.mech[m]; !ok {
+				s.mech[m], _ = lookupAny(m)
+			}
+		}
+	}
+	if name != backendKubernetes && s.defaulted {
+		s.o.Mechanisms = slices.DeleteFunc(s.o.Mechanisms, IsPolicyMechanism)
+	}
+}
+
+// pointLimits are a mechanism's probe error and rule bound on this
+// backend: the lab probes this machine; on a cluster a raw mechanism is
+// probed inside its pod (at Prepare) and every point is bounded by the
+// cluster's limit.
+func (s *Scenario) pointLimits(name string, m Mechanism) (error, int) {
+	if s.backend == backendKubernetes {
+		return nil, s.cluster.MaxRules
+	}
+	if m == nil {
+		return fmt.Errorf("%s is a cluster's policy layer: %w", name, scenario.ErrNeedsCluster), 0
+	}
+	return m.Probe(), m.MaxRules()
+}
+
+// prepareCluster prepares a point on a cluster.
+func (s *Scenario) prepareCluster(ctx context.Context, ca *cluster.Access, name string, n int, traversal string) (scenario.Prepared, error) {
+	switch {
+	case name == "none":
+		return &clusterNone{target: scenario.Target{Client: ca.Client,
+			Args: []string{"--target", net.JoinHostPort(ca.Allowed.IP, strconv.Itoa(ca.Allowed.Port))}}}, nil
+	case IsPolicyMechanism(name):
+		if traversal != TraversalEveryPacket {
+			return nil, fmt.Errorf("%w: %s builds the CNI's own datapath; --filter-traversal applies to the raw mechanisms", scenario.ErrNotServed, name)
+		}
+		return PrepareClusterPolicy(ctx, ca, name, n, s.o.Seed, s.cluster)
+	}
+	return PrepareClusterRaw(ctx, ca, name, n, s.o.Seed, traversal, s.cluster)
+}
+
+// clusterNone is the baseline on a cluster: nothing loaded.
+type clusterNone struct{ target scenario.Target }
+
+func (p *clusterNone) Metrics() map[string]float64 { return map[string]float64{} }
+func (p *clusterNone) Config() map[string]string {
+	return map[string]string{"filter_load_method": "none"}
+}
+func (p *clusterNone) Close(context.Context) (map[string]float64, error) { return nil, nil }
+func (p *clusterNone) Target(scenario.Cell) (scenario.Target, error)     { return p.target, nil }
