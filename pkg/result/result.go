@@ -150,6 +150,10 @@ type Set struct {
 	// NetworkPolicy, encryption, CNI and its footprint), each with its
 	// evidence.
 	Findings []Finding `json:"findings,omitempty"`
+	// Shape, when set, says how to draw the scenario's runs (written by
+	// the suite from the scenario; absent in documents from before it
+	// existed and for the matrix).
+	Shape *ScenarioShape `json:"shape,omitempty"`
 }
 
 // Finding is one check's verdict with the evidence behind it.
