@@ -9,99 +9,45 @@ import (
 	"github.com/cnibench/cnibench/pkg/stats"
 )
 
-// The section of a scenario with a shape (egress-filter, services): runs
-// drawn against a size label (rules, services) on a log axis, one series
-// per value of a series label (mechanism, implementation; with a variant
-// label such as traversal, and the datapath, when several).
+// The section of a scenario drawn as a sweep (egress-filter, services):
+// runs drawn against a size label (rules, services) on a log axis, one
+// series per value of a series label (mechanism, implementation; with a
+// variant label such as traversal, and the datapath, when several). The
+// shape comes from the results document (result.SweepShape, written by the
+// scenario itself) or, for documents written before that, from the legacy
+// tables (legacy.go).
 
-// Labels of scenario runs.
-const (
-	LabelMechanism      = "mechanism"
-	LabelTraversal      = "traversal"
-	LabelRate           = "rate"
-	LabelImplementation = "implementation"
-	LabelServices       = "services"
-)
+// LabelRate marks a scenario's fixed-rate cell.
+const LabelRate = "rate"
 
-// scenarioShape says how a scenario's runs are drawn.
-type scenarioShape struct {
-	x       string // the size label on the x axis (log scale)
-	xText   string // what x counts, for titles ("rules", "services")
-	series  string // one line per value
-	seriesH string // the table's first column header
-	variant string // a further label splitting a series (dotted), or ""
-	// baseline is the series value drawn dashed grey (nothing loaded).
-	baseline string
-	intro    string
-	// pointMetrics are the per-point costs, shown first under pointLead.
-	pointMetrics []string
-	pointLead    string
-}
-
-var scenarioShapes = []scenarioShape{
-	{
-		x: LabelRules, xText: "rules", series: LabelMechanism, seriesH: "Mechanism", variant: LabelTraversal, baseline: NoneMechanism,
-		intro: "Every metric against the number of deny rules (log scale), one line per mechanism (" + NoneMechanism +
-			" = nothing loaded, dashed); median over repeats with its 95 % CI. Points that were too large, skipped or failed are named under the chart and in the tables.",
-		pointMetrics: FilterMetrics,
-		pointLead:    "Loading the filter: set-up until a denied probe is proven dropped, one update (add and remove one /32), tear-down and memory.",
-	},
-	{
-		x: LabelServices, xText: "services", series: LabelImplementation, seriesH: "Implementation", baseline: NoneMechanism,
-		intro: "Every metric against the number of services in the table (log scale; the measured service is the last one kube-proxy's KUBE-SERVICES scans), one line per implementation (" + NoneMechanism + " = no service, the client takes the backends' addresses in turn, dashed); " +
-			"median over repeats with its 95 % CI. Each cell proved its path (iptables: every connection to the VIP DNATed in conntrack; eBPF: its own translations counted, no VIP and no NAT in conntrack). " +
-			"Points that were skipped or failed are named under the chart and in the tables.",
-		pointMetrics: ServiceMetrics,
-		pointLead:    "Loading the services: time to load the table (both nodes' rules for iptables, the maps and attachments for eBPF), and to remove it.",
-	},
-}
-
-// ServiceMetrics are the per-point costs of a services point.
-var ServiceMetrics = []string{result.SvcSetupSeconds, result.SvcTeardownSeconds}
-
-// shapeOf returns the shape of a scenario's runs, if one fits.
-func shapeOf(sr []*result.Run) (scenarioShape, bool) {
-	for _, sh := range scenarioShapes {
-		if v := values(sr, sh.series); len(v) > 1 || (len(v) == 1 && v[0] != "") {
-			return sh, true
-		}
+// shapeFor returns how a scenario's runs are drawn: the document's own
+// shape when it names the scenario, else a legacy table that fits.
+func (m *model) shapeFor(scen string, sr []*result.Run) (result.ScenarioShape, bool) {
+	if sh := m.set.Shape; sh != nil && sh.Scenario == scen && sh.Valid() == "" {
+		return *sh, true
 	}
-	return scenarioShape{}, false
+	return legacyShapeOf(scen, sr)
 }
 
-// NoneMechanism is the filter scenario's baseline: nothing loaded.
-const NoneMechanism = "none"
-
-// FilterMetrics are the per-point costs of loading a filter, in the order
-// the report shows them.
-var FilterMetrics = []string{
-	result.FilterSetupSeconds, result.FilterUpdateAddSeconds, result.FilterUpdateRemoveSeconds,
-	result.FilterTeardownSeconds, result.FilterKernelBytes, result.FilterLoaderRSSBytes,
+// metricTitler titles metrics in a scenario's section: the shape's own
+// titles first, then the layout's.
+func metricTitler(sh result.ScenarioShape, layout func(string) string) func(string) string {
+	return func(metric string) string {
+		if t := sh.MetricTitles[metric]; t != "" {
+			return t
+		}
+		return layout(metric)
+	}
 }
 
-// scenarioMetricTitle extends MetricTitle with the scenario's metrics.
-func scenarioMetricTitle(metric string) string {
+// sweepMetricTitle extends MetricTitle with what the sweep layout calls
+// its traffic metrics.
+func sweepMetricTitle(metric string) string {
 	switch metric {
-	case result.FilterSetupSeconds:
-		return "Set-up until enforced"
-	case result.FilterUpdateAddSeconds:
-		return "Update: add one CIDR"
-	case result.FilterUpdateRemoveSeconds:
-		return "Update: remove one CIDR"
-	case result.FilterTeardownSeconds:
-		return "Tear-down"
-	case result.FilterKernelBytes:
-		return "Kernel memory of the rules"
-	case result.FilterLoaderRSSBytes:
-		return "Loader peak RSS"
 	case result.DatagramsReceivedPerSec:
 		return "Packet rate (received)"
 	case result.ThroughputBitsPerSec:
 		return "Throughput (goodput)"
-	case result.SvcSetupSeconds:
-		return "Loading the services"
-	case result.SvcTeardownSeconds:
-		return "Removing the services"
 	}
 	return MetricTitle(metric)
 }
@@ -132,7 +78,8 @@ type filterSeries struct {
 
 // filterScenario is what the section's tables and charts share.
 type filterScenario struct {
-	sh     scenarioShape
+	sh     *result.SweepShape
+	title  func(metric string) string
 	scen   string
 	runs   []*result.Run
 	skips  []result.Skip
@@ -140,13 +87,14 @@ type filterScenario struct {
 	series []filterSeries
 }
 
-func newFilterScenario(m *model, sh scenarioShape, scen string, runs []*result.Run) *filterScenario {
-	fs := &filterScenario{sh: sh, scen: scen, runs: runs}
+func newFilterScenario(m *model, shape result.ScenarioShape, scen string, runs []*result.Run) *filterScenario {
+	sh := shape.Sweep
+	fs := &filterScenario{sh: sh, title: metricTitler(shape, sweepMetricTitle), scen: scen, runs: runs}
 	var rules, mechs, travs, dps []string
 	for _, r := range runs {
-		rules = append(rules, r.Labels[sh.x])
-		mechs = append(mechs, r.Labels[sh.series])
-		travs = append(travs, r.Labels[sh.variant])
+		rules = append(rules, r.Labels[sh.X])
+		mechs = append(mechs, r.Labels[sh.Series])
+		travs = append(travs, r.Labels[sh.Variant])
 		dps = append(dps, r.Labels[LabelDatapath])
 	}
 	for _, sk := range m.set.Skipped {
@@ -154,28 +102,28 @@ func newFilterScenario(m *model, sh scenarioShape, scen string, runs []*result.R
 			continue
 		}
 		fs.skips = append(fs.skips, sk)
-		if v, ok := sk.Labels[sh.x]; ok {
+		if v, ok := sk.Labels[sh.X]; ok {
 			rules = append(rules, v)
 		}
-		if v, ok := sk.Labels[sh.series]; ok {
+		if v, ok := sk.Labels[sh.Series]; ok {
 			mechs = append(mechs, v)
 		}
-		if v, ok := sk.Labels[sh.variant]; ok && sh.variant != "" {
+		if v, ok := sk.Labels[sh.Variant]; ok && sh.Variant != "" {
 			travs = append(travs, v)
 		}
 	}
-	fs.rules = SortValues(sh.x, rules)
-	mechs = SortValues(sh.series, mechs)
-	if i := indexOf(mechs, sh.baseline); i > 0 && sh.baseline != "" {
-		mechs = append([]string{sh.baseline}, append(mechs[:i:i], mechs[i+1:]...)...)
+	fs.rules = SortValues(sh.X, rules)
+	mechs = SortValues(sh.Series, mechs)
+	if i := indexOf(mechs, sh.Baseline); i > 0 && sh.Baseline != "" {
+		mechs = append([]string{sh.Baseline}, append(mechs[:i:i], mechs[i+1:]...)...)
 	}
-	travs, dps = SortValues(sh.variant, travs), SortValues(LabelDatapath, dps)
+	travs, dps = SortValues(sh.Variant, travs), SortValues(LabelDatapath, dps)
 	for _, dp := range dps {
 		for mi, mech := range mechs {
 			for _, tr := range travs {
-				match := map[string]string{sh.series: mech, LabelDatapath: dp}
-				if sh.variant != "" {
-					match[sh.variant] = tr
+				match := map[string]string{sh.Series: mech, LabelDatapath: dp}
+				if sh.Variant != "" {
+					match[sh.Variant] = tr
 				}
 				s := filterSeries{
 					name:  show(mech),
@@ -189,7 +137,7 @@ func newFilterScenario(m *model, sh scenarioShape, scen string, runs []*result.R
 				if len(dps) > 1 {
 					s.name = show(dp) + ": " + s.name
 				}
-				if sh.baseline != "" && mech == sh.baseline {
+				if sh.Baseline != "" && mech == sh.Baseline {
 					s.color, s.dash = pathColors["node-to-node"], true
 				}
 				if len(filter(runs, s.match)) > 0 || fs.skipFor(s.match, "") != "" {
@@ -211,7 +159,7 @@ func (fs *filterScenario) skipFor(match map[string]string, rules string) string 
 				ok = false
 			}
 		}
-		if rv, has := sk.Labels[fs.sh.x]; has && rules != "" && rv != rules {
+		if rv, has := sk.Labels[fs.sh.X]; has && rules != "" && rv != rules {
 			ok = false
 		}
 		if ok {
@@ -250,18 +198,18 @@ func pick(runs []*result.Run, x string, match map[string]string, rules, metric s
 // metricBlocks draws one metric of runs: a line chart against the rule
 // count and a table with one row per series, one column per rule count.
 func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*result.Run) (*table, *lineChart) {
-	title := scenarioMetricTitle(metric)
-	t := &table{Caption: title + " by " + fs.sh.xText + ", " + caption, Header: []string{fs.sh.seriesH}, Right: []bool{false}}
+	title := fs.title(metric)
+	t := &table{Caption: title + " by " + fs.sh.XText + ", " + caption, Header: []string{fs.sh.SeriesHeader}, Right: []bool{false}}
 	for _, rv := range fs.rules {
-		t.Header = append(t.Header, fs.sh.xText+" "+compactCount(rv))
+		t.Header = append(t.Header, fs.sh.XText+" "+compactCount(rv))
 		t.Right = append(t.Right, true)
 	}
 	sc := scaleOf(runs, metric)
 	lc := &lineChart{
 		ID: id, Kind: "scenario",
-		Title:    fmt.Sprintf("%s vs %s — %s", title, fs.sh.xText, caption),
+		Title:    fmt.Sprintf("%s vs %s — %s", title, fs.sh.XText, caption),
 		Subtitle: "median with 95 % CI; " + BetterText(metric),
-		XLabel:   fs.sh.xText + " (log scale)",
+		XLabel:   fs.sh.XText + " (log scale)",
 		YLabel:   title + " (" + AxisUnit(metric, sc) + ")",
 		LogX:     true,
 		AutoLogY: true,
@@ -287,7 +235,7 @@ func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*resul
 				notes = append(notes, s.name+" "+compactCount(rv)+": "+shortReason(reason))
 				continue
 			}
-			r := pick(runs, fs.sh.x, s.match, rv, metric)
+			r := pick(runs, fs.sh.X, s.match, rv, metric)
 			if r == nil {
 				row = append(row, txt("—"))
 				continue
@@ -375,12 +323,13 @@ func (fs *filterScenario) metricsBlocks(lead, idPrefix, caption string, metrics 
 
 // filterScenarioSection: the set-up, update and memory costs of each
 // mechanism, then every cell's traffic metrics, against the rule count.
-func (m *model) filterScenarioSection(sh scenarioShape, scen string, sr []*result.Run) section {
-	fs := newFilterScenario(m, sh, scen, sr)
+func (m *model) filterScenarioSection(shape result.ScenarioShape, scen string, sr []*result.Run) section {
+	fs := newFilterScenario(m, shape, scen, sr)
+	sh := fs.sh
 	id := "scenario-" + slug(scen)
 	s := section{ID: id, Title: "Scenario " + scen}
-	s.Blocks = append(s.Blocks, block{Para: sh.intro})
-	s.Blocks = append(s.Blocks, fs.metricsBlocks(sh.pointLead, id+"-point", "scenario "+scen, sh.pointMetrics, sr)...)
+	s.Blocks = append(s.Blocks, block{Para: sh.Intro})
+	s.Blocks = append(s.Blocks, fs.metricsBlocks(sh.PointLead, id+"-point", "scenario "+scen, sh.PointMetrics, sr)...)
 	for _, test := range values(sr, LabelTest) {
 		for _, rate := range values(sr, LabelRate) {
 			for _, fl := range values(sr, LabelFlows) {

@@ -145,12 +145,12 @@ func (m *model) scenarioSections() []section {
 	var out []section
 	for _, scen := range values(runs, LabelScenario) {
 		sr := filter(runs, map[string]string{LabelScenario: scen})
-		if sh, ok := categoricalShapeOf(sr); ok {
-			out = append(out, m.categoricalSection(sh, scen, sr))
-			continue
-		}
-		if sh, ok := shapeOf(sr); ok {
-			out = append(out, m.filterScenarioSection(sh, scen, sr))
+		if sh, ok := m.shapeFor(scen, sr); ok {
+			if sh.Categorical != nil {
+				out = append(out, m.categoricalSection(sh, scen, sr))
+			} else {
+				out = append(out, m.filterScenarioSection(sh, scen, sr))
+			}
 			continue
 		}
 		// The parameter: a non-standard label with several values.
