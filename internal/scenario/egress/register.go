@@ -1,0 +1,96 @@
+package egress
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+// QuickRules are the rule counts without --rules under the quick profile.
+var QuickRules = []int{10, 1000}
+
+// NoneMechanism is the baseline mechanism: nothing loaded.
+const NoneMechanism = "none"
+
+func init() {
+	scenario.Register(scenario.Registration{
+		Name:  ScenarioName,
+		Usage: "egress filtering at scale: filter mechanisms × deny-set sizes, set-up and update costs, traffic through the filter",
+		Flags: flags,
+	})
+}
+
+// flags registers --mechanisms, --rules and --filter-traversal.
+func flags(fs *pflag.FlagSet) scenario.Builder {
+	mechs := fs.String("mechanisms", "", "egress-filter: comma-separated filter mechanisms (default: all: "+strings.Join(Mechanisms(), ",")+")")
+	rules := fs.String("rules", "", "egress-filter: comma-separated deny-set sizes (default: 10,1000 with the quick profile, 10,100,1000,10000,100000,1000000 with standard)")
+	trav := fs.String("filter-traversal", "", "egress-filter: every-packet and/or new-connection (a leading 'ct state established accept'); default every-packet")
+	return func(c scenario.Common) (scenario.Scenario, error) {
+		o := ScenarioOptions{Seed: c.Seed}
+		var err error
+		if o.Mechanisms, err = scenario.ListFlag(c, "mechanisms", *mechs); err != nil {
+			return nil, err
+		}
+		if o.Rules, err = scenario.IntsFlag(c, "rules", *rules); err != nil {
+			return nil, err
+		}
+		if o.Rules == nil && c.Profile == "quick" {
+			o.Rules = slices.Clone(QuickRules)
+		}
+		if o.Traversals, err = scenario.ListFlag(c, "filter-traversal", *trav); err != nil {
+			return nil, err
+		}
+		return NewScenario(o)
+	}
+}
+
+// Config records the scenario's options in the runs' config
+// (scenario.Configer).
+func (s *Scenario) Config() map[string]string {
+	rules := make([]string, len(s.o.Rules))
+	for i, n := range s.o.Rules {
+		rules[i] = strconv.Itoa(n)
+	}
+	return map[string]string{
+		"mechanisms":       strings.Join(s.o.Mechanisms, ","),
+		"rules":            strings.Join(rules, ","),
+		"filter_traversal": strings.Join(s.o.Traversals, ","),
+		"filter_seed":      strconv.FormatUint(s.o.Seed, 10),
+		"scenario_cells":   "per point: udp_stream (max rate), udp_stream --rate " + scenario.FixedRate + " (label rate), tcp_stream, tcp_rr, icmp_echo; cross-node, 1 flow",
+	}
+}
+
+// FilterMetrics are the per-point costs of loading a filter, in the order
+// the report shows them.
+var FilterMetrics = []string{
+	result.FilterSetupSeconds, result.FilterUpdateAddSeconds, result.FilterUpdateRemoveSeconds,
+	result.FilterTeardownSeconds, result.FilterKernelBytes, result.FilterLoaderRSSBytes,
+}
+
+// Shape draws the scenario against the rule count, one line per mechanism
+// (scenario.Shaper).
+func (s *Scenario) Shape() result.ScenarioShape {
+	return result.ScenarioShape{
+		Scenario: ScenarioName,
+		Sweep: &result.SweepShape{
+			X: LabelRules, XText: "rules", Series: LabelMechanism, SeriesHeader: "Mechanism", Variant: LabelTraversal, Baseline: NoneMechanism,
+			Intro: "Every metric against the number of deny rules (log scale), one line per mechanism (" + NoneMechanism +
+				" = nothing loaded, dashed); median over repeats with its 95 % CI. Points that were too large, skipped or failed are named under the chart and in the tables.",
+			PointMetrics: FilterMetrics,
+			PointLead:    "Loading the filter: set-up until a denied probe is proven dropped, one update (add and remove one /32), tear-down and memory.",
+		},
+		MetricTitles: map[string]string{
+			result.FilterSetupSeconds:        "Set-up until enforced",
+			result.FilterUpdateAddSeconds:    "Update: add one CIDR",
+			result.FilterUpdateRemoveSeconds: "Update: remove one CIDR",
+			result.FilterTeardownSeconds:     "Tear-down",
+			result.FilterKernelBytes:         "Kernel memory of the rules",
+			result.FilterLoaderRSSBytes:      "Loader peak RSS",
+		},
+	}
+}
