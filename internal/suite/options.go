@@ -12,6 +12,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/scenario"
 )
 
 // Options configure a suite run.
@@ -28,29 +29,19 @@ type Options struct {
 	// MTUs: the first is the main matrix; every further one re-runs the
 	// MTU-sensitive subset (tcp_stream, tcp_rr at 1 flow) on a fresh lab.
 	MTUs []int
-	// Seed orders the cells of every repeat (schedule); 0 draws a random
-	// one. The seed used is recorded in the results' config.
+	// Seed orders the cells of every repeat (schedule) and is the
+	// scenario's seed (scenario.Common); 0 draws a random one. The seed
+	// used is recorded in the results' config.
 	Seed   uint64
 	OutDir string
-	// Scenario, when not empty, runs that scenario instead of the matrix
-	// (ScenarioEgress; see scenario_linux.go), with its options below.
+	// Scenario, when not empty, runs that scenario instead of the matrix:
+	// a name registered with scenario.Register by a scenario package
+	// linked into the binary (internal/cli/suite/scenarios.go).
 	Scenario string
-	// Mechanisms, Rules and FilterTraversals are the egress-filter
-	// scenario's --mechanisms, --rules and --filter-traversal (empty: its
-	// defaults); FilterSeed generates its deny sets (0: Seed).
-	Mechanisms       []string
-	Rules            []int
-	FilterTraversals []string
-	FilterSeed       uint64
-	// Implementations and Services are the services scenario's
-	// --implementations and --services (empty: its defaults).
-	Implementations []string
-	Services        []int
-	// LBModes are the l4lb scenario's --lb-modes (empty: every mode).
-	LBModes []string
-	// Encrypt are the encryption scenario's families (--encrypt
-	// wireguard,ipsec; empty: both).
-	Encrypt []string
+	// NewScenario builds it from its own flags, parsed by the CLI
+	// (scenario.BindFlags) or by Registration.Parse; nil: the scenario's
+	// defaults.
+	NewScenario scenario.Builder
 	// Backend is where the suite runs (the lab, internal/lab; a cluster,
 	// internal/cluster); required. Its own options (the lab's datapaths,
 	// wire, CPU placement) are its own.

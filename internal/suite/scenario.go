@@ -4,55 +4,24 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/scenario"
-	"github.com/cnibench/cnibench/internal/scenario/egress"
-	"github.com/cnibench/cnibench/internal/scenario/encrypt"
-	"github.com/cnibench/cnibench/internal/scenario/l4lb"
-	"github.com/cnibench/cnibench/internal/scenario/services"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
-// Scenarios the suite runs with --scenario.
-const (
-	ScenarioEgress   = egress.ScenarioName
-	ScenarioServices = services.ScenarioName
-	ScenarioL4LB     = l4lb.ScenarioName
-	ScenarioEncrypt  = encrypt.ScenarioName
-)
-
-// Scenarios lists the accepted --scenario values.
-var Scenarios = []string{ScenarioEgress, ScenarioServices, ScenarioL4LB, ScenarioEncrypt}
+// The suite knows no scenario by name: a scenario package registers
+// itself (scenario.Register: its flags, builder, config and report shape)
+// and the CLI links it into the binary.
 
 // scenarioRun is the scenario a run runs (nil: the matrix).
 type scenarioRun = scenario.Scenario
 
-// FixedRate is the offered load of the scenario's fixed-rate udp_stream
-// cell (the seed's 1 Gbit/s, for CPU at a fixed load).
-const FixedRate = "1G"
-
-// LabelRate marks the fixed-rate udp_stream cell (absent on the others).
-const LabelRate = "rate"
-
-// defaultCells are the cells of every point of a scenario that does not
-// choose its own (egress-filter, issue 10): udp_stream at the maximum rate
-// (goodput, packet rate), udp_stream at 1 Gbit/s (CPU at a fixed load),
-// tcp_stream, tcp_rr and icmp_echo (latency), at one flow on the
-// cross-node path.
-var defaultCells = []scenario.Cell{
-	{Test: engine.UDPStream, Flows: 1}, {Test: engine.UDPStream, Flows: 1, Rate: FixedRate, Labels: map[string]string{LabelRate: FixedRate}},
-	{Test: engine.TCPStream, Flows: 1}, {Test: engine.TCPRR, Flows: 1}, {Test: engine.ICMPEcho, Flows: 1},
-}
-
-// cellsOf are the cells of a point: the scenario's own, or defaultCells.
+// cellsOf are the cells of a point: the scenario's own, or
+// scenario.DefaultCells.
 func cellsOf(sc scenario.Scenario, p scenario.Point) []scenario.Cell {
-	if c, ok := sc.(scenario.Celler); ok {
-		return c.Cells(p)
-	}
-	return defaultCells
+	return scenario.CellsOf(sc, p)
 }
 
 // scenarioCell is a scenario's part of a cell: the point's labels (plus
@@ -103,31 +72,10 @@ func (c cell) scenarioString() string {
 	return fmt.Sprintf("%s %s %s (%s)", c.Datapath, c.Path, c.Test, strings.Join(parts, " "))
 }
 
-// validateScenario checks the scenario options; errors name the flag.
+// validateScenario checks the scenario options by building the scenario;
+// errors name the flag. (A scenario's flags given without it are refused
+// where flags are parsed: scenario.Flags.Select.)
 func (o Options) validateScenario() error {
-	egressFlags := len(o.Mechanisms) > 0 || len(o.Rules) > 0 || len(o.FilterTraversals) > 0
-	servicesFlags := len(o.Implementations) > 0 || len(o.Services) > 0
-	l4lbFlags := len(o.LBModes) > 0
-	switch {
-	case o.Scenario != "" && o.Scenario != ScenarioEncrypt && len(o.Encrypt) > 0:
-		return fmt.Errorf("--encrypt runs the %s scenario, not %s: drop one of --encrypt and --scenario", ScenarioEncrypt, o.Scenario)
-	case o.Scenario == "" && l4lbFlags:
-		return fmt.Errorf("--lb-modes needs --scenario %s", ScenarioL4LB)
-	case o.Scenario != "" && o.Scenario != ScenarioL4LB && l4lbFlags:
-		return fmt.Errorf("--lb-modes is an option of --scenario %s, not %s", ScenarioL4LB, o.Scenario)
-	case o.Scenario == "" && egressFlags:
-		return fmt.Errorf("--mechanisms, --rules and --filter-traversal need --scenario %s", ScenarioEgress)
-	case o.Scenario == "" && servicesFlags:
-		return fmt.Errorf("--implementations and --services need --scenario %s", ScenarioServices)
-	case o.Scenario == "":
-		return nil
-	case !slices.Contains(Scenarios, o.Scenario):
-		return fmt.Errorf("--scenario %q: must be one of %s", o.Scenario, strings.Join(Scenarios, ", "))
-	case o.Scenario != ScenarioEgress && egressFlags:
-		return fmt.Errorf("--mechanisms, --rules and --filter-traversal are options of --scenario %s, not %s", ScenarioEgress, o.Scenario)
-	case o.Scenario != ScenarioServices && servicesFlags:
-		return fmt.Errorf("--implementations and --services are options of --scenario %s, not %s", ScenarioServices, o.Scenario)
-	}
 	_, err := o.newScenario()
 	return err
 }
@@ -135,30 +83,39 @@ func (o Options) validateScenario() error {
 // newScenario builds the scenario of these options (nil, nil without
 // --scenario).
 func (o Options) newScenario() (scenario.Scenario, error) {
-	switch o.Scenario {
-	case "":
+	if o.Scenario == "" {
+		if o.NewScenario != nil {
+			return nil, fmt.Errorf("a scenario's options without --scenario")
+		}
 		return nil, nil
-	case ScenarioEgress:
-		return o.egressScenario()
-	case ScenarioServices:
-		return services.New(services.Options{Implementations: o.Implementations, Services: o.Services})
-	case ScenarioL4LB:
-		return l4lb.New(l4lb.Options{Modes: o.LBModes})
-	case ScenarioEncrypt:
-		return encrypt.New(encrypt.Options{Families: o.Encrypt})
 	}
-	return nil, fmt.Errorf("--scenario %q: must be one of %s", o.Scenario, strings.Join(Scenarios, ", "))
+	build := o.NewScenario
+	if build == nil {
+		reg, err := scenario.Lookup(o.Scenario)
+		if err != nil {
+			return nil, unknownScenario(o.Scenario)
+		}
+		if build, err = reg.Parse(); err != nil {
+			return nil, err
+		}
+	}
+	sc, err := build(scenario.Common{Profile: o.Profile, Seed: o.Seed})
+	if err != nil {
+		return nil, err
+	}
+	if sc == nil || sc.Name() != o.Scenario {
+		return nil, fmt.Errorf("--scenario %s: its options build another scenario", o.Scenario)
+	}
+	return sc, nil
 }
 
-// egressScenario builds the egress-filter scenario of these options.
-func (o Options) egressScenario() (*egress.Scenario, error) {
-	seed := o.FilterSeed
-	if seed == 0 {
-		seed = o.Seed
+// unknownScenario is the error for a --scenario nobody registered.
+func unknownScenario(name string) error {
+	names := scenario.Names()
+	if len(names) == 0 {
+		return fmt.Errorf("--scenario %q: no scenario is linked into this binary", name)
 	}
-	return egress.NewScenario(egress.ScenarioOptions{
-		Mechanisms: o.Mechanisms, Rules: o.Rules, Traversals: o.FilterTraversals, Seed: seed,
-	})
+	return fmt.Errorf("--scenario %q: must be one of %s", name, strings.Join(names, ", "))
 }
 
 // withScenarioDefaults: a scenario runs at one MTU with the tests and
@@ -168,7 +125,7 @@ func (o Options) egressScenario() (*egress.Scenario, error) {
 func (o Options) withScenarioDefaults(sc scenario.Scenario) Options {
 	o.MTUs = o.MTUs[:1]
 	o.Tests, o.Flows = nil, nil
-	cells := defaultCells
+	cells := scenario.DefaultCells()
 	if pts := sc.Points(); len(pts) > 0 {
 		cells = cellsOf(sc, pts[0])
 	}
@@ -186,39 +143,35 @@ func (o Options) withScenarioDefaults(sc scenario.Scenario) Options {
 	return o
 }
 
-// scenarioConfig adds the scenario's options to the results' config.
-func (o Options) scenarioConfig(m map[string]string) {
-	if o.Scenario == "" {
+// scenarioConfig adds the scenario's name and its own config
+// (scenario.Configer) to the results' config.
+func scenarioConfig(m map[string]string, sc scenario.Scenario) {
+	if sc == nil {
 		return
 	}
-	m["scenario"] = o.Scenario
-	switch o.Scenario {
-	case ScenarioEncrypt:
-		if s, err := encrypt.New(encrypt.Options{Families: o.Encrypt}); err == nil {
-			maps.Copy(m, s.Config())
-		}
-	case ScenarioL4LB:
-		if s, err := l4lb.New(l4lb.Options{Modes: o.LBModes}); err == nil {
-			maps.Copy(m, s.Config())
-		}
-	case ScenarioServices:
-		if s, err := services.New(services.Options{Implementations: o.Implementations, Services: o.Services}); err == nil {
-			maps.Copy(m, s.Config())
-		}
-	case ScenarioEgress:
-		s, err := o.egressScenario()
-		if err != nil {
-			return
-		}
-		so := s.Options()
-		m["mechanisms"] = strings.Join(so.Mechanisms, ",")
-		rules := make([]string, len(so.Rules))
-		for i, n := range so.Rules {
-			rules[i] = strconv.Itoa(n)
-		}
-		m["rules"] = strings.Join(rules, ",")
-		m["filter_traversal"] = strings.Join(so.Traversals, ",")
-		m["filter_seed"] = strconv.FormatUint(so.Seed, 10)
-		m["scenario_cells"] = "per point: udp_stream (max rate), udp_stream --rate " + FixedRate + " (label rate), tcp_stream, tcp_rr, icmp_echo; cross-node, 1 flow"
+	m["scenario"] = sc.Name()
+	if c, ok := sc.(scenario.Configer); ok {
+		maps.Copy(m, c.Config())
 	}
+}
+
+// scenarioShape is how reports draw the scenario (scenario.Shaper), for
+// the results document; nil when the scenario says nothing (reports then
+// draw it generically) or its shape is unusable (why says so).
+func scenarioShape(sc scenario.Scenario) (shape *result.ScenarioShape, why string) {
+	s, ok := sc.(scenario.Shaper)
+	if !ok {
+		return nil, ""
+	}
+	sh := s.Shape()
+	if sh.Scenario == "" {
+		sh.Scenario = sc.Name()
+	}
+	if bad := sh.Valid(); bad != "" {
+		return nil, fmt.Sprintf("scenario %s: its report shape is left out (%s)", sc.Name(), bad)
+	}
+	if sh.Scenario != sc.Name() {
+		return nil, fmt.Sprintf("scenario %s: its report shape is left out (it names scenario %q)", sc.Name(), sh.Scenario)
+	}
+	return &sh, ""
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/buildinfo"
 	"github.com/cnibench/cnibench/internal/hostinfo"
+	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -49,19 +50,20 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	sc, err := o.newScenario()
-	if err != nil {
-		return nil, &ValidationError{err.Error()}
-	}
-	if sc != nil {
-		o = o.withScenarioDefaults(sc)
-	}
 	if o.Seed == 0 {
 		seed, err := newSeed()
 		if err != nil {
 			return nil, err
 		}
 		o.Seed = seed
+	}
+	// Built once the seed is known: it is the scenario's too.
+	sc, err := o.newScenario()
+	if err != nil {
+		return nil, &ValidationError{err.Error()}
+	}
+	if sc != nil {
+		o = o.withScenarioDefaults(sc)
 	}
 	token, err := newToken()
 	if err != nil {
@@ -85,11 +87,16 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Outcome, error) {
 		Tool:   buildinfo.Tool(),
 		Start:  time.Now().UTC(),
 		Host:   hostinfo.Collect(),
-		Config: o.configMap(),
+		Config: o.configMap(sc),
 	}
 	st.set.Config["backend"] = o.Backend.Name()
+	var noShape string
+	st.set.Shape, noShape = scenarioShape(sc)
 	// Warnings raised while the backend opened (before the set existed).
 	st.set.Warnings = append(st.set.Warnings, st.early...)
+	if noShape != "" {
+		st.set.Warnings = append(st.set.Warnings, noShape)
+	}
 	st.out.Set = st.set
 	st.started = time.Now()
 
@@ -115,7 +122,9 @@ func optionError(err error) error {
 	return err
 }
 
-func (o Options) configMap() map[string]string {
+// configMap is the results' config: the options, the backend's, and the
+// scenario's (nil: the matrix).
+func (o Options) configMap(sc scenario.Scenario) map[string]string {
 	ints := func(v []int) string {
 		s := make([]string, len(v))
 		for i, x := range v {
@@ -136,7 +145,7 @@ func (o Options) configMap() map[string]string {
 		"seed":         strconv.FormatUint(o.Seed, 10),
 	}
 	maps.Copy(m, o.Backend.Config())
-	o.scenarioConfig(m)
+	scenarioConfig(m, sc)
 	return m
 }
 

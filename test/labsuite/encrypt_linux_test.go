@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/scenario/encrypt"
-	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -18,8 +17,7 @@ import (
 func TestSuiteEncryptWireGuard(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	o := tinyOptions(t)
-	o.Scenario = suite.ScenarioEncrypt
-	o.Encrypt = []string{"wireguard"}
+	o.Scenario, o.NewScenario = encrypt.ScenarioName, scenarioFlags(t, encrypt.ScenarioName, "--encrypt", "wireguard")
 	o.Duration = 150 * time.Millisecond
 	set, progress := runScenarioTest(t, o, 3*time.Minute)
 	kernelSkipped := len(set.Skipped) == 1 && set.Skipped[0].Labels[encrypt.LabelEncryption] == encrypt.WireGuard &&

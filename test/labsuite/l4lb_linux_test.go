@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/scenario/l4lb"
-	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -18,8 +17,7 @@ func TestSuiteL4LBScenario(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	o := tinyOptions(t)
 	o.Lab.Datapaths = nil
-	o.Scenario = suite.ScenarioL4LB
-	o.LBModes = []string{"snat-vxlan", "dsr-direct-fw", "dsr-direct-ipv6"}
+	o.Scenario, o.NewScenario = l4lb.ScenarioName, scenarioFlags(t, l4lb.ScenarioName, "--lb-modes", "snat-vxlan,dsr-direct-fw,dsr-direct-ipv6")
 	o.Duration = 200 * time.Millisecond
 	set, progress := runScenarioTest(t, o, 3*time.Minute)
 	if len(set.Skipped) != 1 || set.Skipped[0].Labels[l4lb.LabelIPFamily] != "ipv6" || !strings.Contains(set.Skipped[0].Reason, "skipped: ") {
@@ -31,7 +29,7 @@ func TestSuiteL4LBScenario(t *testing.T) {
 	}
 	for _, r := range set.Runs {
 		l := r.Labels
-		if l["scenario"] != suite.ScenarioL4LB || l["datapath"] != "l4lb" || l["path"] != l4lb.PathNorthSouth {
+		if l["scenario"] != l4lb.ScenarioName || l["datapath"] != "l4lb" || l["path"] != l4lb.PathNorthSouth {
 			t.Errorf("labels %v", l)
 			continue
 		}

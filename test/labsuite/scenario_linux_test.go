@@ -12,10 +12,27 @@ import (
 	"github.com/google/nftables"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/internal/scenario/egress"
 	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/testutil"
 	"github.com/cnibench/cnibench/pkg/result"
 )
+
+// scenarioFlags is a registered scenario's builder from its flags, as
+// `cnibench suite --scenario NAME ARGS…` would parse them.
+func scenarioFlags(t *testing.T, name string, args ...string) scenario.Builder {
+	t.Helper()
+	reg, err := scenario.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := reg.Parse(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
 
 // runScenarioTest runs a scenario with options o (one repeat), checks
 // that nothing is left behind — lab namespaces, this process's BPF
@@ -99,9 +116,7 @@ func TestSuiteEgressScenario(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	testutil.NeedProgram(t, "ipset", "iptables-nft-restore")
 	o := tinyOptions(t)
-	o.Scenario = suite.ScenarioEgress
-	o.Mechanisms = []string{"none", "ipset", "ebpf-lpm"}
-	o.Rules = []int{10, 1000}
+	o.Scenario, o.NewScenario = egress.ScenarioName, scenarioFlags(t, egress.ScenarioName, "--mechanisms", "none,ipset,ebpf-lpm", "--rules", "10,1000")
 	o.Duration = 100 * time.Millisecond
 	set, progress := runScenarioTest(t, o, 2*time.Minute)
 	if len(set.Skipped) != 0 {
@@ -115,7 +130,7 @@ func TestSuiteEgressScenario(t *testing.T) {
 		result.FilterUpdateAddSeconds, result.FilterUpdateRemoveSeconds, result.FilterLoaderRSSBytes, result.FilterTeardownSeconds}
 	for _, r := range set.Runs {
 		l := r.Labels
-		if l["scenario"] != suite.ScenarioEgress || l["datapath"] != lab.ScenarioDatapath || l["path"] != "cross-node" ||
+		if l["scenario"] != egress.ScenarioName || l["datapath"] != lab.ScenarioDatapath || l["path"] != "cross-node" ||
 			l["traversal"] != "every-packet" || l["mechanism"] == "" || l["rules"] == "" {
 			t.Errorf("labels %v", l)
 			continue
@@ -159,9 +174,7 @@ func TestSuiteEgressScenarioNeedsRoutedDatapath(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	before := labNamespaces(t)
 	o := tinyOptions(t, "bridge")
-	o.Scenario = suite.ScenarioEgress
-	o.Mechanisms = []string{"none"}
-	o.Rules = []int{10}
+	o.Scenario, o.NewScenario = egress.ScenarioName, scenarioFlags(t, egress.ScenarioName, "--mechanisms", "none", "--rules", "10")
 	_, err := o.run(context.Background(), nil)
 	var ve *suite.ValidationError
 	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "--datapaths bridge") || strings.Contains(err.Error(), "\n") {

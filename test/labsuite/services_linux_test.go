@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/scenario/services"
-	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/testutil"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -18,8 +17,7 @@ func TestSuiteServicesScenario(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	testutil.NeedProgram(t, "iptables-nft-restore")
 	o := tinyOptions(t)
-	o.Scenario = suite.ScenarioServices
-	o.Services = []int{1}
+	o.Scenario, o.NewScenario = services.ScenarioName, scenarioFlags(t, services.ScenarioName, "--services", "1")
 	o.Duration = 100 * time.Millisecond
 	set, progress := runScenarioTest(t, o, 3*time.Minute)
 	if len(set.Skipped) != 0 {
@@ -31,7 +29,7 @@ func TestSuiteServicesScenario(t *testing.T) {
 	}
 	for _, r := range set.Runs {
 		l := r.Labels
-		if l["scenario"] != suite.ScenarioServices || l["services"] != "1" || l["implementation"] == "" ||
+		if l["scenario"] != services.ScenarioName || l["services"] != "1" || l["implementation"] == "" ||
 			(l["path"] != services.PathPodToService && l["path"] != services.PathHairpin) {
 			t.Errorf("labels %v", l)
 			continue

@@ -19,8 +19,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/report"
-	"github.com/cnibench/cnibench/internal/scenario/egress"
-	"github.com/cnibench/cnibench/internal/scenario/services"
+	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -36,15 +35,11 @@ type flagpole struct {
 	Seed        uint64
 	Out         string
 	Scenario    string
-	Mechanisms  string
-	Rules       string
-	Traversal   string
-	Impls       string
-	Services    string
-	LBModes     string
-	Encrypt     string
-	Lab         labFlags
-	Kube        kubeFlags
+	// Scenarios are the registered scenarios' own flags (each scenario
+	// package's register.go).
+	Scenarios *scenario.Flags
+	Lab       labFlags
+	Kube      kubeFlags
 }
 
 // NewCommand returns the suite command.
@@ -85,14 +80,8 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 	fl.StringVar(&f.MTU, "mtu", "", "comma-separated wire MTUs; the first runs the whole matrix, others the MTU-sensitive tests (default: the profile's)")
 	fl.Uint64Var(&f.Seed, "seed", 0, "seed of the cell order (shuffled per repeat); 0 draws one. The results record it: pass it again to replay an order")
 	fl.StringVar(&f.Out, "out", "", "output directory (default: cnibench-results/<time>)")
-	fl.StringVar(&f.Scenario, "scenario", "", "run a scenario instead of the matrix: "+strings.Join(suite.Scenarios, ", ")+" (see docs/scenarios.md)")
-	fl.StringVar(&f.Mechanisms, "mechanisms", "", "egress-filter: comma-separated filter mechanisms (default: all: "+strings.Join(egress.Mechanisms(), ",")+")")
-	fl.StringVar(&f.Rules, "rules", "", "egress-filter: comma-separated deny-set sizes (default: 10,1000 with the quick profile, 10,100,1000,10000,100000,1000000 with standard)")
-	fl.StringVar(&f.Traversal, "filter-traversal", "", "egress-filter: every-packet and/or new-connection (a leading 'ct state established accept'); default every-packet")
-	fl.StringVar(&f.Impls, "implementations", "", "services: comma-separated service implementations (default: all: "+strings.Join(services.Implementations, ",")+")")
-	fl.StringVar(&f.Services, "services", "", "services: comma-separated service counts (default: 1,1000 with the quick profile, 1,100,1000,10000 with standard)")
-	fl.StringVar(&f.Encrypt, "encrypt", "", "run the encryption scenario: comma-separated families none, wireguard, ipsec (each with its kernel and userspace implementations; none always runs as the baseline and negative control)")
-	fl.StringVar(&f.LBModes, "lb-modes", "", "l4lb: comma-separated modes LB-TRANSPORT[-fw], LB snat or dsr, TRANSPORT direct or vxlan, e.g. snat-vxlan,dsr-direct-fw (default: all eight, and ipv6, recorded skipped)")
+	fl.StringVar(&f.Scenario, "scenario", "", "run a scenario instead of the matrix: "+strings.Join(scenario.Names(), ", ")+" (see docs/scenarios.md)")
+	f.Scenarios = scenario.BindFlags(fl)
 	f.Lab.register(cmd)
 	f.Kube.register(cmd)
 	return cmd, f
@@ -252,59 +241,21 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 	return err
 }
 
-// scenarioOptions reads --scenario and its flags.
+// scenarioOptions reads --scenario and the scenarios' own flags: the
+// scenario named, or selected by one of its flags (--encrypt), and its
+// builder; a scenario's flags without it are refused.
 func (f *flagpole) scenarioOptions(cmd *cobra.Command, o *suite.Options) error {
 	changed := cmd.Flags().Changed
-	o.Scenario = f.Scenario
-	if changed("encrypt") {
-		var err error
-		if o.Encrypt, err = splitList("encrypt", f.Encrypt); err != nil {
-			return err
-		}
-		if o.Scenario == "" {
-			o.Scenario = suite.ScenarioEncrypt
-		}
+	name, build, err := f.Scenarios.Select(f.Scenario)
+	if err != nil {
+		return clierr.Usagef("%v", err)
 	}
+	o.Scenario, o.NewScenario = name, build
 	if o.Scenario != "" {
 		for _, fl := range []string{"tests", "flows", "http-clients"} {
 			if changed(fl) {
 				return clierr.Usagef("--%s: a scenario runs its own cells (see docs/scenarios.md); drop --%s or --scenario", fl, fl)
 			}
-		}
-	}
-	var err error
-	if changed("mechanisms") {
-		if o.Mechanisms, err = splitList("mechanisms", f.Mechanisms); err != nil {
-			return err
-		}
-	}
-	if changed("rules") {
-		if o.Rules, err = ints("rules", f.Rules); err != nil {
-			return err
-		}
-	} else if o.Scenario == suite.ScenarioEgress && o.Profile == "quick" {
-		o.Rules = []int{10, 1000}
-	}
-	if changed("implementations") {
-		if o.Implementations, err = splitList("implementations", f.Impls); err != nil {
-			return err
-		}
-	}
-	if changed("lb-modes") {
-		if o.LBModes, err = splitList("lb-modes", f.LBModes); err != nil {
-			return err
-		}
-	}
-	if changed("services") {
-		if o.Services, err = ints("services", f.Services); err != nil {
-			return err
-		}
-	} else if o.Scenario == suite.ScenarioServices && o.Profile == "quick" {
-		o.Services = []int{1, 1000}
-	}
-	if changed("filter-traversal") {
-		if o.FilterTraversals, err = splitList("filter-traversal", f.Traversal); err != nil {
-			return err
 		}
 	}
 	return nil

@@ -1,0 +1,12 @@
+package suite
+
+// The scenarios linked into cnibench: each registers its name, flags,
+// config and report shape from its own package (scenario.Register in its
+// register.go). This is the only place that names them; a new scenario
+// adds its import here.
+import (
+	_ "github.com/cnibench/cnibench/internal/scenario/egress"
+	_ "github.com/cnibench/cnibench/internal/scenario/encrypt"
+	_ "github.com/cnibench/cnibench/internal/scenario/l4lb"
+	_ "github.com/cnibench/cnibench/internal/scenario/services"
+)
