@@ -1,0 +1,838 @@
+package services
+
+// Services at scale on a Kubernetes cluster (issue 21, item 4): one point
+// of implementation "cluster" — the cluster's own service implementation,
+// kube-proxy or the CNI's replacement for it — with N selectorless
+// ClusterIP services, measured from the run's client pod.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/internal/scenario"
+)
+
+// ImplCluster is the implementation label of a point on a Kubernetes
+// cluster: whatever serves ClusterIP services there (kube-proxy in its
+// configured mode, or the CNI's replacement, e.g. Cilium's socket LB).
+// cnibench does not choose it; the cni and config records say which.
+const ImplCluster = "cluster"
+
+// ClusterScaleFlag is the flag that says the cluster may take more than
+// DefaultClusterMaxServices services per point.
+const ClusterScaleFlag = "--cluster-scale"
+
+// DefaultClusterMaxServices bounds a cluster point without
+// ClusterScaleFlag. Each service is two API objects (the Service and its
+// EndpointSlice) written to etcd and sent by watch to every node's service
+// proxy, and one ClusterIP taken from the cluster's service range; in
+// kube-proxy's iptables mode every node rewrites its whole ruleset on each
+// sync, so its cost grows with the total (the lab's model of it loaded
+// 10 000 services, ≈ 130 000 rules, in 175 s per node pair,
+// docs/scenarios.md), delaying every other service change of the cluster
+// meanwhile. 1 000 services are 2 000 writes, about 40 s at the client's
+// 50 requests/s, and a tenth of the 10 000 services per cluster that
+// Kubernetes' scalability thresholds assume: a load a shared cluster takes
+// without notice. More is the user's call (ClusterScaleFlag; the local
+// cluster of `make e2e` passes it).
+const DefaultClusterMaxServices = 1000
+
+// ClusterScaleMaxServices is the bound with ClusterScaleFlag: the
+// scenario's own bound on --services.
+const ClusterScaleMaxServices = MaxServices
+
+// Defaults of ClusterOptions.
+const (
+	// DefaultClusterWorkers creating or deleting services at once: enough
+	// to keep the client's rate limiter busy (each worker makes two calls
+	// per service), few enough not to queue hundreds of calls behind it.
+	DefaultClusterWorkers = 8
+	// DefaultClusterQPS is the client's API rate (requests per second) of
+	// the clientset kube.LoadConfig makes (burst 100): creating N services
+	// takes 2N calls, so about N/25 seconds once the burst is spent —
+	// 10 000 services ≈ 400 s — whatever the API server could take.
+	DefaultClusterQPS = 50
+	// DefaultWatchInterval is the time between probes of the measured
+	// VIP: the resolution of the programming and removal times.
+	DefaultWatchInterval = 5 * time.Millisecond
+	// DefaultWatchWait bounds the wait for the measured VIP to answer
+	// (or stop answering) after its change.
+	DefaultWatchWait = 3 * time.Minute
+	// DefaultWatchConfirm is how long the VIP must stay in the new state
+	// for the change to count (kube-proxy may program a rule and rewrite
+	// it on its next sync).
+	DefaultWatchConfirm = time.Second
+	// DefaultDeleteTimeout bounds the wait, after the delete calls, until
+	// the point's objects are gone from the API.
+	DefaultDeleteTimeout = 2 * time.Minute
+)
+
+// watchProbeTimeout is each probe's bound: a VIP whose proxy drops
+// instead of rejecting counts as not answering after it.
+const watchProbeTimeout = 300 * time.Millisecond
+
+// Label keys on a cluster point's objects, besides the run's labels
+// (cluster.Access.Labels: the run's clean-up and `cnibench k8s clean`
+// find them by those).
+const (
+	// LabelKeyScenario's value is ScenarioName.
+	LabelKeyScenario = "cnibench.io/scenario"
+	// LabelKeyPoint's value is the point's random ID: Close deletes this
+	// point's objects only.
+	LabelKeyPoint = "cnibench.io/services-point"
+)
+
+// Metrics of a cluster point (pkg/result/metrics.go documents them).
+const (
+	MetricClusterServices              = "svc_cluster_services"
+	MetricClusterAPIObjects            = "svc_cluster_api_objects"
+	MetricClusterAPIBytes              = "svc_cluster_api_bytes"
+	MetricClusterFillersSeconds        = "svc_cluster_fillers_seconds"
+	MetricClusterCreatePerSec          = "svc_cluster_create_services_per_sec"
+	MetricClusterProgrammingSeconds    = "svc_cluster_programming_seconds"
+	MetricClusterWatchResolution       = "svc_cluster_watch_resolution_seconds"
+	MetricClusterCNICPU                = "svc_cluster_cni_cpu_millicores"
+	MetricClusterCNIMemory             = "svc_cluster_cni_memory_bytes"
+	MetricClusterCNIWindow             = "svc_cluster_cni_window_seconds"
+	MetricClusterRemovalSeconds        = "svc_cluster_removal_seconds"
+	MetricClusterRemovalRefusedSeconds = "svc_cluster_removal_refused_seconds"
+)
+
+// cniUsageMetrics maps cluster.Access.CNIUsage's metrics to the point's.
+var cniUsageMetrics = map[string]string{
+	"cni_cpu_millicores":       MetricClusterCNICPU,
+	"cni_memory_bytes":         MetricClusterCNIMemory,
+	"cni_usage_window_seconds": MetricClusterCNIWindow,
+}
+
+// ClusterOptions configure a cluster point. Zero values take the
+// defaults.
+type ClusterOptions struct {
+	// MaxServices bounds the point's N: DefaultClusterMaxServices unless
+	// the user passed ClusterScaleFlag (then ClusterScaleMaxServices). A
+	// point above it fails Prepare with an error wrapping
+	// scenario.ErrTooLarge.
+	MaxServices int
+	// Workers create (and delete) services at once: DefaultClusterWorkers.
+	Workers int
+	// ClientQPS is the API rate the clientset was made with
+	// (DefaultClusterQPS: kube.LoadConfig's). The clientset's limiter is
+	// the pace, not this: it sizes the clean-up's time budget and the
+	// config says what creation rate it allows next to the one measured.
+	ClientQPS float64
+	// WatchInterval, WatchWait and WatchConfirm are the watch's --interval,
+	// --wait and --confirm (DefaultWatchInterval, DefaultWatchWait,
+	// DefaultWatchConfirm).
+	WatchInterval, WatchWait, WatchConfirm time.Duration
+	// DeleteTimeout bounds the wait until the deleted objects are gone
+	// (DefaultDeleteTimeout).
+	DeleteTimeout time.Duration
+}
+
+// withDefaults fills o's zero values; a negative value is an error.
+func (o ClusterOptions) withDefaults() (ClusterOptions, error) {
+	switch {
+	case o.MaxServices < 0, o.Workers < 0, o.ClientQPS < 0, o.WatchInterval < 0, o.WatchWait < 0, o.WatchConfirm < 0, o.DeleteTimeout < 0:
+		return o, fmt.Errorf("negative cluster option in %+v", o)
+	}
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if o.MaxServices == 0 {
+		o.MaxServices = DefaultClusterMaxServices
+	}
+	if o.Workers == 0 {
+		o.Workers = DefaultClusterWorkers
+	}
+	if o.ClientQPS == 0 {
+		o.ClientQPS = DefaultClusterQPS
+	}
+	def(&o.WatchInterval, DefaultWatchInterval)
+	def(&o.WatchWait, DefaultWatchWait)
+	def(&o.WatchConfirm, DefaultWatchConfirm)
+	def(&o.DeleteTimeout, DefaultDeleteTimeout)
+	switch {
+	case o.WatchInterval < 100*time.Microsecond || o.WatchInterval > time.Second:
+		return o, fmt.Errorf("watch interval %s: must be between 100µs and 1s (the agent's bounds)", o.WatchInterval)
+	case o.WatchWait > 30*time.Minute:
+		return o, fmt.Errorf("watch wait %s: at most 30m (the agent's bound)", o.WatchWait)
+	case o.WatchConfirm > o.WatchWait:
+		return o, fmt.Errorf("watch confirm %s: at most the wait %s", o.WatchConfirm, o.WatchWait)
+	}
+	return o, nil
+}
+
+// ClusterCells are a cluster point's cells: pod-to-service tcp_crr and
+// tcp_rr at the scenario's flows, from the run's client pod to the
+// measured service (service mode, `--service VIP:PORT`). The lab's http
+// cells and hairpin path are not run on a cluster: the run's server pod
+// is the service's only endpoint and the point proves its path through
+// that port alone.
+func ClusterCells() []scenario.Cell {
+	return []scenario.Cell{
+		{Test: engine.TCPCRR, Flows: 1, Path: PathPodToService},
+		{Test: engine.TCPRR, Flows: RRFlows, Path: PathPodToService},
+	}
+}
+
+// PrepareCluster sets up one point of implementation ImplCluster with n
+// services on the cluster ca gives (env.Cluster()), and returns it ready
+// for its cells (the Prepared implements scenario.Targeter; use
+// ClusterCells for the point's cells).
+//
+// It is meant to be called from the scenario's Prepare when env.Cluster()
+// succeeds, with the point's n and the options the run's flags give
+// (MaxServices: ClusterScaleMaxServices when the user passed
+// ClusterScaleFlag, DefaultClusterMaxServices otherwise); the lab's
+// implementations are the lab's. The point's labels are the scenario's:
+// LabelImplementation=ImplCluster, LabelServices=n. An n above
+// o.MaxServices returns an error wrapping scenario.ErrTooLarge at once,
+// before any API call: the caller records the point "too large"
+// (scenario.Point{Skip: err}.SkipReason()), or marks it so in Points with
+// ClusterTooLarge.
+//
+// The point:
+//
+//  1. creates n−1 filler services (kube.CreateServices, o.Workers at a
+//     time): selectorless ClusterIP services on the server pod's service
+//     port, each with one EndpointSlice onto the run's cross-node server
+//     pod (ca.Allowed), so that each costs the service proxy what the
+//     measured one does;
+//  2. creates the measured service's Service object alone: without an
+//     EndpointSlice its VIP does not answer (kube-proxy rejects it,
+//     others drop it), and the API server has given it its VIP;
+//  3. runs `cnibench k8s agent watch --target VIP:PORT --want answers` in
+//     the client pod (ca.Client), which probes until the VIP does not
+//     answer and says "ready";
+//  4. sends the watch its go line, then creates the EndpointSlice;
+//  5. reads the watch's answer: the time from the go line until the
+//     first probe of the lasting answer (MetricClusterProgrammingSeconds,
+//     at MetricClusterWatchResolution).
+//
+// The programming time is therefore measured from the EndpointSlice's
+// create call (the go line travels the exec stream to the pod while the
+// create travels to the API server; both take milliseconds) to the first
+// connection through the VIP that answered and was followed by answers
+// only for o.WatchConfirm: it covers the create call, the control plane's
+// propagation (the API server's watch to kube-proxy or the CNI's agent on
+// the client's node) and the datapath's programming (kube-proxy's sync,
+// rate-limited by its --iptables-min-sync-period, 1 s by default; the
+// CNI's BPF maps), and any backlog of the fillers' programming still
+// under way: it is the time until the Nth service answers. CNI CPU and
+// memory (cluster.Access.CNIUsage: the CNI's pods on the two nodes) are
+// measured around steps 1–5.
+//
+// Everything the point creates carries ca.Labels plus LabelKeyScenario
+// and LabelKeyPoint; on any error of Prepare, and on Close, it is deleted
+// by those (kube.DeleteServices), nothing left behind (a clean-up cut
+// short leaves objects with the run's labels, which the run's own
+// clean-up removes). Close times the removal: until the measured VIP
+// stops answering (a second watch, --want refused) and until the API
+// objects are gone.
+func PrepareCluster(ctx context.Context, env scenario.Env, ca *cluster.Access, n int, o ClusterOptions) (_ scenario.Prepared, err error) {
+	o, err = o.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("services on a cluster: %w", err)
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("services on a cluster: %d services: want at least 1", n)
+	}
+	if err := ClusterTooLarge(n, o); err != nil {
+		return nil, err
+	}
+	if err := checkAccess(ca); err != nil {
+		return nil, fmt.Errorf("services on a cluster: %w", err)
+	}
+	id, err := pointID()
+	if err != nil {
+		return nil, fmt.Errorf("services on a cluster: %w", err)
+	}
+	log := env.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	l := maps.Clone(ca.Labels)
+	l[LabelKeyScenario] = ScenarioName
+	l[LabelKeyPoint] = id
+	p := &clusterPoint{
+		ca: ca, o: o, n: n, log: log, labels: l,
+		selector: labels.SelectorFromSet(l).String(),
+		prefix:   "svcs-" + id,
+		endpoint: netip.AddrPortFrom(netip.MustParseAddr(ca.Allowed.IP), uint16(ca.Allowed.ServicePort)).String(),
+		metrics:  map[string]float64{},
+	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		if cerr := p.cleanUp(ctx); cerr != nil {
+			err = fmt.Errorf("%w (clean-up: %v)", err, cerr)
+		}
+		err = fmt.Errorf("services on a cluster, %d services: %w", n, err)
+	}()
+
+	var prog agent.Watch
+	create := func(ctx context.Context) error {
+		var err error
+		prog, err = p.create(ctx)
+		return err
+	}
+	var usage map[string]float64
+	var why string
+	if ca.CNIUsage != nil {
+		usage, why, err = ca.CNIUsage(ctx, create)
+	} else {
+		why = "not measured: the deployment gives no CNI usage"
+		err = create(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range usage {
+		if name, ok := cniUsageMetrics[k]; ok {
+			p.metrics[name] = v
+		}
+	}
+	p.metrics[MetricClusterProgrammingSeconds] = prog.AfterSeconds
+	p.metrics[MetricClusterWatchResolution] = prog.ResolutionSeconds
+	p.config = p.makeConfig(ctx, env, usage, why)
+	log.Debug("services on a cluster prepared", "services", n, "vip", p.vip, "programming_s", prog.AfterSeconds)
+	return p, nil
+}
+
+// ClusterTooLarge returns the error of a cluster point of n services
+// above o's bound (wrapping scenario.ErrTooLarge: a Point's Skip or
+// PrepareCluster's error, recorded "too large: …"), nil if it is within
+// it. It makes no API call: Points can mark such points in advance.
+func ClusterTooLarge(n int, o ClusterOptions) error {
+	bound := o.MaxServices
+	if bound <= 0 {
+		bound = DefaultClusterMaxServices
+	}
+	switch {
+	case n <= bound:
+		return nil
+	case bound <= DefaultClusterMaxServices:
+		return fmt.Errorf("%w: %d services: more than %d per point on a cluster, refused without %s (each is a Service and an EndpointSlice written to etcd and watched by every node's service proxy; pass %s if the cluster may take it)",
+			scenario.ErrTooLarge, n, bound, ClusterScaleFlag, ClusterScaleFlag)
+	}
+	return fmt.Errorf("%w: %d services: more than %d per point on a cluster, even with %s", scenario.ErrTooLarge, n, bound, ClusterScaleFlag)
+}
+
+// checkAccess says what ca lacks for a point.
+func checkAccess(ca *cluster.Access) error {
+	switch {
+	case ca == nil || ca.Clientset == nil:
+		return errors.New("no cluster access")
+	case ca.Agent == nil || ca.Client == nil:
+		return errors.New("no client pod to run the agent in")
+	case len(ca.Labels) == 0:
+		return errors.New("no run labels: the services could not be found to delete them")
+	case ca.Allowed.ServicePort < 1 || ca.Allowed.ServicePort > 65535:
+		return fmt.Errorf("server pod %s has no service-mode port", ca.Allowed.Name)
+	}
+	if a, err := netip.ParseAddr(ca.Allowed.IP); err != nil || !a.Is4() {
+		return fmt.Errorf("server pod %s: address %q is not IPv4 (the services are IPv4)", ca.Allowed.Name, ca.Allowed.IP)
+	}
+	return nil
+}
+
+// pointID is a random ID of 6 hex digits (object names and LabelKeyPoint).
+func pointID() (string, error) {
+	b := make([]byte, 3)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("point id: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// clusterPoint is a prepared cluster point.
+type clusterPoint struct {
+	ca  *cluster.Access
+	o   ClusterOptions
+	n   int
+	log *slog.Logger
+	// labels on every object, selector selecting them; prefix of the
+	// objects' names.
+	labels           map[string]string
+	selector, prefix string
+	// vip is the measured service's VIP:PORT, endpoint its only endpoint.
+	vip, endpoint string
+	// answered: the measured VIP was seen answering (Close watches it stop).
+	answered bool
+	metrics  map[string]float64
+	config   map[string]string
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// measuredName is the measured service's name; fillers are
+// prefix-f-0 … prefix-f-(n-2).
+func (p *clusterPoint) measuredName() string { return p.prefix + "-m" }
+func (p *clusterPoint) fillerPrefix() string { return p.prefix + "-f" }
+
+// create runs steps 1–5 of PrepareCluster and records their metrics.
+func (p *clusterPoint) create(ctx context.Context) (agent.Watch, error) {
+	cs, ns := p.ca.Clientset, p.ca.Namespace
+	port := int32(p.ca.Allowed.ServicePort)
+	eps := []string{p.ca.Allowed.IP}
+	if fillers := p.n - 1; fillers > 0 {
+		t0 := time.Now()
+		refs, err := kube.CreateServices(ctx, cs, ns, fillers, p.fillerPrefix(), port, eps, p.labels, p.o.Workers)
+		took := time.Since(t0)
+		if err != nil {
+			return agent.Watch{}, fmt.Errorf("filler services: %w", err)
+		}
+		if len(refs) != fillers {
+			return agent.Watch{}, fmt.Errorf("filler services: %d created, want %d", len(refs), fillers)
+		}
+		p.metrics[MetricClusterFillersSeconds] = took.Seconds()
+		if took > 0 {
+			p.metrics[MetricClusterCreatePerSec] = float64(fillers) / took.Seconds()
+		}
+		var size int
+		for _, r := range refs {
+			// The request bodies as kube.CreateServices sends them; the
+			// slices' owner reference carries the service's UID, 36
+			// characters as the API server makes them.
+			svc, slice := serviceObjects(ns, r.Name, port, eps, p.labels, placeholderUID)
+			size += encodedSize(svc) + encodedSize(slice)
+		}
+		p.metrics[MetricClusterAPIObjects] += float64(2 * fillers)
+		p.metrics[MetricClusterAPIBytes] += float64(size)
+	}
+
+	svc, slice := serviceObjects(ns, p.measuredName(), port, eps, p.labels, "")
+	size := encodedSize(svc) // as sent, before the call
+	cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	got, err := cs.CoreV1().Services(ns).Create(cctx, svc, metav1.CreateOptions{})
+	cancel()
+	if err != nil {
+		return agent.Watch{}, fmt.Errorf("create the measured service %s/%s: %w", ns, svc.Name, err)
+	}
+	p.metrics[MetricClusterAPIObjects]++
+	p.metrics[MetricClusterAPIBytes] += float64(size)
+	vip, err := netip.ParseAddr(got.Spec.ClusterIP)
+	if err != nil || !vip.Is4() {
+		return agent.Watch{}, fmt.Errorf("the measured service %s/%s got no IPv4 cluster IP (%q): the services are IPv4", ns, svc.Name, got.Spec.ClusterIP)
+	}
+	p.vip = netip.AddrPortFrom(vip, uint16(port)).String()
+	if got.UID != "" {
+		slice.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: got.Name, UID: got.UID}}
+	}
+	w, err := p.watch(ctx, agent.WantAnswers, func(ctx context.Context) error {
+		size := encodedSize(slice)
+		cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+		defer cancel()
+		if _, err := cs.DiscoveryV1().EndpointSlices(ns).Create(cctx, slice, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create the measured service's endpointslice %s/%s: %w", ns, slice.Name, err)
+		}
+		p.metrics[MetricClusterAPIObjects]++
+		p.metrics[MetricClusterAPIBytes] += float64(size)
+		return nil
+	})
+	if err != nil {
+		return w, fmt.Errorf("the measured service %s (%s → %s): %w", svc.Name, p.vip, p.endpoint, err)
+	}
+	p.answered = true
+	p.metrics[MetricClusterServices] = float64(p.n)
+	return w, nil
+}
+
+// apiCallTimeout bounds each API call of the point (kube's own bound).
+const apiCallTimeout = 30 * time.Second
+
+// placeholderUID stands for a service's UID where it is not known (a
+// filler's), with the length of the API server's.
+const placeholderUID = "00000000-0000-0000-0000-000000000000"
+
+// serviceObjects are a selectorless ClusterIP service on TCP port port
+// and its EndpointSlice onto endpoints, exactly as kube.CreateServices
+// builds them (the slice owned by the service when uid is known).
+func serviceObjects(ns, name string, port int32, endpoints []string, l map[string]string, uid string) (*corev1.Service, *discoveryv1.EndpointSlice) {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: maps.Clone(l)},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeClusterIP,
+			Ports: []corev1.ServicePort{{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(port)}},
+		},
+	}
+	sl := maps.Clone(l)
+	sl[discoveryv1.LabelServiceName] = name
+	// Not the EndpointSlice controller's value, which would take it over
+	// (kube's sliceManagedBy).
+	sl[discoveryv1.LabelManagedBy] = "cnibench.io"
+	eps := make([]discoveryv1.Endpoint, len(endpoints))
+	for i, e := range endpoints {
+		eps[i] = discoveryv1.Endpoint{Addresses: []string{e}, Conditions: discoveryv1.EndpointConditions{Ready: new(true)}}
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: name, Namespace: ns, Labels: sl},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   eps,
+		Ports:       []discoveryv1.EndpointPort{{Name: new("tcp"), Protocol: new(corev1.ProtocolTCP), Port: new(port)}},
+	}
+	if uid != "" {
+		slice.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: name, UID: types.UID(uid)}}
+	}
+	return svc, slice
+}
+
+// jsonEncoder encodes objects as client-go's typed clients send them by
+// default (JSON with apiVersion and kind).
+func jsonEncoder(gv schema.GroupVersion) runtime.Encoder {
+	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	return scheme.Codecs.WithoutConversion().EncoderForVersion(info.Serializer, gv)
+}
+
+var (
+	coreEncoder      = jsonEncoder(corev1.SchemeGroupVersion)
+	discoveryEncoder = jsonEncoder(discoveryv1.SchemeGroupVersion)
+)
+
+// encodedSize is the size of obj's request body (0 if it cannot be
+// encoded, which the types here always can).
+func encodedSize(obj runtime.Object) int {
+	enc := coreEncoder
+	if _, ok := obj.(*discoveryv1.EndpointSlice); ok {
+		enc = discoveryEncoder
+	}
+	b, err := runtime.Encode(enc, obj)
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}
+
+// watch runs `agent watch --target p.vip --want want` in the client pod;
+// once it is ready (the VIP in the other state) it sends the go line and
+// calls change, then returns the watch's answer. An answer that did not
+// see the change (no lasting new state within the wait, or nothing to
+// measure) is an error. change's error is returned as it is, the watch
+// interrupted.
+func (p *clusterPoint) watch(ctx context.Context, want string, change func(context.Context) error) (agent.Watch, error) {
+	args := []string{"watch", "--target", p.vip, "--want", want,
+		"--interval", p.o.WatchInterval.String(), "--timeout", watchProbeTimeout.String(),
+		"--wait", p.o.WatchWait.String(), "--confirm", p.o.WatchConfirm.String()}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stdinR, stdinW := io.Pipe()
+	defer stdinW.Close()
+	var stdout bytes.Buffer
+	stderr := newReadyWriter()
+	done := make(chan error, 1)
+	go func() {
+		err := p.ca.Agent(wctx, p.ca.Client, args, stdinR, &stdout, stderr)
+		_ = stdinR.Close() // a go line nobody reads does not block
+		done <- err
+	}()
+	answer := func(err error) (agent.Watch, error) {
+		var w agent.Watch
+		if jerr := json.Unmarshal(stdout.Bytes(), &w); jerr != nil || w.Schema != agent.SchemaWatch {
+			msg := "no answer"
+			if err != nil {
+				msg = err.Error()
+			}
+			if s := stderr.other(); s != "" {
+				msg += ": " + s
+			}
+			return w, fmt.Errorf("agent watch at %s: %s", p.ca.Client, msg)
+		}
+		return w, nil
+	}
+	readyBound := p.o.WatchWait + 30*time.Second
+	select {
+	case <-stderr.ready:
+	case err := <-done:
+		w, aerr := answer(err)
+		if aerr != nil {
+			return w, aerr
+		}
+		return w, fmt.Errorf("watch of %s ended before it was ready: %s", p.vip, watchError(w))
+	case <-time.After(readyBound):
+		return agent.Watch{}, fmt.Errorf("watch of %s not ready within %s (%s is never %s?)", p.vip, readyBound, p.vip, other(want))
+	case <-ctx.Done():
+		return agent.Watch{}, fmt.Errorf("watch of %s: %w", p.vip, ctx.Err())
+	}
+	sent := make(chan error, 1)
+	go func() {
+		_, err := io.WriteString(stdinW, "go\n")
+		sent <- err
+	}()
+	select {
+	case err := <-sent:
+		if err != nil {
+			return agent.Watch{}, fmt.Errorf("watch of %s: send the go line: %w", p.vip, err)
+		}
+	case <-time.After(30 * time.Second):
+		return agent.Watch{}, fmt.Errorf("watch of %s: the go line was not taken within 30s", p.vip)
+	}
+	if err := change(ctx); err != nil {
+		return agent.Watch{}, err
+	}
+	_ = stdinW.Close()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(readyBound + p.o.WatchWait):
+		return agent.Watch{}, fmt.Errorf("watch of %s: no answer within %s", p.vip, readyBound+p.o.WatchWait)
+	}
+	w, aerr := answer(err)
+	if aerr != nil {
+		return w, aerr
+	}
+	if w.Error != "" || !w.Before || !w.Changed {
+		return w, fmt.Errorf("%s %s: %s", p.vip, wantWords(want), watchError(w))
+	}
+	return w, nil
+}
+
+// watchError says why watch w did not measure.
+func watchError(w agent.Watch) string {
+	var b strings.Builder
+	switch {
+	case w.Error != "":
+		b.WriteString(w.Error)
+	case !w.Changed:
+		fmt.Fprintf(&b, "not for good within the wait (%d of %d probes answered, the last in the old state at %.3f s)", w.Answered, w.Probes, w.LastOtherSeconds)
+	default:
+		b.WriteString("no change seen")
+	}
+	if len(w.Errors) > 0 {
+		b.WriteString("; probe errors: " + strings.Join(w.Errors, "; "))
+	}
+	return b.String()
+}
+
+func wantWords(want string) string {
+	if want == agent.WantAnswers {
+		return "did not answer"
+	}
+	return "did not stop answering"
+}
+
+func other(want string) string {
+	if want == agent.WantAnswers {
+		return agent.WantRefused
+	}
+	return agent.WantAnswers
+}
+
+// readyWriter is the watch's stderr: ready is closed at its first
+// "ready" line; other lines are kept (the first 4 KiB) for errors.
+type readyWriter struct {
+	ready chan struct{}
+	mu    sync.Mutex
+	line  []byte
+	seen  bool
+	rest  strings.Builder
+}
+
+func newReadyWriter() *readyWriter { return &readyWriter{ready: make(chan struct{})} }
+
+func (w *readyWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range b {
+		if c != '\n' {
+			w.line = append(w.line, c)
+			continue
+		}
+		switch line := strings.TrimSpace(string(w.line)); {
+		case line == "ready" && !w.seen:
+			w.seen = true
+			close(w.ready)
+		case line != "" && w.rest.Len() < 4096:
+			if w.rest.Len() > 0 {
+				w.rest.WriteString("; ")
+			}
+			w.rest.WriteString(line)
+		}
+		w.line = w.line[:0]
+	}
+	return len(b), nil
+}
+
+// other returns what stderr held besides "ready".
+func (w *readyWriter) other() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.rest.String()
+	if l := strings.TrimSpace(string(w.line)); l != "" {
+		s = strings.TrimPrefix(s+"; "+l, "; ")
+	}
+	return s
+}
+
+// cleanUp deletes the point's objects after a failed Prepare, with a
+// budget of its own (also when ctx was cancelled).
+func (p *clusterPoint) cleanUp(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.deleteBudget())
+	defer cancel()
+	_, err := kube.DeleteServices(cctx, p.ca.Clientset, p.ca.Namespace, p.selector, p.o.Workers, p.o.DeleteTimeout)
+	return err
+}
+
+// deleteBudget bounds a whole deletion: n deletes at the client's rate,
+// doubled, plus the wait until they are gone.
+func (p *clusterPoint) deleteBudget() time.Duration {
+	calls := time.Duration(float64(2*p.n+10) / p.o.ClientQPS * float64(time.Second))
+	return 2*calls + p.o.DeleteTimeout + apiCallTimeout
+}
+
+// Metrics implements scenario.Prepared.
+func (p *clusterPoint) Metrics() map[string]float64 { return maps.Clone(p.metrics) }
+
+// Config implements scenario.Prepared.
+func (p *clusterPoint) Config() map[string]string { return maps.Clone(p.config) }
+
+// Target implements scenario.Targeter: every cell's client runs in the
+// client pod against the measured service in service mode.
+func (p *clusterPoint) Target(c scenario.Cell) (scenario.Target, error) {
+	if c.Path != "" && c.Path != PathPodToService {
+		return scenario.Target{}, fmt.Errorf("services on a cluster: no %s path (a cluster point runs %s only)", c.Path, PathPodToService)
+	}
+	switch c.Test {
+	case engine.TCPRR, engine.TCPCRR:
+		return scenario.Target{Client: p.ca.Client, Args: []string{"--service", p.vip}}, nil
+	}
+	return scenario.Target{}, fmt.Errorf("services on a cluster: no target for %s (a cluster point runs %s and %s in service mode)", c.Test, engine.TCPCRR, engine.TCPRR)
+}
+
+// Close implements scenario.Prepared: it deletes the point's objects and
+// times it — MetricClusterRemovalSeconds from the first delete call until
+// the API has none of them left, MetricClusterRemovalRefusedSeconds from
+// the same start until the measured VIP stopped answering for good (the
+// EndpointSlices go first, in one deletecollection call, then the
+// Services). A second call does nothing.
+func (p *clusterPoint) Close(ctx context.Context) (map[string]float64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, nil
+	}
+	p.closed = true
+	watchable := p.answered && ctx.Err() == nil
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.deleteBudget()+2*p.o.WatchWait)
+	defer cancel()
+	m := map[string]float64{}
+	removed := false
+	var rmErr error
+	remove := func(ctx context.Context) error {
+		removed = true
+		t0 := time.Now()
+		_, rmErr = kube.DeleteServices(ctx, p.ca.Clientset, p.ca.Namespace, p.selector, p.o.Workers, p.o.DeleteTimeout)
+		if rmErr != nil {
+			return rmErr // the watch is interrupted: the VIP may never stop answering
+		}
+		m[MetricClusterRemovalSeconds] = time.Since(t0).Seconds()
+		return nil
+	}
+	var werr error
+	if watchable {
+		var w agent.Watch
+		w, werr = p.watch(ctx, agent.WantRefused, remove)
+		if werr == nil {
+			m[MetricClusterRemovalRefusedSeconds] = w.AfterSeconds
+		}
+	}
+	if !removed {
+		_ = remove(ctx)
+	}
+	switch {
+	case rmErr != nil:
+		return nil, fmt.Errorf("services on a cluster: remove %d services: %w", p.n, rmErr)
+	case werr != nil:
+		return nil, fmt.Errorf("services on a cluster: %d services removed in %.2f s, but the removal of the measured VIP was not seen: %w",
+			p.n, m[MetricClusterRemovalSeconds], werr)
+	}
+	return m, nil
+}
+
+// makeConfig describes the point for the runs' config.
+func (p *clusterPoint) makeConfig(ctx context.Context, env scenario.Env, usage map[string]float64, why string) map[string]string {
+	cfg := map[string]string{
+		"service_implementation": ImplCluster + ": the cluster's own service implementation (kube-proxy in its configured mode, or the CNI's replacement)",
+		"service_vip":            p.vip,
+		"service_backends":       p.endpoint + " (pod " + p.ca.Allowed.Name + ", service-mode listener)",
+		"service_layout": fmt.Sprintf("services=%d: %d selectorless ClusterIP fillers (%s-*, one EndpointSlice each onto %s), created %d at a time, then the measured service %s last (its Service, then the watch, then its EndpointSlice); labels %s",
+			p.n, p.n-1, p.fillerPrefix(), p.endpoint, p.o.Workers, p.measuredName(), p.selector),
+		"scenario_cells": fmt.Sprintf("%s from the client pod %s: tcp_crr ×1, tcp_rr ×%d, --service %s; the watch's answers prove the path",
+			PathPodToService, p.ca.Client, RRFlows, p.vip),
+		"svc_cluster_programming": fmt.Sprintf("from the measured EndpointSlice's create call (the watch's go line sent just before it) to the first probe of the lasting answer (every probe answered for %s), probes every %s from the client pod: the create call, the control plane's propagation and the datapath's programming, with any backlog of the fillers'",
+			p.o.WatchConfirm, p.o.WatchInterval),
+		"svc_cluster_bound": fmt.Sprintf("at most %d services per point (%d without %s)", p.o.MaxServices, DefaultClusterMaxServices, ClusterScaleFlag),
+	}
+	if env.Datapath != "" {
+		cfg["service_datapath"] = env.Datapath
+	}
+	if r, ok := p.metrics[MetricClusterCreatePerSec]; ok {
+		cfg["svc_cluster_create_pace"] = fmt.Sprintf("%.1f services/s measured (%d workers); the client's limit of %g requests/s allows %.1f services/s (2 calls each) once its burst is spent",
+			r, p.o.Workers, p.o.ClientQPS, p.o.ClientQPS/2)
+	}
+	u := "the CNI's pods on the two nodes (cgroups), over the whole creation"
+	switch {
+	case usage == nil:
+		u = "not measured: " + why
+	case why != "":
+		u += "; " + why
+	}
+	cfg["svc_cluster_cni_usage"] = u
+	cfg["svc_cluster_kube_proxy"] = kubeProxyNote(ctx, p.ca)
+	return cfg
+}
+
+// kubeProxyNote says whether kube-proxy runs as pods (kube-system,
+// k8s-app=kube-proxy) and that its CPU is not in the CNI's figures.
+func kubeProxyNote(ctx context.Context, ca *cluster.Access) string {
+	cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	defer cancel()
+	l, err := ca.Clientset.CoreV1().Pods(metav1.NamespaceSystem).List(cctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-proxy"})
+	switch {
+	case err != nil:
+		return "not looked for (" + err.Error() + "); its CPU is not in " + MetricClusterCNICPU
+	case len(l.Items) == 0:
+		return "no kube-proxy pod in kube-system: it runs outside pods (a node service) or the CNI replaces it; " + MetricClusterCNICPU + " covers the CNI's pods only"
+	}
+	nodes := map[string]bool{}
+	for _, pod := range l.Items {
+		nodes[pod.Spec.NodeName] = true
+	}
+	return strconv.Itoa(len(l.Items)) + " kube-proxy pods in kube-system (" + strconv.Itoa(len(nodes)) + " nodes): their CPU while programming is not measured, " +
+		MetricClusterCNICPU + " covers the CNI's pods only"
+}
+
+var (
+	_ scenario.Prepared = (*clusterPoint)(nil)
+	_ scenario.Targeter = (*clusterPoint)(nil)
+)
