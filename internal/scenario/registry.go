@@ -43,6 +43,13 @@ type Common struct {
 	// Changed reports whether one of the scenario's own flags was given
 	// (set by BindFlags' and Parse's builders; nil: none was).
 	Changed func(flag string) bool
+	// Backend names where the points run ("lab", "kubernetes"): a
+	// scenario's defaults (which mechanisms, implementations) and bounds
+	// may depend on it.
+	Backend string
+	// ClusterScale says the cluster may take thousands of objects
+	// (--cluster-scale): a scenario raises its cluster bounds.
+	ClusterScale bool
 }
 
 // FlagChanged reports whether the scenario's flag name was given.

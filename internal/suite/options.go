@@ -42,6 +42,9 @@ type Options struct {
 	// (scenario.BindFlags) or by Registration.Parse; nil: the scenario's
 	// defaults.
 	NewScenario scenario.Builder
+	// ClusterScale lets a scenario create thousands of objects on a
+	// cluster (--cluster-scale).
+	ClusterScale bool
 	// Backend is where the suite runs (the lab, internal/lab; a cluster,
 	// internal/cluster); required. Its own options (the lab's datapaths,
 	// wire, CPU placement) are its own.

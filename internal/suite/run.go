@@ -55,6 +55,10 @@ func (st *state) runPoint(ctx context.Context, pt *point, cells []cell, rep int)
 				st.skipPoint(pt, "skipped: "+err.Error())
 				return
 			}
+			if errors.Is(err, scenario.ErrTooLarge) {
+				st.skipPoint(pt, scenario.Point{Skip: err}.SkipReason())
+				return
+			}
 			if errors.Is(err, scenario.ErrNotEnforced) {
 				// Accepted but not enforced: a finding about the backend,
 				// with its evidence; no traffic is measured through a

@@ -99,7 +99,11 @@ func (o Options) newScenario() (scenario.Scenario, error) {
 			return nil, err
 		}
 	}
-	sc, err := build(scenario.Common{Profile: o.Profile, Seed: o.Seed})
+	c := scenario.Common{Profile: o.Profile, Seed: o.Seed, ClusterScale: o.ClusterScale}
+	if o.Backend != nil {
+		c.Backend = o.Backend.Name()
+	}
+	sc, err := build(c)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,7 @@ type kubeFlags struct {
 	Checks          string
 	ClusterName     string
 	FootprintWindow time.Duration
+	ClusterScale    bool
 }
 
 func (k *kubeFlags) register(cmd *cobra.Command) {
@@ -52,6 +53,7 @@ func (k *kubeFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&k.Checks, "checks", "", "kubernetes: comma-separated checks (default: all: "+strings.Join(cluster.Checks, ",")+"; none: no check)")
 	fl.StringVar(&k.ClusterName, "cluster-name", "", "kubernetes: the cluster's name in the results (default: the kubeconfig context's cluster)")
 	fl.DurationVar(&k.FootprintWindow, "footprint-window", cluster.DefaultFootprintWindow, "kubernetes: length of each CNI footprint sample (idle, under load)")
+	fl.BoolVar(&k.ClusterScale, "cluster-scale", false, "kubernetes: the cluster may take a scenario's thousands of objects (services above 1000 per point, deny sets above 10000 rules; see docs/kubernetes.md)")
 }
 
 // kubernetes reports whether the Kubernetes backend is selected, and
@@ -59,7 +61,7 @@ func (k *kubeFlags) register(cmd *cobra.Command) {
 func (k *kubeFlags) kubernetes(cmd *cobra.Command) (bool, error) {
 	switch k.Backend {
 	case "lab":
-		for _, n := range []string{"kubeconfig", "context", "namespace", "image", "image-pull-policy", "client-node", "server-node", "host-port", "cni-conf-dir", "cni-pods", "checks", "cluster-name", "footprint-window"} {
+		for _, n := range []string{"kubeconfig", "context", "namespace", "image", "image-pull-policy", "client-node", "server-node", "host-port", "cni-conf-dir", "cni-pods", "checks", "cluster-name", "footprint-window", "cluster-scale"} {
 			if cmd.Flags().Changed(n) {
 				return false, clierr.Usagef("--%s: applies to --backend kubernetes only", n)
 			}

@@ -157,6 +157,7 @@ func (f *flagpole) options(cmd *cobra.Command) (suite.Options, error) {
 	if err != nil {
 		return o, err
 	}
+	o.ClusterScale = f.Kube.ClusterScale
 	if k8s {
 		if err := f.Lab.refuse(cmd, cluster.Name); err != nil {
 			return o, err

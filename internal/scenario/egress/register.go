@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,7 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 	mechs := fs.String("mechanisms", "", "egress-filter: comma-separated filter mechanisms (default: all: "+strings.Join(Mechanisms(), ",")+")")
 	rules := fs.String("rules", "", "egress-filter: comma-separated deny-set sizes (default: 10,1000 with the quick profile, 10,100,1000,10000,100000,1000000 with standard)")
 	trav := fs.String("filter-traversal", "", "egress-filter: every-packet and/or new-connection (a leading 'ct state established accept'); default every-packet")
+	chunk := fs.Int("policy-chunk", 0, "egress-filter on a cluster: the most deny CIDRs in one policy object (default 50000, the seed's split; etcd refuses requests above 1.5 MiB)")
 	return func(c scenario.Common) (scenario.Scenario, error) {
 		o := ScenarioOptions{Seed: c.Seed}
 		var err error
@@ -45,7 +47,19 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 		if o.Traversals, err = scenario.ListFlag(c, "filter-traversal", *trav); err != nil {
 			return nil, err
 		}
-		return NewScenario(o)
+		if c.FlagChanged("policy-chunk") && *chunk < 1 {
+			return nil, fmt.Errorf("--policy-chunk %d: must be at least 1", *chunk)
+		}
+		s, err := NewScenario(o)
+		if err != nil {
+			return nil, err
+		}
+		co := ClusterOptions{Chunk: *chunk}
+		if c.ClusterScale {
+			co.MaxRules = ScaleClusterMaxRules
+		}
+		s.SetBackend(c.Backend, co)
+		return s, nil
 	}
 }
 

@@ -10,7 +10,15 @@ import (
 )
 
 // Prepare implements scenario.Scenario; the lab's filters are Linux only.
-func (s *Scenario) Prepare(context.Context, scenario.Env, scenario.Point) (scenario.Prepared, error) {
+// A cluster's points run anywhere (they only talk to the cluster).
+func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Point) (scenario.Prepared, error) {
+	name, n, traversal, err := pointParams(p)
+	if err != nil {
+		return nil, err
+	}
+	if ca, err := env.Cluster(); err == nil {
+		return s.prepareCluster(ctx, ca, name, n, traversal)
+	}
 	return nil, lab.ErrNotSupportedOnOS
 }
 

@@ -38,7 +38,16 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 		if o.Services == nil && c.Profile == "quick" {
 			o.Services = slices.Clone(QuickServices)
 		}
-		return New(o)
+		s, err := New(o)
+		if err != nil {
+			return nil, err
+		}
+		var co ClusterOptions
+		if c.ClusterScale {
+			co.MaxServices = ClusterScaleMaxServices
+		}
+		s.SetBackend(c.Backend, co)
+		return s, nil
 	}
 }
 

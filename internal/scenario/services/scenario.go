@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/backend"
+	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/scenario"
@@ -115,19 +116,25 @@ type Options struct {
 type Scenario struct {
 	o Options
 	state
+	// backend is where the points run (SetBackend); cluster configures a
+	// cluster's points.
+	backend   string
+	defaulted bool // no --implementations: the backend's defaults
+	cluster   ClusterOptions
 }
 
 // New validates o and fills its defaults. Errors name the flag.
 func New(o Options) (*Scenario, error) {
-	if len(o.Implementations) == 0 {
+	defaulted := len(o.Implementations) == 0
+	if defaulted {
 		o.Implementations = slices.Clone(Implementations)
 	}
 	if len(o.Services) == 0 {
 		o.Services = slices.Clone(DefaultServices)
 	}
 	for _, impl := range o.Implementations {
-		if !slices.Contains(Implementations, impl) {
-			return nil, fmt.Errorf("--implementations %q: must be among %s", impl, strings.Join(Implementations, ", "))
+		if !slices.Contains(Implementations, impl) && impl != ImplCluster {
+			return nil, fmt.Errorf("--implementations %q: must be among %s (on a cluster: %s)", impl, strings.Join(Implementations, ", "), ImplCluster)
 		}
 	}
 	for _, n := range o.Services {
@@ -135,7 +142,32 @@ func New(o Options) (*Scenario, error) {
 			return nil, fmt.Errorf("--services %d: must be between 1 and %d", n, MaxServices)
 		}
 	}
-	return &Scenario{o: o}, nil
+	return &Scenario{o: o, defaulted: defaulted}, nil
+}
+
+// SetBackend says where the points run, before Points: on a cluster
+// without --implementations, the cluster's own service implementation
+// (kube-proxy or its CNI's replacement), bounded by co.MaxServices; on the
+// lab, its implementations.
+func (s *Scenario) SetBackend(name string, co ClusterOptions) {
+	s.backend, s.cluster = name, co
+	if name == cluster.Name && s.defaulted {
+		s.o.Implementations = []string{ImplCluster}
+	}
+}
+
+// pointSkip is why an implementation's points cannot run on this backend
+// (nil if they can), and the bound of its service count.
+func (s *Scenario) pointSkip(impl string, n int) error {
+	switch {
+	case impl == ImplCluster && s.backend != cluster.Name:
+		return fmt.Errorf("%s is the cluster's own service implementation: %w", impl, scenario.ErrNeedsCluster)
+	case impl == ImplCluster:
+		return ClusterTooLarge(n, s.cluster)
+	case s.backend == cluster.Name:
+		return fmt.Errorf("%s programs the lab's nodes: %w", impl, scenario.ErrNeedsLab)
+	}
+	return probe(impl)
 }
 
 // Options returns the options with defaults filled.
@@ -152,19 +184,22 @@ func (s *Scenario) Pods() []backend.Pod { return slices.Clone(backendPods) }
 func (s *Scenario) Points() []scenario.Point {
 	var out []scenario.Point
 	for _, impl := range s.o.Implementations {
-		skip := probe(impl)
 		for _, n := range s.o.Services {
 			out = append(out, scenario.Point{
 				Labels: map[string]string{scenario.LabelScenario: ScenarioName, LabelImplementation: impl, LabelServices: strconv.Itoa(n)},
-				Skip:   skip,
+				Skip:   s.pointSkip(impl, n),
 			})
 		}
 	}
 	return out
 }
 
-// Cells implements scenario.Celler: tcp_crr, tcp_rr and http on both paths.
-func (s *Scenario) Cells(scenario.Point) []scenario.Cell {
+// Cells implements scenario.Celler: tcp_crr, tcp_rr and http on both paths
+// (a cluster's point: ClusterCells).
+func (s *Scenario) Cells(p scenario.Point) []scenario.Cell {
+	if p.Labels[LabelImplementation] == ImplCluster {
+		return ClusterCells()
+	}
 	var out []scenario.Cell
 	for _, path := range []string{PathPodToService, PathHairpin} {
 		out = append(out,

@@ -151,6 +151,13 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	if err != nil {
 		return nil, fmt.Errorf("services label %q: %w", p.Labels[LabelServices], err)
 	}
+	if impl == ImplCluster {
+		ca, err := env.Cluster()
+		if err != nil {
+			return nil, fmt.Errorf("services: %w", err)
+		}
+		return PrepareCluster(ctx, env, ca, n, s.cluster)
+	}
 	lx, err := env.Lab()
 	if err != nil {
 		return nil, fmt.Errorf("services: %w", err)

@@ -5,6 +5,8 @@ package services
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/cnibench/cnibench/internal/lab"
@@ -23,7 +25,19 @@ type state struct {
 func probe(string) error { return lab.ErrNotSupportedOnOS }
 
 // Prepare implements scenario.Scenario; the lab is Linux only.
-func (s *Scenario) Prepare(context.Context, scenario.Env, scenario.Point) (scenario.Prepared, error) {
+// A cluster's points run anywhere (they only talk to the cluster).
+func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Point) (scenario.Prepared, error) {
+	if p.Labels[LabelImplementation] == ImplCluster {
+		n, err := strconv.Atoi(p.Labels[LabelServices])
+		if err != nil {
+			return nil, fmt.Errorf("services label %q: %w", p.Labels[LabelServices], err)
+		}
+		ca, err := env.Cluster()
+		if err != nil {
+			return nil, fmt.Errorf("services: %w", err)
+		}
+		return PrepareCluster(ctx, env, ca, n, s.cluster)
+	}
 	return nil, lab.ErrNotSupportedOnOS
 }
 

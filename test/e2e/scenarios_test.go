@@ -1,0 +1,113 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+// scenarioArgs are a brief scenario run on the cluster: one repeat of
+// short cells.
+func (e *env) scenarioArgs(out string, extra ...string) []string {
+	a := []string{"suite", "--backend", "kubernetes", "--kubeconfig", e.kubeconfig,
+		"--image", e.image, "--image-pull-policy", "Never", "--cluster-name", "local-2node",
+		"--repeat", "1", "--duration", "0.3s", "--warmup", "0.1s", "--seed", "4242", "--checks", "none", "--out", out}
+	if e.cniConf != "" {
+		a = append(a, "--cni-conf-dir", e.cniConf)
+	}
+	return append(a, extra...)
+}
+
+// assertNoSlices checks that no endpoint slice of a run is left (the
+// services scenario's and the egress scenario's objects are the run's).
+func (e *env) assertNoSlices(t *testing.T, when string) {
+	t.Helper()
+	l, err := e.cs.DiscoveryV1().EndpointSlices("").List(context.Background(), metav1.ListOptions{LabelSelector: kube.ManagedByKey + "=" + kube.ManagedBy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range l.Items {
+		t.Errorf("%s: endpoint slice %s/%s left behind", when, s.Namespace, s.Name)
+	}
+}
+
+// TestEgressScenarioOnCluster runs seed 004's experiment on the cluster:
+// the cluster's own policy layer (standard NetworkPolicy) against two raw
+// mechanisms inside a client pod of their own, at 10 and 10 000 rules.
+// The local cluster's bridge plugin ignores NetworkPolicy: those points
+// must be recorded "not enforced" with their evidence and no traffic
+// figure; the raw mechanisms must be proven and measured; the host network
+// has no pods for the scenario and is skipped; nothing may be left.
+func TestEgressScenarioOnCluster(t *testing.T) {
+	e := setup(t)
+	e.assertClean(t, "before the run")
+	out := filepath.Join(e.out, "egress")
+	so, se, code := run(t, e.bin, e.scenarioArgs(out, "--scenario", "egress-filter",
+		"--mechanisms", "none,networkpolicy,nftables,ebpf-lpm", "--rules", "10,10000")...)
+	t.Logf("suite stdout:\n%s\nstderr:\n%s", so, se)
+	if code != 0 {
+		t.Fatalf("suite exit %d", code)
+	}
+	set, err := result.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cniDP := "cni-" + e.cni
+	notEnforced := map[string]bool{}
+	for _, s := range set.Skipped {
+		t.Logf("skipped %v: %s", s.Labels, s.Reason)
+		if s.Labels["mechanism"] == "networkpolicy" && s.Labels["datapath"] == cniDP {
+			if !strings.HasPrefix(s.Reason, "not enforced: ") || !strings.Contains(s.Reason, "answered") {
+				t.Errorf("networkpolicy %s rules: reason %q, want not enforced with the probes' evidence", s.Labels["rules"], s.Reason)
+			}
+			notEnforced[s.Labels["rules"]] = true
+		}
+	}
+	if !notEnforced["10"] || !notEnforced["10000"] {
+		t.Errorf("networkpolicy not recorded as not enforced at 10 and 10000 rules: %v", notEnforced)
+	}
+	for _, r := range set.Runs {
+		if r.Labels["mechanism"] == "networkpolicy" {
+			t.Errorf("a traffic figure for a policy that was not enforced: %v", r.Labels)
+		}
+		if r.Labels["datapath"] != cniDP {
+			t.Errorf("a run on %s: the scenario runs on the pod network only", r.Labels["datapath"])
+		}
+	}
+	for _, mech := range []string{"nftables", "ebpf-lpm"} {
+		for _, rules := range []string{"10", "10000"} {
+			runs := set.Find(map[string]string{"scenario": "egress-filter", "mechanism": mech, "rules": rules, "test": "tcp_rr", "backend": "kubernetes"})
+			if len(runs) != 1 {
+				t.Errorf("%s %s: %d tcp_rr runs, want 1", mech, rules, len(runs))
+				continue
+			}
+			r := runs[0]
+			if len(r.Repeats) != 1 || r.Repeats[0].Error != "" {
+				t.Errorf("%s %s: repeats %+v", mech, rules, r.Repeats)
+				continue
+			}
+			m := r.Repeats[0].Metrics
+			for _, k := range []string{result.FilterSetupSeconds, result.FilterSetupReturnedSeconds, result.FilterTeardownSeconds, result.TransPerSec} {
+				if m[k] <= 0 {
+					t.Errorf("%s %s: %s = %v", mech, rules, k, m[k])
+				}
+			}
+			if !strings.Contains(r.Config["filter_target"], "NET_ADMIN and BPF") {
+				t.Errorf("%s %s: config %v", mech, rules, r.Config)
+			}
+		}
+	}
+	if runs := set.Find(map[string]string{"mechanism": "none", "test": "tcp_rr"}); len(runs) == 0 {
+		t.Error("no baseline (none) run")
+	}
+	e.assertClean(t, "after the run")
+	e.assertNoSlices(t, "after the run")
+}
