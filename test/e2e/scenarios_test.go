@@ -111,3 +111,53 @@ func TestEgressScenarioOnCluster(t *testing.T) {
 	e.assertClean(t, "after the run")
 	e.assertNoSlices(t, "after the run")
 }
+
+// TestServicesScenarioOnCluster runs the services scenario on the cluster
+// at 1 and 1 000 services (the latter a point's default bound): every
+// point measured through the Nth service, its programming time and
+// removal recorded, nothing left (fillers, slices, the measured service).
+func TestServicesScenarioOnCluster(t *testing.T) {
+	e := setup(t)
+	e.assertClean(t, "before the run")
+	out := filepath.Join(e.out, "services")
+	so, se, code := run(t, e.bin, e.scenarioArgs(out, "--scenario", "services", "--services", "1,1000")...)
+	t.Logf("suite stdout:\n%s\nstderr:\n%s", so, se)
+	if code != 0 {
+		t.Fatalf("suite exit %d", code)
+	}
+	set, err := result.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range set.Skipped {
+		t.Logf("skipped %v: %s", s.Labels, s.Reason)
+		if s.Labels["datapath"] == "cni-"+e.cni {
+			t.Errorf("a pod-network point skipped: %v: %s", s.Labels, s.Reason)
+		}
+	}
+	for _, n := range []string{"1", "1000"} {
+		for _, test := range []string{"tcp_rr", "tcp_crr"} {
+			runs := set.Find(map[string]string{"scenario": "services", "implementation": "cluster", "services": n, "test": test, "backend": "kubernetes"})
+			if len(runs) != 1 {
+				t.Errorf("%s services %s: %d runs, want 1", n, test, len(runs))
+				continue
+			}
+			r := runs[0]
+			if len(r.Repeats) != 1 || r.Repeats[0].Error != "" {
+				t.Errorf("%s services %s: repeats %+v", n, test, r.Repeats)
+				continue
+			}
+			m := r.Repeats[0].Metrics
+			for _, k := range []string{result.TransPerSec, "svc_cluster_programming_seconds", "svc_cluster_removal_seconds"} {
+				if m[k] <= 0 {
+					t.Errorf("%s services %s: %s = %v", n, test, k, m[k])
+				}
+			}
+			if want := map[string]float64{"1": 1, "1000": 1000}[n]; m["svc_cluster_services"] != want {
+				t.Errorf("%s services: svc_cluster_services = %v", n, m["svc_cluster_services"])
+			}
+		}
+	}
+	e.assertClean(t, "after the run")
+	e.assertNoSlices(t, "after the run")
+}

@@ -89,7 +89,13 @@ func newClean(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), f.Timeout)
 			defer cancel()
-			removed, err := kube.Clean(ctx, cs, ns, f.Timeout)
+			var opts []kube.CleanOption
+			if dyn, err := kube.NewDynamicClient(cfg); err == nil {
+				// The CNIs' cluster-scoped policy objects of the
+				// egress-filter scenario, where the cluster serves them.
+				opts = append(opts, kube.CleanPolicyObjects(dyn))
+			}
+			removed, err := kube.Clean(ctx, cs, ns, f.Timeout, opts...)
 			for _, r := range removed {
 				fmt.Fprintf(s.Out, "removed %s\n", r)
 			}
