@@ -114,19 +114,8 @@ func (d *Deployment) sampleFootprint(ctx context.Context, pods []kube.PodRef, wi
 		close(loadDone)
 	}
 	defer func() { stop(); <-loadDone }()
-	byHelper := map[string][]string{} // host pod → UIDs on its node
+	byHelper, other := d.podsByHost(pods)
 	out := map[string]usage{}
-	var other []kube.PodRef // on nodes without a host pod of the run
-	for _, p := range pods {
-		switch p.Node {
-		case d.client.Name:
-			byHelper[podHostA] = append(byHelper[podHostA], string(p.UID))
-		case d.server.Name:
-			byHelper[podHostB] = append(byHelper[podHostB], string(p.UID))
-		default:
-			other = append(other, p)
-		}
-	}
 	first := map[string]agent.CgroupReport{}
 	for h, uids := range byHelper {
 		r, err := d.readCgroups(ctx, h, uids)
@@ -242,4 +231,21 @@ func cgroupUsage(a, b agent.CgroupReport) map[string]usage {
 		}
 	}
 	return out
+}
+
+// podsByHost groups pods by the run's host pod on their node (host pod →
+// their UIDs); other are those on nodes without one.
+func (d *Deployment) podsByHost(pods []kube.PodRef) (byHelper map[string][]string, other []kube.PodRef) {
+	byHelper = map[string][]string{}
+	for _, p := range pods {
+		switch p.Node {
+		case d.client.Name:
+			byHelper[podHostA] = append(byHelper[podHostA], string(p.UID))
+		case d.server.Name:
+			byHelper[podHostB] = append(byHelper[podHostB], string(p.UID))
+		default:
+			other = append(other, p)
+		}
+	}
+	return byHelper, other
 }

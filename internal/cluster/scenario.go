@@ -113,17 +113,10 @@ func (d *Deployment) ClusterAccess(datapath string) (*Access, error) {
 // left out (pods on other nodes, unreadable ones) or why nothing was read.
 func (d *Deployment) cniUsage(ctx context.Context, fn func(context.Context) error) (map[string]float64, string, error) {
 	pods := d.cni.Pods
-	byHelper := map[string][]string{}
+	byHelper, other := d.podsByHost(pods)
 	var left []string
-	for _, p := range pods {
-		switch p.Node {
-		case d.client.Name:
-			byHelper[podHostA] = append(byHelper[podHostA], string(p.UID))
-		case d.server.Name:
-			byHelper[podHostB] = append(byHelper[podHostB], string(p.UID))
-		default:
-			left = append(left, p.Namespace+"/"+p.Name+" (node "+p.Node+")")
-		}
+	for _, p := range other {
+		left = append(left, p.Namespace+"/"+p.Name+" (node "+p.Node+")")
 	}
 	if len(byHelper) == 0 {
 		why := "the CNI runs no pods on the run's nodes"

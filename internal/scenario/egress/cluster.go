@@ -1,18 +1,14 @@
 package egress
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -154,12 +150,9 @@ func (p *clusterPolicy) Close(ctx context.Context) (map[string]float64, error) {
 	}
 	p.closed = true
 	ctx = context.WithoutCancel(ctx)
-	w, err := watchChange(ctx, p.ca, agent.WantAnswers, p.wait, p.remove)
+	w, err := p.ca.Watch(ctx, watchOptions(p.ca, agent.WantAnswers, p.wait), p.remove)
 	if err != nil {
 		return nil, fmt.Errorf("remove the %s objects: %w", p.mech, err)
-	}
-	if !w.Changed {
-		return nil, fmt.Errorf("the %s objects were removed but %s did not answer again within %s", p.mech, w.Target, p.wait)
 	}
 	return map[string]float64{res.FilterTeardownSeconds: w.AfterSeconds}, nil
 }
@@ -223,33 +216,29 @@ func PrepareClusterPolicy(ctx context.Context, ca *cluster.Access, mech string, 
 	var objects, bytes int
 	var usage map[string]float64
 	var why string
-	w, err := watchChange(ctx, ca, agent.WantRefused, o.Wait, func(ctx context.Context) error {
+	var createErr error
+	w, err := ca.Watch(ctx, watchOptions(ca, agent.WantRefused, o.Wait), func(ctx context.Context) error {
 		var err error
 		usage, why, err = ca.CNIUsage(ctx, func(ctx context.Context) error {
 			t0 := time.Now()
-			var cerr error
-			objects, bytes, cerr = create(ctx)
+			objects, bytes, createErr = create(ctx)
 			returned = time.Since(t0)
-			return cerr
+			return createErr
 		})
 		return err
 	})
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("load %s with %d rules: %w", mech, n, err), removeAll(ctx, remove))
-	}
-	if w.Answered == w.Probes && !w.Changed {
+	switch {
+	case err == nil && w.AllowedProbes > 0 && w.AllowedAnswered < w.AllowedProbes:
+		err = fmt.Errorf("%s with %d rules also cut the allowed server %s: %d of %d probes answered",
+			mech, n, w.Allowed, w.AllowedAnswered, w.AllowedProbes)
+	case err != nil && createErr == nil && w.Schema == agent.SchemaWatch && w.Error == "" && w.Before && !w.Changed && w.Probes > 0 && w.Answered == w.Probes:
 		// Accepted, never enforced: the CNI ignores the objects.
 		ev := fmt.Sprintf("the API server accepted %d object(s) (%d bytes) in %.2fs, but %s (%s) answered %d of %d probes over the next %s",
 			objects, bytes, returned.Seconds(), w.Target, ca.Other.Name, w.Answered, w.Probes, o.Wait)
 		return nil, errors.Join(&NotEnforcedError{Mechanism: mech, Rules: n, Evidence: ev}, removeAll(ctx, remove))
 	}
-	if !w.Changed {
-		return nil, errors.Join(fmt.Errorf("%s with %d rules: %s answered %d of %d probes, never refused for %s within %s (enforced partly or flapping)",
-			mech, n, w.Target, w.Answered, w.Probes, watchConfirm, o.Wait), removeAll(ctx, remove))
-	}
-	if w.AllowedProbes > 0 && w.AllowedAnswered < w.AllowedProbes {
-		return nil, errors.Join(fmt.Errorf("%s with %d rules also cut the allowed server %s: %d of %d probes answered",
-			mech, n, w.Allowed, w.AllowedAnswered, w.AllowedProbes), removeAll(ctx, remove))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("load %s with %d rules: %w", mech, n, err), removeAll(ctx, remove))
 	}
 	p.metrics[res.FilterSetupSeconds] = w.AfterSeconds
 	p.metrics[res.FilterSetupReturnedSeconds] = returned.Seconds()
@@ -352,61 +341,13 @@ func policyObjects(ctx context.Context, ca *cluster.Access, mech, name string, c
 	return nil, nil, "", fmt.Errorf("%q is not a cluster policy mechanism (%s)", mech, strings.Join(PolicyMechanisms, ", "))
 }
 
-// watchChange runs `agent watch` in the client pod on the other server pod
-// (the allowed one must keep answering when want is refused), calls change
-// once the watch is ready, and returns the watch's result.
-func watchChange(ctx context.Context, ca *cluster.Access, want string, wait time.Duration, change func(context.Context) error) (agent.Watch, error) {
-	var w agent.Watch
-	target := net.JoinHostPort(ca.Other.IP, strconv.Itoa(ca.Other.Port))
-	args := []string{"watch", "--target", target, "--want", want, "--interval", watchInterval.String(),
-		"--timeout", watchTimeout.String(), "--wait", wait.String(), "--confirm", watchConfirm.String()}
+// watchOptions are a cluster proof's watch of the other server pod (the
+// allowed one must keep answering while a deny goes in).
+func watchOptions(ca *cluster.Access, want string, wait time.Duration) agent.WatchOptions {
+	o := agent.WatchOptions{Target: net.JoinHostPort(ca.Other.IP, strconv.Itoa(ca.Other.Port)), Want: want,
+		Interval: watchInterval, ProbeTimeout: watchTimeout, Wait: wait, Confirm: watchConfirm}
 	if want == agent.WantRefused {
-		args = append(args, "--allowed", net.JoinHostPort(ca.Allowed.IP, strconv.Itoa(ca.Allowed.Port)))
+		o.Allowed = net.JoinHostPort(ca.Allowed.IP, strconv.Itoa(ca.Allowed.Port))
 	}
-	wctx, cancel := context.WithTimeout(ctx, 2*wait+time.Minute)
-	defer cancel()
-	goR, goW := io.Pipe()
-	errR, errW := io.Pipe()
-	var stdout strings.Builder
-	done := make(chan error, 1)
-	go func() {
-		err := ca.Agent(wctx, ca.Client, args, goR, &stdout, errW)
-		errW.Close()
-		done <- err
-	}()
-	ready := make(chan bool, 1)
-	var firstLine string
-	var once sync.Once
-	go func() {
-		sc := bufio.NewScanner(errR)
-		for sc.Scan() {
-			once.Do(func() { firstLine = sc.Text(); ready <- firstLine == "ready" })
-		}
-		once.Do(func() { ready <- false })
-	}()
-	var changeErr error
-	select {
-	case ok := <-ready:
-		if ok {
-			_, _ = goW.Write([]byte("go\n"))
-			changeErr = change(ctx)
-		}
-	case <-wctx.Done():
-	}
-	goW.Close()
-	err := <-done
-	if jerr := json.Unmarshal([]byte(stdout.String()), &w); jerr != nil || w.Schema != agent.SchemaWatch {
-		msg := firstLine
-		if err != nil {
-			msg = err.Error() + " " + msg
-		}
-		return w, errors.Join(changeErr, fmt.Errorf("the watch in the client pod failed: %s", strings.TrimSpace(msg)))
-	}
-	if changeErr != nil {
-		return w, changeErr
-	}
-	if w.Error != "" {
-		return w, errors.New("the watch could not measure: " + w.Error)
-	}
-	return w, nil
+	return o
 }

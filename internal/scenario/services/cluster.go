@@ -6,19 +6,15 @@ package services
 // ClusterIP services, measured from the run's client pod.
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -534,164 +530,10 @@ func encodedSize(obj runtime.Object) int {
 	return len(b)
 }
 
-// watch runs `agent watch --target p.vip --want want` in the client pod;
-// once it is ready (the VIP in the other state) it sends the go line and
-// calls change, then returns the watch's answer. An answer that did not
-// see the change (no lasting new state within the wait, or nothing to
-// measure) is an error. change's error is returned as it is, the watch
-// interrupted.
+// watch runs the agent's watch of the VIP (cluster.Access.Watch).
 func (p *clusterPoint) watch(ctx context.Context, want string, change func(context.Context) error) (agent.Watch, error) {
-	args := []string{"watch", "--target", p.vip, "--want", want,
-		"--interval", p.o.WatchInterval.String(), "--timeout", watchProbeTimeout.String(),
-		"--wait", p.o.WatchWait.String(), "--confirm", p.o.WatchConfirm.String()}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stdinR, stdinW := io.Pipe()
-	defer stdinW.Close()
-	var stdout bytes.Buffer
-	stderr := newReadyWriter()
-	done := make(chan error, 1)
-	go func() {
-		err := p.ca.Agent(wctx, p.ca.Client, args, stdinR, &stdout, stderr)
-		_ = stdinR.Close() // a go line nobody reads does not block
-		done <- err
-	}()
-	answer := func(err error) (agent.Watch, error) {
-		var w agent.Watch
-		if jerr := json.Unmarshal(stdout.Bytes(), &w); jerr != nil || w.Schema != agent.SchemaWatch {
-			msg := "no answer"
-			if err != nil {
-				msg = err.Error()
-			}
-			if s := stderr.other(); s != "" {
-				msg += ": " + s
-			}
-			return w, fmt.Errorf("agent watch at %s: %s", p.ca.Client, msg)
-		}
-		return w, nil
-	}
-	readyBound := p.o.WatchWait + 30*time.Second
-	select {
-	case <-stderr.ready:
-	case err := <-done:
-		w, aerr := answer(err)
-		if aerr != nil {
-			return w, aerr
-		}
-		return w, fmt.Errorf("watch of %s ended before it was ready: %s", p.vip, watchError(w))
-	case <-time.After(readyBound):
-		return agent.Watch{}, fmt.Errorf("watch of %s not ready within %s (%s is never %s?)", p.vip, readyBound, p.vip, other(want))
-	case <-ctx.Done():
-		return agent.Watch{}, fmt.Errorf("watch of %s: %w", p.vip, ctx.Err())
-	}
-	sent := make(chan error, 1)
-	go func() {
-		_, err := io.WriteString(stdinW, "go\n")
-		sent <- err
-	}()
-	select {
-	case err := <-sent:
-		if err != nil {
-			return agent.Watch{}, fmt.Errorf("watch of %s: send the go line: %w", p.vip, err)
-		}
-	case <-time.After(30 * time.Second):
-		return agent.Watch{}, fmt.Errorf("watch of %s: the go line was not taken within 30s", p.vip)
-	}
-	if err := change(ctx); err != nil {
-		return agent.Watch{}, err
-	}
-	_ = stdinW.Close()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(readyBound + p.o.WatchWait):
-		return agent.Watch{}, fmt.Errorf("watch of %s: no answer within %s", p.vip, readyBound+p.o.WatchWait)
-	}
-	w, aerr := answer(err)
-	if aerr != nil {
-		return w, aerr
-	}
-	if w.Error != "" || !w.Before || !w.Changed {
-		return w, fmt.Errorf("%s %s: %s", p.vip, wantWords(want), watchError(w))
-	}
-	return w, nil
-}
-
-// watchError says why watch w did not measure.
-func watchError(w agent.Watch) string {
-	var b strings.Builder
-	switch {
-	case w.Error != "":
-		b.WriteString(w.Error)
-	case !w.Changed:
-		fmt.Fprintf(&b, "not for good within the wait (%d of %d probes answered, the last in the old state at %.3f s)", w.Answered, w.Probes, w.LastOtherSeconds)
-	default:
-		b.WriteString("no change seen")
-	}
-	if len(w.Errors) > 0 {
-		b.WriteString("; probe errors: " + strings.Join(w.Errors, "; "))
-	}
-	return b.String()
-}
-
-func wantWords(want string) string {
-	if want == agent.WantAnswers {
-		return "did not answer"
-	}
-	return "did not stop answering"
-}
-
-func other(want string) string {
-	if want == agent.WantAnswers {
-		return agent.WantRefused
-	}
-	return agent.WantAnswers
-}
-
-// readyWriter is the watch's stderr: ready is closed at its first
-// "ready" line; other lines are kept (the first 4 KiB) for errors.
-type readyWriter struct {
-	ready chan struct{}
-	mu    sync.Mutex
-	line  []byte
-	seen  bool
-	rest  strings.Builder
-}
-
-func newReadyWriter() *readyWriter { return &readyWriter{ready: make(chan struct{})} }
-
-func (w *readyWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, c := range b {
-		if c != '\n' {
-			w.line = append(w.line, c)
-			continue
-		}
-		switch line := strings.TrimSpace(string(w.line)); {
-		case line == "ready" && !w.seen:
-			w.seen = true
-			close(w.ready)
-		case line != "" && w.rest.Len() < 4096:
-			if w.rest.Len() > 0 {
-				w.rest.WriteString("; ")
-			}
-			w.rest.WriteString(line)
-		}
-		w.line = w.line[:0]
-	}
-	return len(b), nil
-}
-
-// other returns what stderr held besides "ready".
-func (w *readyWriter) other() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	s := w.rest.String()
-	if l := strings.TrimSpace(string(w.line)); l != "" {
-		s = strings.TrimPrefix(s+"; "+l, "; ")
-	}
-	return s
+	return p.ca.Watch(ctx, agent.WatchOptions{Target: p.vip, Want: want, Interval: p.o.WatchInterval,
+		ProbeTimeout: watchProbeTimeout, Wait: p.o.WatchWait, Confirm: p.o.WatchConfirm}, change)
 }
 
 // cleanUp deletes the point's objects after a failed Prepare, with a

@@ -638,21 +638,6 @@ func TestKubeProxyNote(t *testing.T) {
 	}
 }
 
-func TestReadyWriter(t *testing.T) {
-	w := newReadyWriter()
-	for _, s := range []string{"warn", "ing: x\nrea", "dy\n", "ready\nlast"} {
-		w.Write([]byte(s))
-	}
-	select {
-	case <-w.ready:
-	default:
-		t.Fatal("ready not seen")
-	}
-	if got := w.other(); got != "warning: x; ready; last" {
-		t.Errorf("other %q", got)
-	}
-}
-
 // Every metric a cluster point reports is documented in pkg/result.
 func TestClusterMetricsDocumented(t *testing.T) {
 	for _, name := range []string{MetricClusterServices, MetricClusterAPIObjects, MetricClusterAPIBytes, MetricClusterFillersSeconds,
