@@ -136,6 +136,12 @@ func BuildPod(ns, runID string, s PodSpec) *corev1.Pod {
 	if s.HostNetwork {
 		// Keep cluster DNS (the default policy would use the node's).
 		p.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	} else {
+		// icmp_echo's ICMP datagram sockets: ping_group_range is a
+		// namespaced sysctl Kubernetes counts as safe (allowed by every
+		// kubelet without --allowed-unsafe-sysctls); runtimes default it
+		// to "1 0", no group.
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ping_group_range", Value: "0 2147483647"}}}
 	}
 	return p
 }

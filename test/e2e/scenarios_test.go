@@ -51,7 +51,7 @@ func TestEgressScenarioOnCluster(t *testing.T) {
 	e.assertClean(t, "before the run")
 	out := filepath.Join(e.out, "egress")
 	so, se, code := run(t, e.bin, e.scenarioArgs(out, "--scenario", "egress-filter",
-		"--mechanisms", "none,networkpolicy,nftables,ebpf-lpm", "--rules", "10,10000")...)
+		"--mechanisms", "none,networkpolicy,nftables,ebpf-lpm", "--rules", "10,10000", "--policy-wait", "10s")...)
 	t.Logf("suite stdout:\n%s\nstderr:\n%s", so, se)
 	if code != 0 {
 		t.Fatalf("suite exit %d", code)

@@ -67,7 +67,10 @@ type hashObjects struct {
 // program type, the map type, loading, and a TCX attach on the loopback of
 // a scratch network namespace. It returns nil or an error wrapping
 // ErrNotSupported that says why.
-func Probe(k Kind) error {
+// ProbeLoad is Probe without the attach test in a scratch namespace
+// (which needs CAP_SYS_ADMIN): what a pod with only NET_ADMIN and BPF can
+// check before it attaches to its own interface.
+func ProbeLoad(k Kind) error {
 	if err := features.HaveProgramType(ebpf.SchedCLS); err != nil {
 		return fmt.Errorf("%w: tc (sched_cls) BPF programs: %w", ErrNotSupported, err)
 	}
@@ -78,12 +81,32 @@ func Probe(k Kind) error {
 	if err := features.HaveMapType(mt); err != nil {
 		return fmt.Errorf("%w: BPF map type %s: %w", ErrNotSupported, mt, err)
 	}
+	f, err := probeLoad(k)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// probeLoad loads a one-CIDR filter.
+func probeLoad(k Kind) (*Filter, error) {
 	f, _, err := Load(context.Background(), k, []netip.Prefix{netip.MustParsePrefix("240.0.0.0/24")}, 0)
 	if err != nil {
 		if errors.Is(err, ErrNotSupported) {
-			return err
+			return nil, err
 		}
-		return fmt.Errorf("%w: %w", ErrNotSupported, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotSupported, err)
+	}
+	return f, nil
+}
+
+func Probe(k Kind) error {
+	if err := ProbeLoad(k); err != nil {
+		return err
+	}
+	f, err := probeLoad(k)
+	if err != nil {
+		return err
 	}
 	defer f.Close()
 	err = nsrun.Scratch(func() error {

@@ -48,3 +48,6 @@ func (f *Filter) KernelBytes() (int64, error) { return 0, errNotSupportedOnOS }
 
 // Close does nothing on this platform.
 func (f *Filter) Close() error { return nil }
+
+// ProbeLoad always reports ErrNotSupported on this platform.
+func ProbeLoad(Kind) error { return errNotSupportedOnOS }

@@ -32,6 +32,18 @@ type ebpfMechanism struct {
 func (m *ebpfMechanism) Name() string  { return m.name }
 func (m *ebpfMechanism) MaxRules() int { return ebpfMaxRules }
 
+// ProbeLocal is Probe for a pod filtering its own egress: no attach test in
+// a scratch namespace, which needs CAP_SYS_ADMIN (localProber).
+func (m *ebpfMechanism) ProbeLocal() error {
+	if err := bpfegress.ProbeLoad(m.kind); err != nil {
+		if errors.Is(err, bpfegress.ErrNotSupported) && !errors.Is(err, ErrNotSupported) {
+			return fmt.Errorf("%w: %w", ErrNotSupported, err)
+		}
+		return err
+	}
+	return nil
+}
+
 func (m *ebpfMechanism) Probe() error {
 	if err := bpfegress.Probe(m.kind); err != nil {
 		if errors.Is(err, bpfegress.ErrNotSupported) && !errors.Is(err, ErrNotSupported) {

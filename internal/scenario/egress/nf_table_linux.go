@@ -13,8 +13,18 @@ import (
 // created it and no rule is left in any of its chains.
 const nfIPTablesTable = "filter"
 
+// nftNS opens nftables connections in t's namespace: by its descriptor, or
+// this process's own for a local target (NSFd < 0; entering a namespace
+// needs CAP_SYS_ADMIN, which a pod filtering itself does not have).
+func nftNS(t Target) []nftables.ConnOption {
+	if t.NSFd < 0 {
+		return nil
+	}
+	return []nftables.ConnOption{nftables.WithNetNSFd(t.NSFd)}
+}
+
 func nfFilterTableExists(t Target) (bool, error) {
-	conn, err := nftables.New(nftables.WithNetNSFd(t.NSFd))
+	conn, err := nftables.New(nftNS(t)...)
 	if err != nil {
 		return false, fmt.Errorf("open nftables netlink socket: %w", err)
 	}
@@ -34,7 +44,7 @@ func nfDeleteFilterTableIfEmpty(t Target) error {
 	if ok, err := nfFilterTableExists(t); err != nil || !ok {
 		return err
 	}
-	conn, err := nftables.New(nftables.WithNetNSFd(t.NSFd))
+	conn, err := nftables.New(nftNS(t)...)
 	if err != nil {
 		return fmt.Errorf("open nftables netlink socket: %w", err)
 	}

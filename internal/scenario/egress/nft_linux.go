@@ -97,8 +97,7 @@ func (nftMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix, o 
 	if t.Dev == "" || len(t.Dev) >= unix.IFNAMSIZ {
 		return nil, LoadInfo{}, fmt.Errorf("load nftables filter: interface name %q is empty or longer than %d bytes", t.Dev, unix.IFNAMSIZ-1)
 	}
-	conn, err := nftables.New(nftables.WithNetNSFd(t.NSFd), nftables.AsLasting(),
-		nftables.WithSockOptions(nftBigBuffers))
+	conn, err := nftables.New(append(nftNS(t), nftables.AsLasting(), nftables.WithSockOptions(nftBigBuffers))...)
 	if err != nil {
 		return nil, LoadInfo{}, fmt.Errorf("open nftables netlink socket: %w", err)
 	}

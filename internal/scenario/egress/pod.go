@@ -95,6 +95,13 @@ func podWatch(ctx context.Context, o PodOptions, want string, change func() erro
 	return w, nil
 }
 
+// localProber is a mechanism whose Probe needs more than a pod filtering
+// itself has (e.g. a scratch namespace): ProbeLocal checks what such a pod
+// can.
+type localProber interface {
+	ProbeLocal() error
+}
+
 // defaultRouteDev is the interface of the IPv4 default route
 // (/proc/net/route).
 func defaultRouteDev() (string, error) {
@@ -135,7 +142,11 @@ func RunInPod(ctx context.Context, o PodOptions, stdin io.Reader, stdout io.Writ
 	if err != nil {
 		return emit(r, err)
 	}
-	if err := m.Probe(); err != nil {
+	probe := m.Probe
+	if lp, ok := m.(localProber); ok {
+		probe = lp.ProbeLocal
+	}
+	if err := probe(); err != nil {
 		return emit(r, fmt.Errorf("%s cannot run in this pod: %w", o.Mechanism, err))
 	}
 	if o.Dev == "" {

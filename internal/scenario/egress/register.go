@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -31,6 +32,7 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 	mechs := fs.String("mechanisms", "", "egress-filter: comma-separated filter mechanisms (default: all: "+strings.Join(Mechanisms(), ",")+")")
 	rules := fs.String("rules", "", "egress-filter: comma-separated deny-set sizes (default: 10,1000 with the quick profile, 10,100,1000,10000,100000,1000000 with standard)")
 	trav := fs.String("filter-traversal", "", "egress-filter: every-packet and/or new-connection (a leading 'ct state established accept'); default every-packet")
+	wait := fs.Duration("policy-wait", time.Minute, "egress-filter on a cluster: how long a point waits for its deny to be enforced (and lifted) before it is 'not enforced'")
 	chunk := fs.Int("policy-chunk", 0, "egress-filter on a cluster: the most deny CIDRs in one policy object (default 50000, the seed's split; etcd refuses requests above 1.5 MiB)")
 	return func(c scenario.Common) (scenario.Scenario, error) {
 		o := ScenarioOptions{Seed: c.Seed}
@@ -54,7 +56,10 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 		if err != nil {
 			return nil, err
 		}
-		co := ClusterOptions{Chunk: *chunk}
+		if *wait < time.Second || *wait > 30*time.Minute {
+			return nil, fmt.Errorf("--policy-wait %s: must be between 1s and 30m", *wait)
+		}
+		co := ClusterOptions{Chunk: *chunk, Wait: *wait}
 		if c.ClusterScale {
 			co.MaxRules = ScaleClusterMaxRules
 		}
