@@ -177,4 +177,3 @@ func (w *readyWriter) other() string {
 	}
 	return s
 }
-

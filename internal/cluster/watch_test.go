@@ -16,4 +16,3 @@ func TestReadyWriter(t *testing.T) {
 		t.Errorf("other %q", got)
 	}
 }
-
