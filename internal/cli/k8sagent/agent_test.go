@@ -57,6 +57,18 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"capture", "--iface", "lo", "--ring-size", "1M"}, "--ring-size"},
 		{[]string{"capture", "--iface", "lo", "--ring-size", "3000K"}, "--ring-size"},
 		{[]string{"idle", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"watch"}, "--target"},
+		{[]string{"watch", "--target", "10.0.0.1:80", "--want", "gone"}, "--want"},
+		{[]string{"watch", "--target", "10.0.0.1:80", "--interval", "1ns"}, "--interval"},
+		{[]string{"watch", "--target", "10.0.0.1:80", "--wait", "0s"}, "--wait"},
+		{[]string{"watch", "--target", "10.0.0.1:80", "--wait", "1s", "--confirm", "2s"}, "--confirm"},
+		{[]string{"watch", "--target", "10.0.0.1:80", "--allowed", "x"}, "--allowed"},
+		{[]string{"egress-filter"}, "--mechanism"},
+		{[]string{"egress-filter", "--mechanism", "none", "--rules", "1"}, "--mechanism"},
+		{[]string{"egress-filter", "--mechanism", "nftables", "--rules", "0"}, "--rules"},
+		{[]string{"egress-filter", "--mechanism", "nftables", "--rules", "1", "--denied", "[::1]:80", "--allowed", "10.0.0.2:80"}, "--denied"},
+		{[]string{"egress-filter", "--mechanism", "nftables", "--rules", "1", "--denied", "10.0.0.1:80", "--allowed", "x"}, "--allowed"},
+		{[]string{"egress-filter", "--mechanism", "nftables", "--rules", "1", "--traversal", "some"}, "--traversal"},
 	} {
 		stdout, stderr, code := clitest.Execute(t, k8sagent.NewCommand, c.args...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
