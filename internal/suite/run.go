@@ -133,16 +133,7 @@ func (st *state) env(pt *point) scenario.Env {
 	d := pt.dep.d
 	env := scenario.Env{Deployment: d, Datapath: pt.datapath, Logger: st.log,
 		Run: func(ctx context.Context, place backend.Place, args ...string) (*result.Result, error) {
-			stdout, stderr, err := d.Run(ctx, place, args)
-			var res result.Result
-			if jerr := json.Unmarshal(stdout, &res); jerr != nil || res.Schema != result.SchemaResult {
-				msg := firstLine(strings.TrimSpace(string(stderr)))
-				if msg == "" && err != nil {
-					msg = err.Error()
-				}
-				return nil, fmt.Errorf("client failed: %s", msg)
-			}
-			return &res, nil
+			return clientResult(d.Run(ctx, place, args))
 		}}
 	if p, ok := pt.dep.path(pt.datapath, crossNode); ok {
 		env.Path = p
@@ -274,18 +265,15 @@ func (st *state) measure(ctx context.Context, c cell, rep int) {
 	if check != nil {
 		proof, proofErr = check()
 	}
-	var res result.Result
-	if jerr := json.Unmarshal(stdout, &res); jerr != nil || res.Schema != result.SchemaResult {
-		msg := strings.TrimSpace(string(stderr))
-		if msg == "" && err != nil {
-			msg = err.Error()
-		}
+	r, err := clientResult(stdout, stderr, err)
+	if err != nil {
 		if ctx.Err() != nil {
 			return
 		}
-		st.record(c, rep, nil, fmt.Sprintf("client failed: %s", firstLine(msg)), el)
+		st.record(c, rep, nil, err.Error(), el)
 		return
 	}
+	res := *r
 	if proofErr != nil {
 		if ctx.Err() != nil {
 			return
@@ -316,6 +304,21 @@ func (st *state) measure(ctx context.Context, c cell, rep int) {
 	maps.Copy(res.Config, cr.config)
 	c.sc.apply(c, &res)
 	st.record(c, rep, &res, "", el)
+}
+
+// clientResult decodes a `cnibench run --format json` client's result, or
+// says why it has none ("client failed: " and its first line of stderr,
+// else its exit error).
+func clientResult(stdout, stderr []byte, err error) (*result.Result, error) {
+	var res result.Result
+	if jerr := json.Unmarshal(stdout, &res); jerr != nil || res.Schema != result.SchemaResult {
+		msg := strings.TrimSpace(string(stderr))
+		if msg == "" && err != nil {
+			msg = err.Error()
+		}
+		return nil, fmt.Errorf("client failed: %s", firstLine(msg))
+	}
+	return &res, nil
 }
 
 // datapathConfig is a datapath's part of its runs' configuration.
