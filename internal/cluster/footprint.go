@@ -116,24 +116,21 @@ func (d *Deployment) sampleFootprint(ctx context.Context, pods []kube.PodRef, wi
 	defer func() { stop(); <-loadDone }()
 	byHelper, other := d.podsByHost(pods)
 	out := map[string]usage{}
-	first := map[string]agent.CgroupReport{}
-	for h, uids := range byHelper {
-		r, err := d.readCgroups(ctx, h, uids)
-		if err != nil {
-			return nil, err
-		}
-		first[h] = r
+	first, err := d.readHosts(ctx, byHelper)
+	if err != nil {
+		return nil, err
 	}
 	select {
 	case <-time.After(window):
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	second, err := d.readHosts(ctx, byHelper)
+	if err != nil {
+		return nil, err
+	}
 	for h, uids := range byHelper {
-		r, err := d.readCgroups(ctx, h, uids)
-		if err != nil {
-			return nil, err
-		}
+		r := second[h]
 		for uid, u := range cgroupUsage(first[h], r) {
 			out[uid] = u
 		}
@@ -231,6 +228,20 @@ func cgroupUsage(a, b agent.CgroupReport) map[string]usage {
 		}
 	}
 	return out
+}
+
+// readHosts reads the cgroups of the pods on each host pod's node (host
+// pod → the UIDs of podsByHost).
+func (d *Deployment) readHosts(ctx context.Context, byHelper map[string][]string) (map[string]agent.CgroupReport, error) {
+	out := map[string]agent.CgroupReport{}
+	for h, uids := range byHelper {
+		r, err := d.readCgroups(ctx, h, uids)
+		if err != nil {
+			return nil, err
+		}
+		out[h] = r
+	}
+	return out, nil
 }
 
 // podsByHost groups pods by the run's host pod on their node (host pod →

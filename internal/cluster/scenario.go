@@ -16,7 +16,6 @@ import (
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
-	"github.com/cnibench/cnibench/internal/kube/agent"
 )
 
 // Access is what a Kubernetes deployment gives a scenario
@@ -125,29 +124,20 @@ func (d *Deployment) cniUsage(ctx context.Context, fn func(context.Context) erro
 		}
 		return nil, why, fn(ctx)
 	}
-	first := map[string]agent.CgroupReport{}
-	var readErr error
-	for h, uids := range byHelper {
-		r, err := d.readCgroups(ctx, h, uids)
-		if err != nil {
-			readErr = err
-			break
-		}
-		first[h] = r
-	}
+	first, readErr := d.readHosts(ctx, byHelper)
 	t0 := time.Now()
 	err := fn(ctx)
 	el := time.Since(t0)
 	if readErr != nil {
 		return nil, "the CNI's cgroups could not be read: " + firstLine(readErr.Error()), err
 	}
+	second, rerr := d.readHosts(ctx, byHelper)
+	if rerr != nil {
+		return nil, "the CNI's cgroups could not be read: " + firstLine(rerr.Error()), err
+	}
 	var cpu, mem float64
-	for h, uids := range byHelper {
-		r, rerr := d.readCgroups(ctx, h, uids)
-		if rerr != nil {
-			return nil, "the CNI's cgroups could not be read: " + firstLine(rerr.Error()), err
-		}
-		for uid, u := range cgroupUsage(first[h], r) {
+	for h := range byHelper {
+		for uid, u := range cgroupUsage(first[h], second[h]) {
 			if u.err != "" {
 				left = append(left, "pod "+uid+": "+u.err)
 				continue
