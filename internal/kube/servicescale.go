@@ -14,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -72,14 +73,15 @@ func CreateServices(ctx context.Context, cs kubernetes.Interface, ns string, n i
 	if err := validLabels(labels); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	eps := make([]discoveryv1.Endpoint, 0, len(endpoints))
+	addrs := make([]string, 0, len(endpoints))
 	for _, e := range endpoints {
 		a, err := netip.ParseAddr(e)
 		if err != nil || !a.Is4() {
 			return nil, fmt.Errorf("%s: endpoint %q is not an IPv4 address (pass the pods' IPv4 addresses)", what, e)
 		}
-		eps = append(eps, discoveryv1.Endpoint{Addresses: []string{a.String()}, Conditions: discoveryv1.EndpointConditions{Ready: new(true)}})
+		addrs = append(addrs, a.String())
 	}
+	eps := ReadyEndpoints(addrs)
 
 	start := time.Now()
 	refs := make([]ServiceRef, n)
@@ -101,9 +103,11 @@ func CreateServices(ctx context.Context, cs kubernetes.Interface, ns string, n i
 	return created, nil
 }
 
-// createService creates service ns/name and its EndpointSlice; made says
-// whether the service exists (even when the slice failed).
-func createService(ctx context.Context, cs kubernetes.Interface, ns, name string, port int32, eps []discoveryv1.Endpoint, labels map[string]string) (ref ServiceRef, made bool, err error) {
+// ServiceObjects are the selectorless ClusterIP service ns/name on TCP
+// port (port name "tcp") and its EndpointSlice onto the endpoints, ready,
+// as CreateServices creates them; the slice is owned by the service when
+// uid is known (its owner reference is set once the service exists).
+func ServiceObjects(ns, name string, port int32, eps []discoveryv1.Endpoint, labels map[string]string, uid types.UID) (*corev1.Service, *discoveryv1.EndpointSlice) {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: maps.Clone(labels)},
 		Spec: corev1.ServiceSpec{
@@ -111,13 +115,6 @@ func createService(ctx context.Context, cs kubernetes.Interface, ns, name string
 			Ports: []corev1.ServicePort{{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(port)}},
 		},
 	}
-	cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-	got, err := cs.CoreV1().Services(ns).Create(cctx, svc, metav1.CreateOptions{})
-	cancel()
-	if err != nil {
-		return ServiceRef{}, false, fmt.Errorf("create service %s/%s: %w%s", ns, name, err, createHint(err))
-	}
-	ref = ServiceRef{Name: name, ClusterIP: got.Spec.ClusterIP}
 	sl := maps.Clone(labels)
 	sl[discoveryv1.LabelServiceName] = name
 	sl[discoveryv1.LabelManagedBy] = sliceManagedBy
@@ -127,9 +124,41 @@ func createService(ctx context.Context, cs kubernetes.Interface, ns, name string
 		Endpoints:   eps,
 		Ports:       []discoveryv1.EndpointPort{{Name: new("tcp"), Protocol: new(corev1.ProtocolTCP), Port: new(port)}},
 	}
+	if uid != "" {
+		slice.OwnerReferences = OwnedBy(name, uid)
+	}
+	return svc, slice
+}
+
+// ReadyEndpoints are ready endpoints at the addresses.
+func ReadyEndpoints(addrs []string) []discoveryv1.Endpoint {
+	eps := make([]discoveryv1.Endpoint, len(addrs))
+	for i, a := range addrs {
+		eps[i] = discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: new(true)}}
+	}
+	return eps
+}
+
+// OwnedBy is the owner reference of an object that service name (with
+// uid) owns: it is deleted with the service, whoever deletes that.
+func OwnedBy(name string, uid types.UID) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: name, UID: uid}}
+}
+
+// createService creates service ns/name and its EndpointSlice; made says
+// whether the service exists (even when the slice failed).
+func createService(ctx context.Context, cs kubernetes.Interface, ns, name string, port int32, eps []discoveryv1.Endpoint, labels map[string]string) (ref ServiceRef, made bool, err error) {
+	svc, slice := ServiceObjects(ns, name, port, eps, labels, "")
+	cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	got, err := cs.CoreV1().Services(ns).Create(cctx, svc, metav1.CreateOptions{})
+	cancel()
+	if err != nil {
+		return ServiceRef{}, false, fmt.Errorf("create service %s/%s: %w%s", ns, name, err, createHint(err))
+	}
+	ref = ServiceRef{Name: name, ClusterIP: got.Spec.ClusterIP}
 	if got.UID != "" {
 		// The slice goes with its service, whoever deletes it.
-		slice.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: name, UID: got.UID}}
+		slice.OwnerReferences = OwnedBy(name, got.UID)
 	}
 	cctx, cancel = context.WithTimeout(ctx, apiCallTimeout)
 	_, err = cs.DiscoveryV1().EndpointSlices(ns).Create(cctx, slice, metav1.CreateOptions{})

@@ -24,8 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/cnibench/cnibench/internal/cluster"
@@ -421,14 +419,14 @@ func (p *clusterPoint) create(ctx context.Context) (agent.Watch, error) {
 			// The request bodies as kube.CreateServices sends them; the
 			// slices' owner reference carries the service's UID, 36
 			// characters as the API server makes them.
-			svc, slice := serviceObjects(ns, r.Name, port, eps, p.labels, placeholderUID)
+			svc, slice := kube.ServiceObjects(ns, r.Name, port, kube.ReadyEndpoints(eps), p.labels, placeholderUID)
 			size += encodedSize(svc) + encodedSize(slice)
 		}
 		p.metrics[MetricClusterAPIObjects] += float64(2 * fillers)
 		p.metrics[MetricClusterAPIBytes] += float64(size)
 	}
 
-	svc, slice := serviceObjects(ns, p.measuredName(), port, eps, p.labels, "")
+	svc, slice := kube.ServiceObjects(ns, p.measuredName(), port, kube.ReadyEndpoints(eps), p.labels, "")
 	size := encodedSize(svc) // as sent, before the call
 	cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
 	got, err := cs.CoreV1().Services(ns).Create(cctx, svc, metav1.CreateOptions{})
@@ -444,7 +442,7 @@ func (p *clusterPoint) create(ctx context.Context) (agent.Watch, error) {
 	}
 	p.vip = netip.AddrPortFrom(vip, uint16(port)).String()
 	if got.UID != "" {
-		slice.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: got.Name, UID: got.UID}}
+		slice.OwnerReferences = kube.OwnedBy(got.Name, got.UID)
 	}
 	w, err := p.watch(ctx, agent.WantAnswers, func(ctx context.Context) error {
 		size := encodedSize(slice)
@@ -471,38 +469,6 @@ const apiCallTimeout = 30 * time.Second
 // placeholderUID stands for a service's UID where it is not known (a
 // filler's), with the length of the API server's.
 const placeholderUID = "00000000-0000-0000-0000-000000000000"
-
-// serviceObjects are a selectorless ClusterIP service on TCP port port
-// and its EndpointSlice onto endpoints, exactly as kube.CreateServices
-// builds them (the slice owned by the service when uid is known).
-func serviceObjects(ns, name string, port int32, endpoints []string, l map[string]string, uid string) (*corev1.Service, *discoveryv1.EndpointSlice) {
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: maps.Clone(l)},
-		Spec: corev1.ServiceSpec{
-			Type:  corev1.ServiceTypeClusterIP,
-			Ports: []corev1.ServicePort{{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(port)}},
-		},
-	}
-	sl := maps.Clone(l)
-	sl[discoveryv1.LabelServiceName] = name
-	// Not the EndpointSlice controller's value, which would take it over
-	// (kube's sliceManagedBy).
-	sl[discoveryv1.LabelManagedBy] = "cnibench.io"
-	eps := make([]discoveryv1.Endpoint, len(endpoints))
-	for i, e := range endpoints {
-		eps[i] = discoveryv1.Endpoint{Addresses: []string{e}, Conditions: discoveryv1.EndpointConditions{Ready: new(true)}}
-	}
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: name, Namespace: ns, Labels: sl},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   eps,
-		Ports:       []discoveryv1.EndpointPort{{Name: new("tcp"), Protocol: new(corev1.ProtocolTCP), Port: new(port)}},
-	}
-	if uid != "" {
-		slice.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: name, UID: types.UID(uid)}}
-	}
-	return svc, slice
-}
 
 // jsonEncoder encodes objects as client-go's typed clients send them by
 // default (JSON with apiVersion and kind).
