@@ -1,0 +1,207 @@
+package services
+
+// The cluster point once created: its API encoders, watch, targets,
+// removal (Close) and config.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/internal/scenario"
+)
+
+// apiCallTimeout bounds each API call of the point (kube's own bound).
+const apiCallTimeout = 30 * time.Second
+
+// placeholderUID stands for a service's UID where it is not known (a
+// filler's), with the length of the API server's.
+const placeholderUID = "00000000-0000-0000-0000-000000000000"
+
+// jsonEncoder encodes objects as client-go's typed clients send them by
+// default (JSON with apiVersion and kind).
+func jsonEncoder(gv schema.GroupVersion) runtime.Encoder {
+	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	return scheme.Codecs.WithoutConversion().EncoderForVersion(info.Serializer, gv)
+}
+
+var (
+	coreEncoder      = jsonEncoder(corev1.SchemeGroupVersion)
+	discoveryEncoder = jsonEncoder(discoveryv1.SchemeGroupVersion)
+)
+
+// encodedSize is the size of obj's request body (0 if it cannot be
+// encoded, which the types here always can).
+func encodedSize(obj runtime.Object) int {
+	enc := coreEncoder
+	if _, ok := obj.(*discoveryv1.EndpointSlice); ok {
+		enc = discoveryEncoder
+	}
+	b, err := runtime.Encode(enc, obj)
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}
+
+// watch runs the agent's watch of the VIP (cluster.Access.Watch).
+func (p *clusterPoint) watch(ctx context.Context, want string, change func(context.Context) error) (agent.Watch, error) {
+	return p.ca.Watch(ctx, agent.WatchOptions{Target: p.vip, Want: want, Interval: p.o.WatchInterval,
+		ProbeTimeout: watchProbeTimeout, Wait: p.o.WatchWait, Confirm: p.o.WatchConfirm}, change)
+}
+
+// cleanUp deletes the point's objects after a failed Prepare, with a
+// budget of its own (also when ctx was cancelled).
+func (p *clusterPoint) cleanUp(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.deleteBudget())
+	defer cancel()
+	_, err := kube.DeleteServices(cctx, p.ca.Clientset, p.ca.Namespace, p.selector, p.o.Workers, p.o.DeleteTimeout)
+	return err
+}
+
+// deleteBudget bounds a whole deletion: n deletes at the client's rate,
+// doubled, plus the wait until they are gone.
+func (p *clusterPoint) deleteBudget() time.Duration {
+	calls := time.Duration(float64(2*p.n+10) / p.o.ClientQPS * float64(time.Second))
+	return 2*calls + p.o.DeleteTimeout + apiCallTimeout
+}
+
+// Metrics implements scenario.Prepared.
+func (p *clusterPoint) Metrics() map[string]float64 { return maps.Clone(p.metrics) }
+
+// Config implements scenario.Prepared.
+func (p *clusterPoint) Config() map[string]string { return maps.Clone(p.config) }
+
+// Target implements scenario.Targeter: every cell's client runs in the
+// client pod against the measured service in service mode.
+func (p *clusterPoint) Target(c scenario.Cell) (scenario.Target, error) {
+	if c.Path != "" && c.Path != PathPodToService {
+		return scenario.Target{}, fmt.Errorf("services on a cluster: no %s path (a cluster point runs %s only)", c.Path, PathPodToService)
+	}
+	switch c.Test {
+	case engine.TCPRR, engine.TCPCRR:
+		return scenario.Target{Client: p.ca.Client, Args: []string{"--service", p.vip}}, nil
+	}
+	return scenario.Target{}, fmt.Errorf("services on a cluster: no target for %s (a cluster point runs %s and %s in service mode)", c.Test, engine.TCPCRR, engine.TCPRR)
+}
+
+// Close implements scenario.Prepared: it deletes the point's objects and
+// times it — MetricClusterRemovalSeconds from the first delete call until
+// the API has none of them left, MetricClusterRemovalRefusedSeconds from
+// the same start until the measured VIP stopped answering for good (the
+// EndpointSlices go first, in one deletecollection call, then the
+// Services). A second call does nothing.
+func (p *clusterPoint) Close(ctx context.Context) (map[string]float64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, nil
+	}
+	p.closed = true
+	watchable := p.answered && ctx.Err() == nil
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.deleteBudget()+2*p.o.WatchWait)
+	defer cancel()
+	m := map[string]float64{}
+	removed := false
+	var rmErr error
+	remove := func(ctx context.Context) error {
+		removed = true
+		t0 := time.Now()
+		_, rmErr = kube.DeleteServices(ctx, p.ca.Clientset, p.ca.Namespace, p.selector, p.o.Workers, p.o.DeleteTimeout)
+		if rmErr != nil {
+			return rmErr // the watch is interrupted: the VIP may never stop answering
+		}
+		m[MetricClusterRemovalSeconds] = time.Since(t0).Seconds()
+		return nil
+	}
+	var werr error
+	if watchable {
+		var w agent.Watch
+		w, werr = p.watch(ctx, agent.WantRefused, remove)
+		if werr == nil {
+			m[MetricClusterRemovalRefusedSeconds] = w.AfterSeconds
+		}
+	}
+	if !removed {
+		_ = remove(ctx)
+	}
+	switch {
+	case rmErr != nil:
+		return nil, fmt.Errorf("services on a cluster: remove %d services: %w", p.n, rmErr)
+	case werr != nil:
+		return nil, fmt.Errorf("services on a cluster: %d services removed in %.2f s, but the removal of the measured VIP was not seen: %w",
+			p.n, m[MetricClusterRemovalSeconds], werr)
+	}
+	return m, nil
+}
+
+// makeConfig describes the point for the runs' config.
+func (p *clusterPoint) makeConfig(ctx context.Context, env scenario.Env, usage map[string]float64, why string) map[string]string {
+	cfg := map[string]string{
+		"service_implementation": ImplCluster + ": the cluster's own service implementation (kube-proxy in its configured mode, or the CNI's replacement)",
+		"service_vip":            p.vip,
+		"service_backends":       p.endpoint + " (pod " + p.ca.Allowed.Name + ", service-mode listener)",
+		"service_layout": fmt.Sprintf("services=%d: %d selectorless ClusterIP fillers (%s-*, one EndpointSlice each onto %s), created %d at a time, then the measured service %s last (its Service, then the watch, then its EndpointSlice); labels %s",
+			p.n, p.n-1, p.fillerPrefix(), p.endpoint, p.o.Workers, p.measuredName(), p.selector),
+		"scenario_cells": fmt.Sprintf("%s from the client pod %s: tcp_crr ×1, tcp_rr ×%d, --service %s; the watch's answers prove the path",
+			PathPodToService, p.ca.Client, RRFlows, p.vip),
+		"svc_cluster_programming": fmt.Sprintf("from the measured EndpointSlice's create call (the watch's go line sent just before it) to the first probe of the lasting answer (every probe answered for %s), probes every %s from the client pod: the create call, the control plane's propagation and the datapath's programming, with any backlog of the fillers'",
+			p.o.WatchConfirm, p.o.WatchInterval),
+		"svc_cluster_bound": fmt.Sprintf("at most %d services per point (%d without %s)", p.o.MaxServices, DefaultClusterMaxServices, ClusterScaleFlag),
+	}
+	if env.Datapath != "" {
+		cfg["service_datapath"] = env.Datapath
+	}
+	if r, ok := p.metrics[MetricClusterCreatePerSec]; ok {
+		cfg["svc_cluster_create_pace"] = fmt.Sprintf("%.1f services/s measured (%d workers); the client's limit of %g requests/s allows %.1f services/s (2 calls each) once its burst is spent",
+			r, p.o.Workers, p.o.ClientQPS, p.o.ClientQPS/2)
+	}
+	u := "the CNI's pods on the two nodes (cgroups), over the whole creation"
+	switch {
+	case usage == nil:
+		u = "not measured: " + why
+	case why != "":
+		u += "; " + why
+	}
+	cfg["svc_cluster_cni_usage"] = u
+	cfg["svc_cluster_kube_proxy"] = kubeProxyNote(ctx, p.ca)
+	return cfg
+}
+
+// kubeProxyNote says whether kube-proxy runs as pods (kube-system,
+// k8s-app=kube-proxy) and that its CPU is not in the CNI's figures.
+func kubeProxyNote(ctx context.Context, ca *cluster.Access) string {
+	cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	defer cancel()
+	l, err := ca.Clientset.CoreV1().Pods(metav1.NamespaceSystem).List(cctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-proxy"})
+	switch {
+	case err != nil:
+		return "not looked for (" + err.Error() + "); its CPU is not in " + MetricClusterCNICPU
+	case len(l.Items) == 0:
+		return "no kube-proxy pod in kube-system: it runs outside pods (a node service) or the CNI replaces it; " + MetricClusterCNICPU + " covers the CNI's pods only"
+	}
+	nodes := map[string]bool{}
+	for _, pod := range l.Items {
+		nodes[pod.Spec.NodeName] = true
+	}
+	return strconv.Itoa(len(l.Items)) + " kube-proxy pods in kube-system (" + strconv.Itoa(len(nodes)) + " nodes): their CPU while programming is not measured, " +
+		MetricClusterCNICPU + " covers the CNI's pods only"
+}
+
+var (
+	_ scenario.Prepared = (*clusterPoint)(nil)
+	_ scenario.Targeter = (*clusterPoint)(nil)
+)
