@@ -341,13 +341,19 @@ func policyObjects(ctx context.Context, ca *cluster.Access, mech, name string, c
 	return nil, nil, "", fmt.Errorf("%q is not a cluster policy mechanism (%s)", mech, strings.Join(PolicyMechanisms, ", "))
 }
 
-// watchOptions are a cluster proof's watch of the other server pod (the
-// allowed one must keep answering while a deny goes in).
+// watchOptions are a cluster proof's watch of the other server pod.
 func watchOptions(ca *cluster.Access, want string, wait time.Duration) agent.WatchOptions {
-	o := agent.WatchOptions{Target: net.JoinHostPort(ca.Other.IP, strconv.Itoa(ca.Other.Port)), Want: want,
+	return proofWatch(net.JoinHostPort(ca.Other.IP, strconv.Itoa(ca.Other.Port)),
+		net.JoinHostPort(ca.Allowed.IP, strconv.Itoa(ca.Allowed.Port)), want, wait)
+}
+
+// proofWatch is a proof's watch of the denied server (the allowed one must
+// keep answering while a deny goes in), in the client pod or in-process.
+func proofWatch(denied, allowed, want string, wait time.Duration) agent.WatchOptions {
+	o := agent.WatchOptions{Target: denied, Want: want,
 		Interval: watchInterval, ProbeTimeout: watchTimeout, Wait: wait, Confirm: watchConfirm}
 	if want == agent.WantRefused {
-		o.Allowed = net.JoinHostPort(ca.Allowed.IP, strconv.Itoa(ca.Allowed.Port))
+		o.Allowed = allowed
 	}
 	return o
 }

@@ -67,11 +67,7 @@ type PodReport struct {
 func podWatch(ctx context.Context, o PodOptions, want string, change func() error) (agent.Watch, error) {
 	goR, goW := io.Pipe()
 	readyR, readyW := io.Pipe()
-	wo := agent.WatchOptions{Target: o.Denied.String(), Want: want, Interval: watchInterval, ProbeTimeout: watchTimeout,
-		Wait: o.Wait, Confirm: watchConfirm}
-	if want == agent.WantRefused {
-		wo.Allowed = o.Allowed.String()
-	}
+	wo := proofWatch(o.Denied.String(), o.Allowed.String(), want, o.Wait)
 	done := make(chan agent.Watch, 1)
 	go func() {
 		done <- agent.RunWatch(ctx, wo, goR, readyW)
