@@ -89,8 +89,6 @@ type Env struct {
 	// its cells (same cgroup, CPUs and token) and returns its result. Nil
 	// outside the suite.
 	Run func(ctx context.Context, place backend.Place, args ...string) (*result.Result, error)
-	// lab is set by tests that give a point a lab without a deployment.
-	lab *lab.Access
 }
 
 // LabDeployment is the lab's capability, implemented by the lab backend's
@@ -103,21 +101,11 @@ type LabDeployment interface {
 // its cross-node endpoint, the clients' cgroup), or an error wrapping
 // ErrNeedsLab on another backend.
 func (e Env) Lab() (*lab.Access, error) {
-	if e.lab != nil {
-		return e.lab, nil
-	}
 	ld, ok := e.Deployment.(LabDeployment)
 	if !ok {
 		return nil, ErrNeedsLab
 	}
 	return ld.LabAccess(e.Datapath)
-}
-
-// WithLab returns env with a lab of its own (tests that prepare points on
-// a topology they built).
-func (e Env) WithLab(a *lab.Access) Env {
-	e.lab = a
-	return e
 }
 
 // Server is a process started through Env.Serve or Env.Start.
