@@ -37,6 +37,15 @@ type CNIInfo struct {
 	Name string
 	// Version is the tag of the CNI's image ("" if unknown).
 	Version string
+	// Mode is how the CNI is configured to carry pod traffic, as its own
+	// configuration says: flannel's backend ("vxlan", "host-gw",
+	// "vxlan+directrouting", …), cilium's routing, kube-proxy replacement
+	// and host routing ("tunnel vxlan, kube-proxy replacement, eBPF host
+	// routing"); "" if unknown. DetectCNIMode fills it.
+	Mode string
+	// Settings are the settings of the CNI's configuration that Mode was
+	// read from, by key (nil if no configuration was read).
+	Settings map[string]string
 	// Evidence are the facts the identification rests on, one per line.
 	Evidence []string
 	// Pods are the pods of the CNI (none for a CNI of plugin binaries
@@ -216,7 +225,8 @@ type cniMatch struct {
 // and multus, a meta-plugin that delegates to another), and from
 // confPlugins, the plugin types of a node's CNI configuration, main plugin
 // first (nil if unknown). When no known CNI's pods run, the CNI is the
-// main plugin of the configuration (e.g. "bridge").
+// main plugin of the configuration (e.g. "bridge"). DetectCNIMode then
+// reads the CNI's mode from the cluster.
 func IdentifyCNI(pods []corev1.Pod, confPlugins []string) CNIInfo {
 	pods = append([]corev1.Pod(nil), pods...)
 	sort.SliceStable(pods, func(i, j int) bool {

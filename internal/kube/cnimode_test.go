@@ -1,0 +1,278 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func configMap(ns, name string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data}
+}
+
+// flannelCfg is kube-flannel-cfg as kube-flannel.yml creates it, with
+// net-conf.json netConf.
+func flannelCfg(ns, netConf string) *corev1.ConfigMap {
+	return configMap(ns, "kube-flannel-cfg", map[string]string{
+		"cni-conf.json": `{"name": "cbr0", "cniVersion": "0.3.1", "plugins": [{"type": "flannel", "delegate": {"hairpinMode": true, "isDefaultGateway": true}}, {"type": "portmap", "capabilities": {"portMappings": true}}]}`,
+		"net-conf.json": netConf,
+	})
+}
+
+// ciliumCfg is cilium-config in kube-system with data kv ("key=value",
+// …) besides some settings of every install.
+func ciliumCfg(kv ...string) *corev1.ConfigMap {
+	data := map[string]string{"cluster-name": "default", "enable-ipv4": "true", "enable-ipv6": "false", "identity-allocation-mode": "crd"}
+	for _, s := range kv {
+		k, v, _ := strings.Cut(s, "=")
+		data[k] = v
+	}
+	return configMap("kube-system", "cilium-config", data)
+}
+
+func TestDetectCNIMode(t *testing.T) {
+	tests := []struct {
+		name     string
+		cni      string
+		objs     []runtime.Object
+		mode     string
+		settings map[string]string // nil: none
+		evidence []string          // substrings of the evidence added, in order
+	}{
+		{name: "flannel vxlan", cni: "flannel",
+			objs: []runtime.Object{flannelCfg("kube-flannel", `{"Network": "10.244.0.0/16", "EnableNFTables": false, "Backend": {"Type": "vxlan"}}`)},
+			mode: "vxlan", settings: map[string]string{"backend": "vxlan", "network": "10.244.0.0/16"},
+			evidence: []string{"mode vxlan, from ConfigMap kube-flannel/kube-flannel-cfg: backend=vxlan network=10.244.0.0/16"}},
+		{name: "flannel host-gw in kube-system", cni: "flannel",
+			objs: []runtime.Object{flannelCfg("kube-system", `{"Network": "10.244.0.0/16", "Backend": {"Type": "host-gw"}, "MTU": 1400}`)},
+			mode: "host-gw", settings: map[string]string{"backend": "host-gw", "network": "10.244.0.0/16", "mtu": "1400"},
+			evidence: []string{"mode host-gw, from ConfigMap kube-system/kube-flannel-cfg: backend=host-gw mtu=1400 network=10.244.0.0/16"}},
+		{name: "flannel vxlan direct routing", cni: "flannel",
+			objs: []runtime.Object{flannelCfg("kube-flannel", `{"network": "10.42.0.0/16", "backend": {"type": "VXLAN", "VNI": 4096, "Port": 4789, "DirectRouting": true}}`)},
+			mode: "vxlan+directrouting", settings: map[string]string{"backend": "vxlan", "network": "10.42.0.0/16", "vni": "4096", "port": "4789", "direct_routing": "true"}},
+		{name: "flannel wireguard", cni: "flannel",
+			objs: []runtime.Object{flannelCfg("kube-flannel", `{"Network": "10.244.0.0/16", "Backend": {"Type": "wireguard", "PersistentKeepaliveInterval": 25}}`)},
+			mode: "wireguard", settings: map[string]string{"backend": "wireguard", "network": "10.244.0.0/16"}},
+		{name: "flannel without backend", cni: "flannel",
+			objs: []runtime.Object{flannelCfg("kube-flannel", `{"Network": "10.244.0.0/16"}`)},
+			mode: "udp", settings: map[string]string{"backend": "udp", "network": "10.244.0.0/16"},
+			evidence: []string{"mode udp", "has no Backend: flannel's default, udp"}},
+		{name: "flannel prefers kube-flannel", cni: "flannel",
+			objs: []runtime.Object{flannelCfg("kube-system", `{"Backend": {"Type": "udp"}}`), flannelCfg("kube-flannel", `{"Backend": {"Type": "host-gw"}}`)},
+			mode: "host-gw", settings: map[string]string{"backend": "host-gw"}},
+		{name: "flannel malformed net-conf.json", cni: "flannel",
+			objs:     []runtime.Object{flannelCfg("kube-flannel", `{"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"`)},
+			evidence: []string{"mode unknown: ConfigMap kube-flannel/kube-flannel-cfg: net-conf.json: unexpected end of JSON input"}},
+		{name: "flannel backend not an object", cni: "flannel",
+			objs:     []runtime.Object{flannelCfg("kube-flannel", `{"Backend": "vxlan"}`)},
+			evidence: []string{"mode unknown: ConfigMap kube-flannel/kube-flannel-cfg: net-conf.json: Backend: json: cannot unmarshal"}},
+		{name: "flannel backend type empty", cni: "flannel",
+			objs:     []runtime.Object{flannelCfg("kube-flannel", `{"Backend": {"VNI": 1}}`)},
+			evidence: []string{`net-conf.json: Backend.Type "" is not a backend type`}},
+		{name: "flannel without net-conf.json", cni: "flannel",
+			objs:     []runtime.Object{configMap("kube-flannel", "kube-flannel-cfg", map[string]string{"cni-conf.json": "{}"})},
+			evidence: []string{"mode unknown: ConfigMap kube-flannel/kube-flannel-cfg: no key net-conf.json"}},
+		{name: "flannel ConfigMap missing", cni: "flannel",
+			evidence: []string{"mode unknown: no ConfigMap kube-flannel-cfg in namespace kube-flannel or kube-system"}},
+
+		{name: "cilium tunnel, KPR, bpf masquerade: eBPF host routing", cni: "cilium",
+			objs: []runtime.Object{ciliumCfg("routing-mode=tunnel", "tunnel-protocol=vxlan", "kube-proxy-replacement=true", "enable-bpf-masquerade=true",
+				"enable-host-legacy-routing=false", "enable-policy=default", "ipam=kubernetes")},
+			mode: "tunnel vxlan, kube-proxy replacement, eBPF host routing",
+			settings: map[string]string{"routing-mode": "tunnel", "tunnel-protocol": "vxlan", "kube-proxy-replacement": "true", "enable-bpf-masquerade": "true",
+				"enable-host-legacy-routing": "false", "enable-policy": "default", "ipam": "kubernetes"},
+			evidence: []string{"mode tunnel vxlan, kube-proxy replacement, eBPF host routing, from ConfigMap kube-system/cilium-config: enable-bpf-masquerade=true enable-host-legacy-routing=false enable-policy=default ipam=kubernetes kube-proxy-replacement=true routing-mode=tunnel tunnel-protocol=vxlan",
+				"cilium: eBPF host routing: enable-host-legacy-routing is not true, kube-proxy is replaced and enable-bpf-masquerade is true"}},
+		{name: "cilium native, legacy host routing asked for", cni: "cilium",
+			objs:     []runtime.Object{ciliumCfg("routing-mode=native", "kube-proxy-replacement=true", "enable-bpf-masquerade=true", "enable-host-legacy-routing=true")},
+			mode:     "native routing, kube-proxy replacement, legacy host routing",
+			settings: map[string]string{"routing-mode": "native", "kube-proxy-replacement": "true", "enable-bpf-masquerade": "true", "enable-host-legacy-routing": "true"},
+			evidence: []string{"mode native routing, kube-proxy replacement, legacy host routing", "cilium: legacy host routing: enable-host-legacy-routing is true (eBPF host routing needs"}},
+		{name: "cilium without KPR", cni: "cilium",
+			objs:     []runtime.Object{ciliumCfg("routing-mode=native", "kube-proxy-replacement=false", "enable-bpf-masquerade=true")},
+			mode:     "native routing, kube-proxy, legacy host routing",
+			settings: map[string]string{"routing-mode": "native", "kube-proxy-replacement": "false", "enable-bpf-masquerade": "true"},
+			evidence: []string{`cilium: legacy host routing: kube-proxy-replacement is "false", not true (`}},
+		{name: "cilium KPR without bpf masquerade", cni: "cilium",
+			objs:     []runtime.Object{ciliumCfg("routing-mode=tunnel", "tunnel-protocol=geneve", "kube-proxy-replacement=true")},
+			mode:     "tunnel geneve, kube-proxy replacement, legacy host routing",
+			settings: map[string]string{"routing-mode": "tunnel", "tunnel-protocol": "geneve", "kube-proxy-replacement": "true"},
+			evidence: []string{"cilium: legacy host routing: enable-bpf-masquerade is not set, not true ("}},
+		{name: "cilium defaults", cni: "cilium",
+			objs: []runtime.Object{ciliumCfg()}, mode: "tunnel vxlan, kube-proxy, legacy host routing", settings: map[string]string{},
+			evidence: []string{"mode tunnel vxlan, kube-proxy, legacy host routing, from ConfigMap kube-system/cilium-config: nothing",
+				"cilium: neither routing-mode nor tunnel set: cilium's default, tunnel vxlan",
+				"cilium: legacy host routing: kube-proxy-replacement is not set, not true; enable-bpf-masquerade is not set, not true"}},
+		{name: "cilium 1.13: tunnel disabled, KPR strict, wireguard", cni: "cilium",
+			objs: []runtime.Object{configMap("cilium", "cilium-config", map[string]string{"tunnel": "disabled", "kube-proxy-replacement": "strict",
+				"enable-bpf-masquerade": "true", "enable-wireguard": "true"})},
+			mode:     "native routing, kube-proxy replacement, eBPF host routing, wireguard",
+			settings: map[string]string{"tunnel": "disabled", "kube-proxy-replacement": "strict", "enable-bpf-masquerade": "true", "enable-wireguard": "true"},
+			evidence: []string{"from ConfigMap cilium/cilium-config"}},
+		{name: "cilium 1.13: tunnel geneve, KPR partial, ipsec", cni: "cilium",
+			objs:     []runtime.Object{ciliumCfg("tunnel=geneve", "kube-proxy-replacement=partial", "enable-bpf-masquerade=true", "enable-ipsec=true")},
+			mode:     "tunnel geneve, partial kube-proxy replacement, legacy host routing, ipsec",
+			settings: map[string]string{"tunnel": "geneve", "kube-proxy-replacement": "partial", "enable-bpf-masquerade": "true", "enable-ipsec": "true"},
+			evidence: []string{`kube-proxy-replacement is "partial", not true`}},
+		{name: "cilium unknown values", cni: "cilium",
+			objs:     []runtime.Object{ciliumCfg("routing-mode=hybrid", "kube-proxy-replacement=maybe")},
+			mode:     "routing unknown, kube-proxy replacement unknown, legacy host routing",
+			settings: map[string]string{"routing-mode": "hybrid", "kube-proxy-replacement": "maybe"},
+			evidence: []string{`cilium: routing-mode "hybrid" is neither tunnel nor native`, `cilium: kube-proxy-replacement "maybe" is none of`}},
+		{name: "cilium ConfigMap missing", cni: "cilium",
+			objs:     []runtime.Object{flannelCfg("kube-flannel", `{"Backend": {"Type": "vxlan"}}`)},
+			evidence: []string{"mode unknown: no ConfigMap cilium-config in namespace kube-system or cilium"}},
+
+		{name: "calico veth_mtu", cni: "calico",
+			objs:     []runtime.Object{configMap("kube-system", "calico-config", map[string]string{"calico_backend": "bird", "veth_mtu": "1440", "typha_service_name": "none"})},
+			settings: map[string]string{"veth_mtu": "1440"},
+			evidence: []string{"mode unknown, from ConfigMap kube-system/calico-config: veth_mtu=1440", "calico: the mode (encapsulation, BGP, eBPF dataplane) is in the Installation resource"}},
+		{name: "calico operator install", cni: "calico",
+			evidence: []string{"mode unknown: no ConfigMap calico-config in namespace kube-system or calico-system"}},
+		{name: "calico malformed veth_mtu", cni: "calico",
+			objs:     []runtime.Object{configMap("kube-system", "calico-config", map[string]string{"veth_mtu": "auto"})},
+			evidence: []string{`mode unknown: ConfigMap kube-system/calico-config: veth_mtu "auto" is not a number`}},
+
+		{name: "other CNI", cni: "kindnet", evidence: []string{"mode unknown: cnibench does not read kindnet's configuration"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			info := CNIInfo{Name: tt.cni, Version: "v1", Evidence: []string{"pods"}}
+			DetectCNIMode(context.Background(), fake.NewClientset(tt.objs...), &info)
+			if info.Mode != tt.mode {
+				t.Errorf("mode %q, want %q (evidence %q)", info.Mode, tt.mode, info.Evidence)
+			}
+			if (info.Settings == nil) != (tt.settings == nil) || !maps.Equal(info.Settings, tt.settings) {
+				t.Errorf("settings %v, want %v", info.Settings, tt.settings)
+			}
+			if info.Name != tt.cni || info.Version != "v1" || len(info.Evidence) < 2 || info.Evidence[0] != "pods" {
+				t.Errorf("info %+v: name, version or evidence of IdentifyCNI changed, or no evidence added", info)
+			}
+			i := 0
+			for _, e := range info.Evidence[1:] {
+				if i < len(tt.evidence) && strings.Contains(e, tt.evidence[i]) {
+					i++
+				}
+			}
+			if i < len(tt.evidence) {
+				t.Errorf("evidence %q lacks %q", info.Evidence[1:], tt.evidence[i])
+			}
+		})
+	}
+}
+
+// A CNI that could not be named gets no mode and no evidence about it.
+func TestDetectCNIModeNoName(t *testing.T) {
+	for _, name := range []string{"", "unknown"} {
+		info := CNIInfo{Name: name}
+		DetectCNIMode(context.Background(), fake.NewClientset(), &info)
+		if info.Mode != "" || info.Settings != nil || info.Evidence != nil {
+			t.Errorf("info %+v", info)
+		}
+	}
+}
+
+// Errors of the API server are evidence, not failures; a hanging one is
+// cut off by the deadline.
+func TestDetectCNIModeErrors(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	for _, tt := range []struct {
+		name     string
+		err      error
+		hang     bool
+		evidence string
+	}{
+		{name: "forbidden", err: apierrors.NewForbidden(gr, "cilium-config", errors.New("no RBAC")),
+			evidence: "mode unknown: reading ConfigMap kube-system/cilium-config is forbidden (cnibench needs get on configmaps there): "},
+		{name: "server error", err: apierrors.NewInternalError(errors.New("etcd down")),
+			evidence: "mode unknown: read ConfigMap kube-system/cilium-config: Internal error occurred: etcd down"},
+		{name: "deadline", hang: true, evidence: "mode unknown: read ConfigMap kube-system/cilium-config: context deadline exceeded"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := fake.NewClientset(ciliumCfg("routing-mode=native"))
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			cs.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if tt.hang {
+					<-ctx.Done()
+					return true, nil, ctx.Err()
+				}
+				return true, nil, tt.err
+			})
+			info := CNIInfo{Name: "cilium"}
+			DetectCNIMode(ctx, cs, &info)
+			if info.Mode != "" || info.Settings != nil || len(info.Evidence) != 1 || !strings.HasPrefix(info.Evidence[0], tt.evidence) {
+				t.Errorf("info %+v, want evidence %q", info, tt.evidence)
+			}
+		})
+	}
+}
+
+func TestFormatSettings(t *testing.T) {
+	got := formatSettings(map[string]string{"b": "two words", "a": "1", "c": "", "d": `x"y`})
+	if want := `a=1 b="two words" c="" d="x\"y"`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if formatSettings(nil) != "" {
+		t.Error("nil settings")
+	}
+}
+
+func TestClip(t *testing.T) {
+	if clip("  vxlan ") != "vxlan" {
+		t.Error("not trimmed")
+	}
+	long := strings.Repeat("é", 40) // 80 bytes
+	c := clip(long)
+	if len(c) > 64 || !strings.HasSuffix(c, "…") || !strings.HasPrefix(long, strings.TrimSuffix(c, "…")) {
+		t.Errorf("clip = %q", c)
+	}
+}
+
+// modeChars is what a flannel mode may hold: it becomes a label.
+var modeChars = regexp.MustCompile(`^[a-z0-9][a-z0-9_.+-]*$`)
+
+func FuzzParseFlannelNetConf(f *testing.F) {
+	for _, s := range []string{
+		`{"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}`,
+		`{"Network": "10.244.0.0/16", "Backend": {"Type": "host-gw"}, "MTU": 1400}`,
+		`{"Network": "10.42.0.0/16", "Backend": {"Type": "vxlan", "VNI": 1, "Port": 8472, "DirectRouting": true}, "MTU": "1450"}`,
+		`{"EnableIPv6": true, "IPv6Network": "fd00::/56", "Backend": {"Type": "wireguard"}}`,
+		`{"Network": "10.244.0.0/16"}`,
+		`{"Backend": null}`,
+		`{"Backend": "vxlan"}`,
+		`{"Backend": {"Type": "vxlan"`,
+		`[]`, `null`, ``,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		mode, set, _, err := parseFlannelNetConf(s)
+		if err != nil {
+			if mode != "" || set != nil {
+				t.Fatalf("error %v with mode %q settings %v", err, mode, set)
+			}
+			return
+		}
+		if !modeChars.MatchString(mode) || set["backend"] == "" || !strings.HasPrefix(mode, set["backend"]) {
+			t.Fatalf("mode %q settings %v", mode, set)
+		}
+		for k, v := range set {
+			if len(v) > 64 {
+				t.Fatalf("setting %s too long: %q", k, v)
+			}
+		}
+	})
+}
