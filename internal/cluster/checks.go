@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -19,8 +20,9 @@ func (d *Deployment) Findings(ctx context.Context, measured func(map[string]stri
 	if len(want) == 0 {
 		want = Checks
 	}
-	labels := map[string]string{"backend": Name, "cluster": d.b.cluster, "cni": d.cni.Name,
+	labels := map[string]string{"backend": Name, "cluster": d.b.cluster,
 		"client_node": d.client.Name, "server_node": d.server.Name}
+	maps.Copy(labels, d.cniLabels())
 	var out []result.Finding
 	for _, c := range Checks {
 		if !slices.Contains(want, c) || ctx.Err() != nil {
@@ -53,7 +55,9 @@ func (d *Deployment) Findings(ctx context.Context, measured func(map[string]stri
 	return out
 }
 
-// checkCNI reports which CNI the cluster runs and why cnibench thinks so.
+// checkCNI reports which CNI the cluster runs, its version and mode, and
+// why cnibench thinks so (d.cni's evidence holds the settings the mode
+// was read from).
 func (d *Deployment) checkCNI() result.Finding {
 	f := result.Finding{Verdict: "identified", Evidence: append([]string(nil), d.cni.Evidence...)}
 	if d.conf != nil {
@@ -73,7 +77,10 @@ func (d *Deployment) checkCNI() result.Finding {
 		if d.cni.Version != "" {
 			f.Summary += " " + d.cni.Version
 		}
-		f.Labels = map[string]string{"cni_version": d.cni.Version}
+		if d.cni.Mode != "" {
+			f.Summary += " (" + d.cni.Mode + ")"
+		}
+		f.Labels = d.cniLabels()
 	}
 	return f
 }

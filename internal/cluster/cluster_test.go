@@ -547,7 +547,9 @@ func TestCycle(t *testing.T) {
 		if want := "the cluster's pod network (CNI flannel) on cluster kind-test"; dps[1].Description != want {
 			t.Errorf("description %q, want %q", dps[1].Description, want)
 		}
-		if l := d.Labels(); l["backend"] != "kubernetes" || l["cluster"] != "kind-test" || len(l) != 2 {
+		// The CNI is named by the CNI configuration only: no version,
+		// and no kube-flannel-cfg to read the mode from.
+		if l := d.Labels(); l["backend"] != "kubernetes" || l["cluster"] != "kind-test" || l["cni"] != "flannel" || len(l) != 3 {
 			t.Errorf("labels %v", l)
 		}
 		if d.Paths("cni-calico") != nil || d.Paths("") != nil {
@@ -772,8 +774,12 @@ func TestCycle(t *testing.T) {
 
 		cni := m["cni"]
 		if cni.Verdict != "identified" || cni.Summary != "the cluster's CNI is flannel" ||
-			!slices.Contains(cni.Evidence, "CNI configuration in use on n1: 10-flannel.conflist (plugins flannel, portmap)") {
+			!slices.Contains(cni.Evidence, "CNI configuration in use on n1: 10-flannel.conflist (plugins flannel, portmap)") ||
+			!slices.Contains(cni.Evidence, "mode unknown: no ConfigMap kube-flannel-cfg in namespace kube-flannel or kube-system") {
 			t.Errorf("cni: %+v", cni)
+		}
+		if _, ok := cni.Labels["cni_mode"]; ok {
+			t.Errorf("cni: mode label %q without a mode", cni.Labels["cni_mode"])
 		}
 
 		mtu := m["mtu"]
@@ -924,7 +930,10 @@ func TestFindingsFootprint(t *testing.T) {
 			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "kube-flannel", Image: "ghcr.io/flannel-io/flannel:v0.25.1"}}},
 		}
 	}
-	fc := newFakeCluster(t, testNode("n3", "10.0.0.3"), flannel("kube-flannel-ds-a", "n1"), flannel("kube-flannel-ds-b", "n2"), flannel("kube-flannel-ds-c", "n3"))
+	// kube-flannel.yml's ConfigMap, which the CNI's mode is read from.
+	netConf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-flannel-cfg", Namespace: "kube-flannel"},
+		Data: map[string]string{"net-conf.json": `{"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}`}}
+	fc := newFakeCluster(t, testNode("n3", "10.0.0.3"), flannel("kube-flannel-ds-a", "n1"), flannel("kube-flannel-ds-b", "n2"), flannel("kube-flannel-ds-c", "n3"), netConf)
 	d := up(t, ctx, fc.backend(func(o *Options) { o.Checks = []string{"cni", "cni_footprint"} }))
 	if d.client.Name != "n1" || d.server.Name != "n2" {
 		t.Fatalf("nodes %s %s", d.client.Name, d.server.Name)
@@ -932,8 +941,20 @@ func TestFindingsFootprint(t *testing.T) {
 	start := time.Now()
 	m := findingsByCheck(d.Findings(ctx, measured))
 	t.Logf("Findings took %v", time.Since(start))
-	if f := m["cni"]; f.Verdict != "identified" || f.Summary != "the cluster's CNI is flannel v0.25.1" || f.Labels["cni_version"] != "v0.25.1" {
+	if f := m["cni"]; f.Verdict != "identified" || f.Summary != "the cluster's CNI is flannel v0.25.1 (vxlan)" ||
+		f.Labels["cni"] != "flannel" || f.Labels["cni_version"] != "v0.25.1" || f.Labels["cni_mode"] != "vxlan" ||
+		!slices.Contains(f.Evidence, "mode vxlan, from ConfigMap kube-flannel/kube-flannel-cfg: backend=vxlan network=10.244.0.0/16") {
 		t.Errorf("cni: %+v", f)
+	}
+	if f := m["cni_footprint"]; f.Labels["cni_version"] != "v0.25.1" || f.Labels["cni_mode"] != "vxlan" {
+		t.Errorf("cni_footprint labels %v", f.Labels)
+	}
+	// Every run carries the CNI, its version and mode.
+	if l := d.Labels(); !maps.Equal(l, map[string]string{"backend": "kubernetes", "cluster": "kind-test", "cni": "flannel", "cni_version": "v0.25.1", "cni_mode": "vxlan"}) {
+		t.Errorf("labels %v", l)
+	}
+	if dp := d.Datapaths()[1]; dp.Description != "the cluster's pod network (CNI flannel v0.25.1: vxlan) on cluster kind-test" {
+		t.Errorf("description %q", dp.Description)
 	}
 	f := m["cni_footprint"]
 	if f.Verdict != "measured" || f.Metrics["cni_pods"] != 3 || f.Metrics["cni_pods_measured"] != 2 {

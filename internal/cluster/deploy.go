@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -270,6 +271,9 @@ func (d *Deployment) gatherFacts(ctx context.Context) {
 		d.cni.Pods = kube.PodRefs(pods)
 		d.cni.Evidence = append(d.cni.Evidence, "CNI pods given by --cni-pods "+d.b.o.CNIPods)
 	}
+	// Its mode, from its own configuration (bounded; what cannot be read
+	// is evidence).
+	kube.DetectCNIMode(ctx, d.b.cs, &d.cni)
 }
 
 // cniName is the datapath label of the cluster's pod network.
@@ -419,6 +423,9 @@ func (d *Deployment) cniDescription() string {
 		if d.cni.Version != "" {
 			s += " " + d.cni.Version
 		}
+		if d.cni.Mode != "" {
+			s += ": " + d.cni.Mode
+		}
 		s += ")"
 	}
 	return s + " on cluster " + d.b.cluster
@@ -452,9 +459,24 @@ func (d *Deployment) Reset(context.Context, string) (int, error) {
 	return -1, fmt.Errorf("%w: the nodes' conntrack tables are shared with the cluster's workloads and are not flushed", backend.ErrNotSupported)
 }
 
-// Labels implements backend.Deployment.
+// Labels implements backend.Deployment: the backend, the cluster, and
+// the cluster's CNI, its version and its mode (those known).
 func (d *Deployment) Labels() map[string]string {
-	return map[string]string{"backend": Name, "cluster": d.b.cluster}
+	l := map[string]string{"backend": Name, "cluster": d.b.cluster}
+	maps.Copy(l, d.cniLabels())
+	return l
+}
+
+// cniLabels are the labels of the cluster's CNI: cni, cni_version and
+// cni_mode, each only if known.
+func (d *Deployment) cniLabels() map[string]string {
+	l := map[string]string{}
+	for k, v := range map[string]string{"cni": d.cni.Name, "cni_version": d.cni.Version, "cni_mode": d.cni.Mode} {
+		if v != "" {
+			l[k] = v
+		}
+	}
+	return l
 }
 
 // Down implements backend.Deployment: it removes every object of the run

@@ -1,10 +1,14 @@
 package cluster
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -355,5 +359,42 @@ func TestMedianOf(t *testing.T) {
 		if got := medianOf(tt.runs, m); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// The CNI check names the mode, labels the finding with the version and
+// the mode, and keeps the evidence of the mode's settings.
+func TestCheckCNI(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		cni     kube.CNIInfo
+		verdict string
+		summary string
+		labels  map[string]string
+	}{
+		{name: "cilium with mode",
+			cni: kube.CNIInfo{Name: "cilium", Version: "v1.15.19", Mode: "tunnel vxlan, kube-proxy replacement, eBPF host routing",
+				Settings: map[string]string{"routing-mode": "tunnel"},
+				Evidence: []string{"cilium: 2 pods", "mode tunnel vxlan, kube-proxy replacement, eBPF host routing, from ConfigMap kube-system/cilium-config: routing-mode=tunnel"}},
+			verdict: "identified", summary: "the cluster's CNI is cilium v1.15.19 (tunnel vxlan, kube-proxy replacement, eBPF host routing)",
+			labels: map[string]string{"cni": "cilium", "cni_version": "v1.15.19", "cni_mode": "tunnel vxlan, kube-proxy replacement, eBPF host routing"}},
+		{name: "flannel without version",
+			cni:     kube.CNIInfo{Name: "flannel", Mode: "host-gw", Evidence: []string{"CNI config: plugins flannel"}},
+			verdict: "identified", summary: "the cluster's CNI is flannel (host-gw)", labels: map[string]string{"cni": "flannel", "cni_mode": "host-gw"}},
+		{name: "kindnet without mode",
+			cni:     kube.CNIInfo{Name: "kindnet", Version: "v20240813", Evidence: []string{"mode unknown: cnibench does not read kindnet's configuration"}},
+			verdict: "identified", summary: "the cluster's CNI is kindnet v20240813", labels: map[string]string{"cni": "kindnet", "cni_version": "v20240813"}},
+		{name: "unknown", verdict: "unknown", summary: "the CNI could not be identified from the kube-system pods or the nodes' CNI configuration"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &Deployment{b: &Backend{}, cni: tt.cni, client: &corev1.Node{}}
+			f := d.checkCNI()
+			if f.Verdict != tt.verdict || f.Summary != tt.summary || !maps.Equal(f.Labels, tt.labels) {
+				t.Errorf("got %s %q %v, want %s %q %v", f.Verdict, f.Summary, f.Labels, tt.verdict, tt.summary, tt.labels)
+			}
+			if !slices.Equal(f.Evidence, tt.cni.Evidence) {
+				t.Errorf("evidence %q, want %q", f.Evidence, tt.cni.Evidence)
+			}
+		})
 	}
 }
