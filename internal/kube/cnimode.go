@@ -49,6 +49,16 @@ var modeSources = []modeSource{
 	{cni: "calico", configMap: "calico-config", namespaces: []string{"kube-system", "calico-system"}, parse: calicoMode},
 }
 
+// modeConfigMaps are the names of the ConfigMaps DetectCNIMode reads (the
+// RBAC rule that lets it).
+func modeConfigMaps() []string {
+	var out []string
+	for _, s := range modeSources {
+		out = append(out, s.configMap)
+	}
+	return out
+}
+
 // DetectCNIMode reads the configuration objects of info's CNI (see
 // modeSources: flannel's net-conf.json, cilium's cilium-config, calico's
 // calico-config) and sets info.Mode and info.Settings. It never fails:

@@ -36,6 +36,8 @@ var clusterRules = []ruleWhy{
 	rule("", "nodes", []string{"get", "list"}, "choose the client and server nodes and read their addresses"),
 	rule("", "pods", []string{"list"}, "identify the CNI and its pods (kube-system and the CNIs' own namespaces, or --cni-pods) for the CNI check and the footprint"),
 	rule("", "namespaces", []string{"get", "list", "create", "delete"}, "create a run's namespace, delete it afterwards and find those of crashed runs (optional: not needed when the runs use an existing namespace, such as this one)"),
+	ruleWhy{rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: modeConfigMaps()},
+		"read the CNI's own configuration (these ConfigMaps only) to name its mode in the CNI check and the runs' labels"},
 	rule("metrics.k8s.io", "pods", []string{"get", "list"}, "read the CPU and memory of CNI pods on nodes without a run's host pod (metrics-server; optional)"),
 	rule("cilium.io", "ciliumclusterwidenetworkpolicies", clusterPolicyVerbs, "used only by the egress-filter scenario's cilium-policy mechanism, when the cluster serves them (Cilium), and by cnibench k8s clean to remove those of crashed runs (optional)"),
 	ruleWhy{rbacv1.PolicyRule{APIGroups: []string{"crd.projectcalico.org"}, Resources: []string{"globalnetworksets", "globalnetworkpolicies"}, Verbs: clusterPolicyVerbs},
