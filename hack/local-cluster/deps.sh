@@ -4,7 +4,7 @@
 # install only if there is none (an existing one is left as it is).
 set -euo pipefail
 pkgs=(containerd runc containernetworking-plugins etcd-server etcd-client iptables conntrack
-  busybox-static openssl bc util-linux iproute2)
+  busybox-static openssl bc util-linux iproute2 nftables bpftool ipset clang-14)
 missing=()
 for p in "${pkgs[@]}"; do
   st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)

@@ -3,17 +3,29 @@
 # hoststate.sh compare A B    : show differences; exit 1 if any
 # Recorded: ip -o link, routes (v4/v6) and rules, nft ruleset, iptables-save/ip6tables-save,
 # sysctl -a (minus counters that change by themselves), netns list, mounts, top-level cgroups in
-# every hierarchy, /run/containerd, and processes of the cluster's binaries.
+# every hierarchy, BPF programs attached to the host's cgroup v2 root (the one cgroup hook that is
+# host-wide), /run/containerd, and processes of the cluster's binaries.
+# A snapshot fails (exit 2) when a tool it reads is missing or fails: a state recorded as
+# "command not found" on both sides would make the comparison unable to fail.
 set -euo pipefail
 VOLATILE='^(fs\.dentry-state|fs\.file-nr|fs\.inode-nr|fs\.inode-state|kernel\.ns_last_pid|kernel\.random\.(uuid|entropy_avail)|kernel\.pty\.nr|net\.netfilter\.nf_conntrack_count|fs\.quota\.[a-z_]+) '
+fail() { echo "hoststate: $*" >&2; exit 2; }
+# rec FILE CMD... : CMD's output into FILE; the snapshot fails if CMD is missing or fails
+rec() { local f=$1; shift; command -v "$1" >/dev/null || fail "$1: command not found (install it: the host state cannot be checked without it)"
+  "$@" >"$f.raw" 2>"$f.err" || fail "$* failed: $(head -3 "$f.err")"; rm -f "$f.err"; }
 snapshot() {
-  local d=$1; mkdir -p "$d"
-  ip -o link | sed -E 's/^[0-9]+: //' | sort >"$d/link"
-  ip route >"$d/route"; ip -6 route >"$d/route6"; ip rule >"$d/rule"
-  nft list ruleset >"$d/nft" 2>&1 || true
-  iptables-save 2>&1 | grep -v '^#' >"$d/iptables" || true
-  ip6tables-save 2>&1 | grep -v '^#' >"$d/ip6tables" || true
-  sysctl -a 2>/dev/null | grep -Ev "$VOLATILE" | sort >"$d/sysctl"
+  local d=$1 g; mkdir -p "$d"
+  rec "$d/link" ip -o link; sed -E 's/^[0-9]+: //' "$d/link.raw" | sort >"$d/link"
+  rec "$d/route" ip route; rec "$d/route6" ip -6 route; rec "$d/rule" ip rule
+  rec "$d/nft" nft list ruleset
+  rec "$d/iptables" iptables-save; grep -v '^#' "$d/iptables.raw" >"$d/iptables" || true
+  rec "$d/ip6tables" ip6tables-save; grep -v '^#' "$d/ip6tables.raw" >"$d/ip6tables" || true
+  rec "$d/sysctl" sysctl -a; grep -Ev "$VOLATILE" "$d/sysctl.raw" | sort >"$d/sysctl"
+  # BPF programs on the host's cgroup v2 hierarchy (top levels: a program there acts host-wide)
+  g=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)
+  if [ -n "$g" ]; then rec "$d/bpf-cgroup" bpftool cgroup tree "$g"; else echo "(no cgroup2 mount)" >"$d/bpf-cgroup.raw"; fi
+  for f in route route6 rule nft bpf-cgroup; do mv "$d/$f.raw" "$d/$f"; done
+  rm -f "$d"/*.raw
   ip netns list | sort >"$d/netns"
   awk '{print $5, $9}' /proc/self/mountinfo | sort >"$d/mounts"
   for h in /sys/fs/cgroup/*/; do find "$h" -mindepth 1 -maxdepth 1 -type d; done | sort >"$d/cgroups"

@@ -5,6 +5,11 @@ K8S_VERSION=${K8S_VERSION:-v1.33.13}
 # Build cache, kept between runs (and between checkouts): binaries per version + Go caches.
 LC_CACHE=${LC_CACHE:-/var/cache/cnibench-k8s}
 K8S_BIN=$LC_CACHE/$K8S_VERSION/bin
+# Real CNIs built from the Go module proxy (build-cni.sh), cached per family and version.
+FLANNEL_VERSION=${FLANNEL_VERSION:-v0.28.10}
+CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v0.9.1}   # its plugins/meta/flannel reads flanneld's subnet.env
+CILIUM_VERSION=${CILIUM_VERSION:-v1.15.19}
+cni_cache() { case $1 in flannel) echo "$LC_CACHE/cni/flannel-$FLANNEL_VERSION" ;; cilium) echo "$LC_CACHE/cni/cilium-$CILIUM_VERSION" ;; esac; }
 TOOLS_BIN=$LC_CACHE/tools-bin
 # Cluster state (etcd data, containerd roots, kubelet roots, PKI, images, logs): removed by down.sh.
 LC_STATE=${LC_STATE:-/var/lib/cnibench-k8s}
@@ -116,4 +121,59 @@ e2e_teardown() {
   "$LC_DIR/hoststate.sh" compare "$OUT/host-before" "$OUT/host-after" || ok=0
   if [ "$rc" -eq 0 ] && [ "$result" -eq 0 ] && [ "$ok" -eq 1 ]; then ts "$label PASSED"; exit 0; fi
   ts "$label FAILED (logs in $OUT)"; exit 1
+}
+
+# stage_bins ROOT FILE... : copy each file (symlinks resolved) into the staged image root ROOT at
+# its real path, with a symlink at the name given, and every shared library ldd names (and the
+# dynamic loader). The root has the usr-merged layout of Debian 12 (/bin -> usr/bin, …).
+stage_bins() {
+  local root=$1 f real lib; shift
+  mkdir -p "$root/usr/bin" "$root/usr/sbin" "$root/usr/lib" "$root/usr/lib64"
+  for l in bin sbin lib lib64; do [ -e "$root/$l" ] || ln -s "usr/$l" "$root/$l"; done
+  for f in "$@"; do
+    real=$(readlink -f "$f") || die "stage_bins: $f: not found"
+    [ -e "$real" ] || die "stage_bins: $f: not found"
+    # rm first: the name may be a busybox applet link, which cp would follow and overwrite
+    mkdir -p "$root$(dirname "$real")"; rm -f "$root$real"; cp -a "$real" "$root$real"
+    if [ "$f" != "$real" ] && [ ! -e "$root$f" ] && [ ! -L "$root$f" ]; then mkdir -p "$root$(dirname "$f")"; ln -s "$real" "$root$f"; fi
+    for lib in $(ldd "$real" 2>/dev/null | grep -oE '/[^ ]+' || true); do
+      local rl; rl=$(readlink -f "$lib")
+      [ -e "$root$rl" ] || { mkdir -p "$root$(dirname "$rl")"; cp -a "$rl" "$root$rl"; }
+      [ "$lib" = "$rl" ] || [ -e "$root$lib" ] || [ -L "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")"; ln -s "$rl" "$root$lib"; }
+    done
+  done
+}
+# stage_iptables ROOT : iptables (nft backend), ip6tables and their save/restore, as Debian has
+# them (xtables-nft-multi dispatches on its name), with the extensions they dlopen.
+stage_iptables() {
+  local root=$1 n
+  stage_bins "$root" /usr/sbin/xtables-nft-multi
+  for n in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore \
+    iptables-nft iptables-nft-save iptables-nft-restore ip6tables-nft ip6tables-nft-save ip6tables-nft-restore; do
+    ln -sf xtables-nft-multi "$root/usr/sbin/$n"
+  done
+  mkdir -p "$root/usr/lib/x86_64-linux-gnu"
+  cp -a /usr/lib/x86_64-linux-gnu/xtables "$root/usr/lib/x86_64-linux-gnu/"
+  for lib in $(for f in /usr/lib/x86_64-linux-gnu/xtables/*.so; do ldd "$f" | grep -oE '/[^ ]+'; done | sort -u); do
+    local rl; rl=$(readlink -f "$lib")
+    [ -e "$root$rl" ] || { mkdir -p "$root$(dirname "$rl")"; cp -a "$rl" "$root$rl"; }
+    [ "$lib" = "$rl" ] || [ -e "$root$lib" ] || [ -L "$root$lib" ] || ln -s "$rl" "$root$lib"
+  done
+}
+# stage_busybox ROOT : a static busybox with its applets as /usr/bin/<applet> links (a shell, mount, …).
+stage_busybox() {
+  local root=$1 a
+  mkdir -p "$root/usr/bin"; cp /bin/busybox "$root/usr/bin/busybox"
+  for a in $(/bin/busybox --list); do [ -e "$root/usr/bin/$a" ] || [ -e "$root/usr/sbin/$a" ] || ln -s busybox "$root/usr/bin/$a"; done
+}
+
+# The CNIs up.sh --cni installs (cni/<family>.sh; interface in cni/README.md).
+CNIS="bridge flannel-vxlan flannel-host-gw cilium-vxlan cilium-native cilium-native-legacy cilium-native-kube-proxy"
+# cni_load NAME : check NAME and source its family's script (sets CNI, CNI_FAMILY, CNI_VERSION, …).
+cni_load() {
+  CNI=$1
+  [[ " $CNIS " == *" $CNI "* ]] || die "--cni $CNI: unknown CNI (want one of: $CNIS)"
+  CNI_FAMILY=${CNI%%-*}
+  CNI_IMAGES="" CNI_PLUGINS=""
+  source "$LC_DIR/cni/$CNI_FAMILY.sh"
 }

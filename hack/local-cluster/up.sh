@@ -3,14 +3,26 @@
 #   deps (Debian) -> k8s binaries (built once per version, cached) -> PKI -> images -> netns
 #   -> etcd + apiserver + controller-manager + scheduler (in n1) -> containerd + kubelet +
 #   kube-proxy on n1 and n2 -> both nodes Ready (bounded).
+# Usage: up.sh [--cni NAME]   (NAME: bridge (default), flannel-vxlan, flannel-host-gw, cilium-vxlan,
+#   cilium-native, cilium-native-legacy, cilium-native-kube-proxy; or CNI=NAME; see cni/README.md)
 # Env: K8S_VERSION, LC_CACHE, LC_STATE, LC_RUN (lib.sh); IMAGES="a.tar b.tar" extra image
-# tarballs to import on both nodes; READY_TIMEOUT (s, default 120) per node.
+# tarballs to import on both nodes; READY_TIMEOUT (s, default 120) per node; CNI_TIMEOUT (s) for
+# the CNI's agents to be ready.
 # On failure it leaves the partial cluster for inspection; down.sh removes it.
 set -euo pipefail
 export _t0=$(date +%s.%N)
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, mounts, cgroups)"
 READY_TIMEOUT=${READY_TIMEOUT:-120}
+CNI=${CNI:-bridge}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --cni) CNI=${2:?--cni needs a name}; shift 2 ;;
+    --cni=*) CNI=${1#--cni=}; shift ;;
+    *) die "unknown argument $1 (usage: up.sh [--cni NAME])" ;;
+  esac
+done
+cni_load "$CNI"
 if [ -e "$LC_RUN" ] || [ -e "$LC_STATE" ] || [ -e /run/netns/${NS_PREFIX}n1 ] || [ -e /run/netns/${NS_PREFIX}n2 ]; then
   die "leftovers of a previous cluster ($LC_RUN, $LC_STATE or netns ${NS_PREFIX}*): run $LC_DIR/down.sh first"
 fi
@@ -26,6 +38,11 @@ mkdir -p "$TOOLS_BIN"
 (cd "$LC_DIR/tools" && CGO_ENABLED=0 "$GO" build -trimpath -o "$TOOLS_BIN/" ./mkimage ./pause ./tcpbench) ||
   die "building hack/local-cluster/tools failed"
 ts tools
+cni_build; ts "CNI $CNI ($CNI_VERSION)"
+# the cluster's CNI plugin directory: Debian's plugins plus the CNI's own
+CNI_BIN=$LC_STATE/cni-bin; mkdir -p "$CNI_BIN"
+for p in /usr/lib/cni/* $CNI_PLUGINS; do ln -sf "$p" "$CNI_BIN/"; done
+printf 'CNI=%s\nCNI_FAMILY=%s\nCNI_VERSION=%s\n' "$CNI" "$CNI_FAMILY" "$CNI_VERSION" >"$LC_RUN/cni.env"
 
 # ---------- PKI (openssl) ----------
 mkdir -p "$PKI"; cd "$PKI"
@@ -96,8 +113,7 @@ for n in $NODES; do
   # per-netns sysctls (net.* in a fresh netns; the host's are not touched)
   innet $n sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
 done
-ip -n "$(netns n1)" route add "$(pod_cidr n2)" via "$(node_ip n2)"
-ip -n "$(netns n2)" route add "$(pod_cidr n1)" via "$(node_ip n1)"
+cni_net
 ts network
 
 # ---------- control plane in n1 ----------
@@ -142,12 +158,7 @@ start_node() {
   for f in cpuset.cpus cpuset.mems; do
     [ -n "$(cat "/sys/fs/cgroup/cpuset$CG/$f")" ] || cat "/sys/fs/cgroup/cpuset/$f" >"/sys/fs/cgroup/cpuset$CG/$f"
   done
-  cat >"$D/cni/10-cnibench-local.conflist" <<CNI
-{"cniVersion": "0.4.0", "name": "cnibench-local", "plugins": [
-  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$(pod_cidr $N)"}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$S/ipam"}},
-  {"type": "portmap", "capabilities": {"portMappings": true}}]}
-CNI
+  cni_node_conf "$N"
   cat >"$D/containerd.toml" <<TOML
 version = 2
 root = "$D/containerd"
@@ -170,12 +181,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         SystemdCgroup = false
         Root = "$S/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+    bin_dir = "$CNI_BIN"
     conf_dir = "$D/cni"
 TOML
-  start containerd-$N $N containerd --config "$D/containerd.toml"
+  start containerd-$N $N env $(cni_containerd_env "$N") containerd --config "$D/containerd.toml"
   waitup containerd-$N "containerd $N" 30 ctr --address "$S/containerd.sock" version
-  for t in "$IMG/pause.tar" "$IMG/busybox.tar" ${IMAGES:-}; do "$LC_DIR/import-image.sh" "$t" $N; done
+  for t in "$IMG/pause.tar" "$IMG/busybox.tar" $CNI_IMAGES ${IMAGES:-}; do "$LC_DIR/import-image.sh" "$t" $N; done
   cat >"$D/kubelet.yaml" <<KL
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -206,6 +217,9 @@ KL
   start kubelet-$N $N "$K8S_BIN/kubelet" --config="$D/kubelet.yaml" --kubeconfig="$PKI/kubelet-$N.kubeconfig" \
     --root-dir="$D/kubelet" --node-ip="$(node_ip $N)" --hostname-override=$N
   waitup kubelet-$N "node $N registered" 60 kc get node $N
+  # the node's pod CIDR, as controller-manager --allocate-node-cidrs would set it (the CNIs with
+  # Kubernetes IPAM read it); fixed per node so that the layout is the same on every run
+  kc patch node $N --type merge -p "{\"spec\":{\"podCIDR\":\"$(pod_cidr $N)\",\"podCIDRs\":[\"$(pod_cidr $N)\"]}}" >/dev/null
   # the kubelet rewrites a few host-wide sysctls when it starts; put the host's values back
   # (its "Updating kernel flag" log is at -v=2, so watch the values instead; bounded, 10 s)
   waitfor "kubelet $N kernel-flag writes" 10 sysctls_changed || echo "(the kubelet changed no host sysctl)"
@@ -222,15 +236,18 @@ healthzBindAddress: 127.0.0.1:10256
 # 0 = leave the (host-wide) nf_conntrack sysctls alone
 conntrack: {maxPerCore: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 KP
-  start kube-proxy-$N $N "$K8S_BIN/kube-proxy" --config="$D/kube-proxy.yaml"
+  [ "$CNI_KUBE_PROXY" = yes ] && start kube-proxy-$N $N "$K8S_BIN/kube-proxy" --config="$D/kube-proxy.yaml"
+  return 0
 }
 for n in $NODES; do start_node $n; ts "node $n started"; done
-for n in $NODES; do waitup kubelet-$n "node $n Ready" "$READY_TIMEOUT" node_ready $n; done
+cni_install; ts "CNI $CNI installed"
+for n in $NODES; do waitup kubelet-$n "node $n Ready" "$READY_TIMEOUT" node_ready $n || { cni_logs; exit 1; }; done
+cni_wait; ts "CNI $CNI ready"
 sysctl -qw $(cat "$LC_RUN/sysctl.orig")
 ts "nodes Ready"
 kc get nodes -o wide
 cat <<EOM
-cluster up in $(echo "$(date +%s.%N) - $_t0" | bc | cut -d. -f1)s
+cluster up with CNI $CNI ($CNI_VERSION) in $(echo "$(date +%s.%N) - $_t0" | bc | cut -d. -f1)s
   kubeconfig: $KUBECONFIG_ADMIN   (the API is at https://$(node_ip n1):6443 inside netns $(netns n1) only)
   kubectl:    $LC_DIR/kubectl.sh get pods -A      (= nsenter --net=/run/netns/$(netns n1) $K8S_BIN/kubectl --kubeconfig $KUBECONFIG_ADMIN ...)
   images:     $LC_DIR/import-image.sh IMAGE.tar   (then imagePullPolicy: Never)

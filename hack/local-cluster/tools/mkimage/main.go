@@ -3,6 +3,7 @@
 //
 //	mkimage -o out.tar -t example.local/pause:v1 -entrypoint /pause /path/to/pause=/pause [/bin/busybox=/bin/busybox ...]
 //	-link /bin/sh=busybox adds a symlink.
+//	-root DIR adds a whole staged tree (directories, files, symlinks as they are).
 package main
 
 import (
@@ -12,6 +13,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -32,6 +34,7 @@ func main() {
 	entry := flag.String("entrypoint", "", "entrypoint (space separated)")
 	var links multi
 	flag.Var(&links, "link", "symlink path=target")
+	root := flag.String("root", "", "a staged root tree to add as it is")
 	flag.Parse()
 	if *tag == "" {
 		log.Fatal("-t required")
@@ -51,6 +54,39 @@ func main() {
 	}
 	for _, a := range []string{"tmp/x", "etc/x", "proc/x", "sys/x", "dev/x"} {
 		mkdirs(a)
+	}
+	if *root != "" {
+		must(filepath.Walk(*root, func(p string, st os.FileInfo, err error) error {
+			if err != nil || p == *root {
+				return err
+			}
+			rel, _ := filepath.Rel(*root, p)
+			switch {
+			case st.IsDir():
+				if !dirs[rel+"/"] {
+					dirs[rel+"/"] = true
+					return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: rel + "/", Mode: int64(st.Mode().Perm())})
+				}
+			case st.Mode()&os.ModeSymlink != 0:
+				t, err := os.Readlink(p)
+				if err != nil {
+					return err
+				}
+				return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: rel, Linkname: t, Mode: 0o777})
+			case st.Mode().IsRegular():
+				f, err := os.Open(p)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: rel, Mode: int64(st.Mode().Perm()), Size: st.Size()}); err != nil {
+					return err
+				}
+				_, err = io.Copy(tw, f)
+				return err
+			}
+			return nil
+		}))
 	}
 	for _, arg := range flag.Args() {
 		src, dst, ok := strings.Cut(arg, "=")

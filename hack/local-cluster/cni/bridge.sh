@@ -1,0 +1,23 @@
+# cni/bridge.sh: the plain bridge plugin (Debian's containernetworking-plugins): a Linux bridge
+# per node, host-local IPAM with a static subnet, static routes between the nodes. No agent, no
+# NetworkPolicy. Sourced by up.sh (interface: cni/README.md).
+CNI_KUBE_PROXY=yes
+CNI_VERSION=$(dpkg-query -W -f='${Version}' containernetworking-plugins 2>/dev/null || echo unknown)
+cni_build() { :; }
+cni_net() {
+  ip -n "$(netns n1)" route add "$(pod_cidr n2)" via "$(node_ip n2)"
+  ip -n "$(netns n2)" route add "$(pod_cidr n1)" via "$(node_ip n1)"
+}
+cni_node_conf() {
+  local N=$1 D=$LC_STATE/$1 S=$LC_RUN/$1
+  cat >"$D/cni/10-cnibench-local.conflist" <<CNI
+{"cniVersion": "0.4.0", "name": "cnibench-local", "plugins": [
+  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$(pod_cidr $N)"}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$S/ipam"}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}]}
+CNI
+}
+cni_containerd_env() { :; }
+cni_install() { :; }
+cni_wait() { :; }
+cni_logs() { :; }
