@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # hoststate.sh snapshot DIR   : record the host state the cluster must not leave changed
 # hoststate.sh compare A B    : show differences; exit 1 if any
+# hoststate.sh during A DIR   : while the cluster runs: the host's sysctls as in snapshot A, and no
+#                               BPF program on the host's cgroup v2 root itself (exit 1 otherwise)
 # Recorded: ip -o link, routes (v4/v6) and rules, nft ruleset, iptables-save/ip6tables-save,
 # sysctl -a (minus counters that change by themselves), netns list, mounts, top-level cgroups in
 # every hierarchy, BPF programs attached to the host's cgroup v2 root (the one cgroup hook that is
@@ -38,5 +40,15 @@ case ${1:-} in
   snapshot) snapshot "${2:?dir}" ;;
   compare)
     if diff -ru "${2:?dir A}" "${3:?dir B}"; then echo "host state: unchanged ($(ls "$2" | tr '\n' ' '))"; else echo "host state: CHANGED (diff above)"; exit 1; fi ;;
-  *) echo "usage: $0 snapshot DIR | compare DIR_BEFORE DIR_AFTER" >&2; exit 2 ;;
+  during)
+    snapshot "${3:?dir}"; bad=0
+    diff -u "${2:?dir A}/sysctl" "$3/sysctl" || { echo "host sysctls: CHANGED while the cluster runs (diff above)"; bad=1; }
+    g=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)
+    if [ -n "$g" ]; then
+      n=$(bpftool cgroup show "$g" | grep -vc '^ID' || true)
+      [ "$n" -eq 0 ] || { bpftool cgroup show "$g"; echo "host cgroup v2 root $g: $n BPF program(s) attached while the cluster runs"; bad=1; }
+    fi
+    [ $bad -eq 0 ] && echo "host state while the cluster runs: sysctls unchanged, no BPF program on the host's cgroup v2 root"
+    exit $bad ;;
+  *) echo "usage: $0 snapshot DIR | compare DIR_BEFORE DIR_AFTER | during DIR_BEFORE DIR" >&2; exit 2 ;;
 esac

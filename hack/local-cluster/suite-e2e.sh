@@ -1,25 +1,32 @@
 #!/usr/bin/env bash
-# suite-e2e.sh CNIBENCH E2E_TEST : the Kubernetes backend end to end on the local two-node cluster.
-#   host snapshot -> a brief lab suite (to compare with) -> cnibench image build -> up.sh (image
-#   imported) -> E2E_TEST (go test -c -tags e2e ./test/e2e) inside node n1's network namespace, where
-#   the API lives: the suite over every path and check, Ctrl-C, crash + `cnibench k8s clean`, compare
-#   -> down.sh -> host-state comparison (sysctls, mounts, links, cgroups, files).
-# Non-zero exit on any failure. Output: $E2E_OUT (default /tmp/cnibench-k8s-e2e).
+# suite-e2e.sh [--cni NAME] CNIBENCH E2E_TEST : the Kubernetes backend end to end on the local
+# two-node cluster with CNI NAME (default bridge; lib.sh CNIS).
+#   host snapshot -> a brief lab suite on the lab datapath that models the CNI (to compare with)
+#   -> cnibench image build -> up.sh --cni NAME (image imported) -> host state while it runs ->
+#   E2E_TEST (go test -c -tags e2e ./test/e2e) inside node n1's network namespace, where the API
+#   lives: the suite over every path and check, the scale scenarios, compare (and, with bridge,
+#   Ctrl-C, crash + `cnibench k8s clean`, RBAC) -> down.sh -> host-state comparison (sysctls, mounts,
+#   links, cgroups, BPF on the host's cgroup root, files).
+# Non-zero exit on any failure. Output: $E2E_OUT (default /tmp/cnibench-k8s-e2e/NAME).
 set -euo pipefail
 export _t0=$(date +%s.%N)
-BIN=$(realpath "${1:?usage: suite-e2e.sh CNIBENCH E2E_TEST}")
-TEST=$(realpath "${2:?usage: suite-e2e.sh CNIBENCH E2E_TEST}")
+CNI=bridge
+if [ "${1:-}" = --cni ]; then CNI=${2:?--cni needs a name}; shift 2; fi
+BIN=$(realpath "${1:?usage: suite-e2e.sh [--cni NAME] CNIBENCH E2E_TEST}")
+TEST=$(realpath "${2:?usage: suite-e2e.sh [--cni NAME] CNIBENCH E2E_TEST}")
 source "$(dirname "$0")/lib.sh"
-OUT=${E2E_OUT:-/tmp/cnibench-k8s-e2e}
+cni_load "$CNI"
+OUT=${E2E_OUT:-/tmp/cnibench-k8s-e2e/$CNI}
 rm -rf "$OUT"; mkdir -p "$OUT"
 exec > >(tee "$OUT/e2e.log") 2>&1
 result=1
 "$LC_DIR/deps.sh"   # before the snapshot: packages are not host state the run must restore
 "$LC_DIR/hoststate.sh" snapshot "$OUT/host-before"
-trap "e2e_teardown 'suite e2e'" EXIT
+trap "e2e_teardown 'suite e2e ($CNI)'" EXIT
 
-# The lab run the cluster run is compared with: same tests, one datapath (and the baseline).
-"$BIN" suite --datapaths veth-routing --no-conntrack-scenario --tests tcp_stream,tcp_rr,tcp_crr --flows 1 \
+# The lab run the cluster run is compared with: same tests, the datapath that models this CNI (and
+# the baseline).
+"$BIN" suite --datapaths "$LAB_MODEL" --no-conntrack-scenario --tests tcp_stream,tcp_rr,tcp_crr --flows 1 \
   --repeat 2 --duration 0.5s --warmup 0.1s --seed 4242 --out "$OUT/lab" >"$OUT/lab.log" 2>&1 ||
   { tail -20 "$OUT/lab.log"; die "the lab suite failed"; }
 ts "lab suite done"
@@ -27,14 +34,19 @@ ts "lab suite done"
 REF=cnibench.local/cnibench:e2e
 "$BIN" image build --binary "$BIN" --ref "$REF" --out "$OUT/cnibench-image.tar"
 ts "image built"
-IMAGES="$OUT/cnibench-image.tar" "$LC_DIR/up.sh"
-ts "cluster up"
+IMAGES="$OUT/cnibench-image.tar" "$LC_DIR/up.sh" --cni "$CNI"
+ts "cluster up ($CNI)"
+"$LC_DIR/hoststate.sh" during "$OUT/host-before" "$OUT/host-during" || die "the cluster changed the host while it runs"
+cni_verify || die "$CNI does not run as configured"
+# The CNI-independent tests (interrupt, crash, RBAC) run once, with bridge.
+[ "$CNI" = bridge ] && run="" || run='^(TestSuiteOnCluster|TestEgressScenarioOnCluster|TestServicesScenarioOnCluster)$'
 
 cd "$OUT"
 innet n1 env CNIBENCH_E2E_BIN="$BIN" CNIBENCH_E2E_KUBECONFIG="$KUBECONFIG_ADMIN" CNIBENCH_E2E_IMAGE="$REF" \
   CNIBENCH_E2E_CNI_CONF_DIR="$LC_STATE/{node}/cni" CNIBENCH_E2E_OUT="$OUT" CNIBENCH_E2E_LAB="$OUT/lab/results.json" \
-  CNIBENCH_E2E_EXPECT_CNI=bridge \
-  "$TEST" -test.v -test.count=1 -test.timeout 20m 2>&1 | tee "$OUT/go-test.log"
+  CNIBENCH_E2E_EXPECT_CNI="$CNI" \
+  "$TEST" -test.v -test.count=1 -test.timeout 20m ${run:+-test.run "$run"} 2>&1 | tee "$OUT/go-test.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the end-to-end test failed (see $OUT/go-test.log)"
-ts "end-to-end test passed"
+"$LC_DIR/hoststate.sh" during "$OUT/host-before" "$OUT/host-during-2" || die "the cluster changed the host while it ran"
+ts "end-to-end test passed ($CNI)"
 result=0

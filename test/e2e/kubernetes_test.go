@@ -14,7 +14,7 @@
 //	CNIBENCH_E2E_CNI_CONF_DIR the nodes' CNI configuration directory ({node})
 //	CNIBENCH_E2E_OUT          where results go
 //	CNIBENCH_E2E_LAB          a lab run's results.json to compare with
-//	CNIBENCH_E2E_EXPECT_CNI   the CNI the cluster runs (bridge)
+//	CNIBENCH_E2E_EXPECT_CNI   the CNI the cluster runs, as up.sh --cni names it (expects in cni_test.go)
 package e2e
 
 import (
@@ -169,7 +169,8 @@ func TestSuiteOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cniDP := "cni-" + e.cni
+	x := e.expected(t)
+	cniDP := "cni-" + x.cni
 	want := map[string][]string{"baseline": {"node-to-node"}, cniDP: {"same-node", "cross-node", "pod-to-endpoint", "pod-to-service", "hairpin", "pod-to-nodeport"}}
 	for dp, paths := range want {
 		for _, p := range paths {
@@ -194,6 +195,10 @@ func TestSuiteOnCluster(t *testing.T) {
 						t.Errorf("%s %s %s: repeat %d lacks the pods' TCP counters (warnings %q)", dp, p, test, x.Index, r.Warnings)
 					}
 				}
+				if dp == cniDP && (r.Labels["cni"] != x.cni || !x.modeMatches(r.Labels["cni_mode"]) || (x.cni != "bridge" && r.Labels["cni_version"] == "")) {
+					t.Errorf("%s %s %s: labels cni=%q cni_version=%q cni_mode=%q, want %s in mode %q", dp, p, test,
+						r.Labels["cni"], r.Labels["cni_version"], r.Labels["cni_mode"], x.cni, x.mode)
+				}
 				if r.Labels["client_node"] == "" || r.Labels["server_node"] == "" || r.Labels["mtu"] == "" {
 					t.Errorf("%s %s %s: labels %v lack nodes or mtu", dp, p, test, r.Labels)
 				}
@@ -209,19 +214,24 @@ func TestSuiteOnCluster(t *testing.T) {
 	verdicts := map[string]string{}
 	for _, f := range set.Findings {
 		verdicts[f.Check] = f.Verdict
-		t.Logf("finding %s: %s: %s\n  %s", f.Check, f.Verdict, f.Summary, strings.Join(f.Evidence, "\n  "))
+		t.Logf("finding %s: %s: %s\n  %s\n  %v", f.Check, f.Verdict, f.Summary, strings.Join(f.Evidence, "\n  "), f.Metrics)
 	}
-	// The local cluster: the bridge plugin, pod MTU = node MTU, no
-	// policy support, no encryption, no CNI pods.
-	wantVerdicts := map[string]string{"cni": "identified", "mtu": "correct", "network_policy": "not-enforced", "encryption": "clear", "cni_footprint": "none"}
+	// What the harness installed: its policy support, its agents; the MTU
+	// right for its encapsulation, no encryption on the wire.
+	wantVerdicts := map[string]string{"cni": "identified", "mtu": "correct", "network_policy": x.policy, "encryption": "clear", "cni_footprint": x.footprint}
 	for c, v := range wantVerdicts {
 		if verdicts[c] != v {
 			t.Errorf("check %s: verdict %q, want %q", c, verdicts[c], v)
 		}
 	}
 	for _, f := range set.Findings {
-		if f.Check == "cni" && f.Labels["cni"] != e.cni {
-			t.Errorf("cni finding names %q, want %q", f.Labels["cni"], e.cni)
+		if f.Check == "cni" && (f.Labels["cni"] != x.cni || !x.modeMatches(f.Labels["cni_mode"])) {
+			t.Errorf("cni finding names %q in mode %q, want %q in mode %q", f.Labels["cni"], f.Labels["cni_mode"], x.cni, x.mode)
+		}
+		if f.Check == "cni_footprint" && x.agents > 0 {
+			if m := f.Metrics; m["cni_pods_measured"] < float64(x.agents) || m["cpu_millicores_idle"] <= 0 || m["memory_bytes_load"] <= 0 {
+				t.Errorf("footprint: %v, want at least %d agents measured with CPU and memory", m, x.agents)
+			}
 		}
 	}
 	for _, name := range []string{"report.html", "report.md"} {

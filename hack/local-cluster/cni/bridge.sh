@@ -2,6 +2,7 @@
 # per node, host-local IPAM with a static subnet, static routes between the nodes. No agent, no
 # NetworkPolicy. Sourced by up.sh (interface: cni/README.md).
 CNI_KUBE_PROXY=yes
+LAB_MODEL=bridge   # the lab datapath that models it: pods on a bridge, pod subnets routed over the wire
 CNI_VERSION=$(dpkg-query -W -f='${Version}' containernetworking-plugins 2>/dev/null || echo unknown)
 cni_build() { :; }
 cni_net() {
@@ -21,3 +22,4 @@ cni_containerd_env() { :; }
 cni_install() { :; }
 cni_wait() { :; }
 cni_logs() { :; }
+cni_verify() { :; }

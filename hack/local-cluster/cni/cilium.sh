@@ -20,11 +20,14 @@ CNI_VERSION=$CILIUM_VERSION
 CILIUM_IMAGE=cnibench.local/cilium/cilium:$CILIUM_VERSION
 CILIUM_OPERATOR_IMAGE=cnibench.local/cilium/operator-generic:$CILIUM_VERSION
 CILIUM_KPR=true CILIUM_ROUTING=native CILIUM_LEGACY_HOST_ROUTING=false CNI_KUBE_PROXY=no
+# LAB_MODEL: the lab datapath that models it (the lab has no eBPF-routed VXLAN: cilium-vxlan's
+# model is the eBPF host routing one, and the encapsulation is the difference)
+LAB_MODEL=ebpf-host-routing
 case $CNI in
   cilium-vxlan) CILIUM_ROUTING=tunnel ;;
   cilium-native) ;;
-  cilium-native-legacy) CILIUM_LEGACY_HOST_ROUTING=true ;;
-  cilium-native-kube-proxy) CILIUM_KPR=false CILIUM_LEGACY_HOST_ROUTING=true CNI_KUBE_PROXY=yes ;;
+  cilium-native-legacy) CILIUM_LEGACY_HOST_ROUTING=true LAB_MODEL=veth-routing ;;
+  cilium-native-kube-proxy) CILIUM_KPR=false CILIUM_LEGACY_HOST_ROUTING=true CNI_KUBE_PROXY=yes LAB_MODEL=veth-routing ;;
   *) die "unknown Cilium mode $CNI (want cilium-vxlan, cilium-native, cilium-native-legacy or cilium-native-kube-proxy)" ;;
 esac
 CLANG=${CLANG:-clang-14}   # Debian 12's clang-14 and clang-16 compile 1.15's datapath; clang-19 does not
@@ -227,4 +230,27 @@ cni_logs() {
   local p; for p in $(kc -n kube-system get pods -l k8s-app=cilium -o name 2>/dev/null) $(kc -n kube-system get pods -l name=cilium-operator -o name 2>/dev/null); do
     echo "--- $p (last 40 lines)" >&2; kc -n kube-system logs "$p" --tail=40 >&2 || true
   done
+}
+# cni_verify: each agent runs as configured, by its own account (cilium-dbg status): host routing,
+# kube-proxy replacement, the tunnel device; socket LB programs on the node's cgroup subtree only.
+cni_verify() {
+  local p st want_hr=BPF want_kpr=True n
+  [ "$CILIUM_LEGACY_HOST_ROUTING" = true ] && want_hr=Legacy
+  [ "$CILIUM_KPR" = true ] || want_kpr=False
+  for p in $(kc -n kube-system get pods -l k8s-app=cilium -o name); do
+    st=$(kc -n kube-system exec "$p" -- cilium-dbg status 2>&1) || { echo "$p: cilium-dbg status failed: $st" >&2; return 1; }
+    echo "$st" | grep -E '^(KubeProxyReplacement|Host Routing|Masquerading|Cilium):' | sed "s|^|$p: |"
+    echo "$st" | grep -Eq "^Host Routing: +$want_hr" || { echo "$p: host routing is not $want_hr" >&2; return 1; }
+    echo "$st" | grep -Eq "^KubeProxyReplacement: +$want_kpr" || { echo "$p: kube-proxy replacement is not $want_kpr" >&2; return 1; }
+  done
+  for n in $NODES; do
+    if [ "$CILIUM_ROUTING" = tunnel ]; then
+      ip -n "$(netns $n)" -d link show cilium_vxlan 2>/dev/null | grep -q vxlan || { echo "$n: no cilium_vxlan device" >&2; return 1; }
+    fi
+    if [ "$CILIUM_KPR" = true ]; then
+      bpftool cgroup show "/sys/fs/cgroup/unified${CGROOT}-$n" | grep -q cil_sock4_connect ||
+        { echo "$n: no socket LB program on the node's cgroup subtree" >&2; return 1; }
+    fi
+  done
+  echo "cilium $CNI: host routing $want_hr, kube-proxy replacement $want_kpr, routing $CILIUM_ROUTING, as configured"
 }

@@ -5,8 +5,8 @@
 CNI_KUBE_PROXY=yes
 CNI_VERSION=$FLANNEL_VERSION
 case $CNI in
-  flannel-vxlan) FLANNEL_BACKEND=vxlan ;;
-  flannel-host-gw) FLANNEL_BACKEND=host-gw ;;
+  flannel-vxlan) FLANNEL_BACKEND=vxlan LAB_MODEL=vxlan ;;
+  flannel-host-gw) FLANNEL_BACKEND=host-gw LAB_MODEL=bridge ;;
   *) die "unknown flannel mode $CNI (want flannel-vxlan or flannel-host-gw)" ;;
 esac
 FLANNEL_IMAGE=cnibench.local/flannel/flannel:$FLANNEL_VERSION
@@ -116,4 +116,18 @@ cni_wait() {
 cni_logs() {
   kc -n kube-flannel get pods -o wide >&2 || true
   local p; for p in $(kc -n kube-flannel get pods -o name 2>/dev/null); do echo "--- $p (last 30 lines)" >&2; kc -n kube-flannel logs "$p" --tail=30 >&2 || true; done
+}
+# cni_verify: the datapath is the one configured (a VXLAN device, or routes via the other node)
+cni_verify() {
+  local n o
+  for n in $NODES; do
+    o=n1; [ $n = n1 ] && o=n2
+    if [ "$FLANNEL_BACKEND" = vxlan ]; then
+      ip -n "$(netns $n)" -d link show flannel.1 2>/dev/null | grep -q 'vxlan id 1' || { echo "$n: no flannel.1 VXLAN device" >&2; return 1; }
+      ip -n "$(netns $n)" route show "$(pod_cidr $o)" | grep -q 'dev flannel.1' || { echo "$n: $(pod_cidr $o) not routed via flannel.1" >&2; return 1; }
+    else
+      ip -n "$(netns $n)" route show "$(pod_cidr $o)" | grep -q "via $(node_ip $o) dev eth0" || { echo "$n: $(pod_cidr $o) not routed via $(node_ip $o)" >&2; return 1; }
+    fi
+  done
+  echo "flannel $FLANNEL_BACKEND: the nodes route each other's pod subnets as configured"
 }

@@ -1,0 +1,60 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// expect is what the local cluster's CNI (hack/local-cluster/up.sh --cni
+// NAME) must show to cnibench: the facts the harness installed, so that a
+// check that misreads a real CNI fails here.
+type expect struct {
+	// cni is cnibench's name for it (the cni label; datapath cni-<cni}).
+	cni string
+	// mode is the cni_mode label ("" where cnibench reads none).
+	mode string
+	// policy is the network_policy check's verdict.
+	policy string
+	// footprint is the cni_footprint verdict; agents its least number of
+	// measured pods.
+	footprint string
+	agents    int
+	// clusterPolicy is the egress scenario's mechanism of the CNI's own
+	// cluster-wide policy objects ("" if it has none).
+	clusterPolicy string
+}
+
+// expects are the CNIs hack/local-cluster installs (lib.sh CNIS).
+var expects = map[string]expect{
+	"bridge":          {cni: "bridge", policy: "not-enforced", footprint: "none"},
+	"flannel-vxlan":   {cni: "flannel", mode: "vxlan", policy: "not-enforced", footprint: "measured", agents: 2},
+	"flannel-host-gw": {cni: "flannel", mode: "host-gw", policy: "not-enforced", footprint: "measured", agents: 2},
+	"cilium-vxlan": {cni: "cilium", mode: "tunnel vxlan, kube-proxy replacement, eBPF host routing",
+		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy"},
+	"cilium-native": {cni: "cilium", mode: "native routing, kube-proxy replacement, eBPF host routing",
+		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy"},
+	"cilium-native-legacy": {cni: "cilium", mode: "native routing, kube-proxy replacement, legacy host routing",
+		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy"},
+	"cilium-native-kube-proxy": {cni: "cilium", mode: "native routing, kube-proxy, legacy host routing",
+		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy"},
+}
+
+// expected is the expectation for the cluster's CNI (CNIBENCH_E2E_EXPECT_CNI).
+func (e *env) expected(t *testing.T) expect {
+	t.Helper()
+	x, ok := expects[e.cni]
+	if !ok {
+		t.Fatalf("CNIBENCH_E2E_EXPECT_CNI=%q: unknown (want one of hack/local-cluster's CNIs)", e.cni)
+	}
+	return x
+}
+
+// modeMatches reports whether a run's cni_mode label is the expected one.
+func (x expect) modeMatches(got string) bool {
+	if x.mode == "" {
+		return true
+	}
+	return got == x.mode || strings.HasPrefix(got, x.mode+", ")
+}
