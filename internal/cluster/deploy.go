@@ -299,7 +299,7 @@ func (d *Deployment) buildPaths(serverIP string) {
 	}
 	cli := place{d.ns, d.name(podCliA)}
 	pod := func(kind, target string, srvNode *corev1.Node) backend.Path {
-		return backend.Path{Kind: kind, Client: cli, Target: target, PathMTU: podMTU, PodMTU: podMTU, Labels: withMTU(nodes(d.client, srvNode), podMTU)}
+		return backend.Path{Kind: kind, Client: cli, Target: target, PathMTU: podMTU, PodMTU: podMTU, Labels: withMTU(nodes(d.client, srvNode), nodeMTU)}
 	}
 	svcIP, srvB := d.svc.Spec.ClusterIP, d.pods[podSrvB].Status.PodIP
 	viaService := func(p backend.Path, ip string, bench int32) backend.Path {
@@ -307,7 +307,7 @@ func (d *Deployment) buildPaths(serverIP string) {
 		return p
 	}
 	nodePort := backend.Path{Kind: PathPodToNodePort, Client: cli, Target: serverIP, PathMTU: podMTU, PodMTU: podMTU,
-		Labels: withMTU(nodes(d.client, d.server), podMTU)}
+		Labels: withMTU(nodes(d.client, d.server), nodeMTU)}
 	bench, web := nodePorts(d.svc)
 	switch {
 	case d.nodePortWhy != "":
@@ -324,7 +324,7 @@ func (d *Deployment) buildPaths(serverIP string) {
 		viaService(pod(PathPodToEndpoint, "", d.server), srvB, servicePort),
 		viaService(pod(PathPodToService, "", d.server), svcIP, svcPort),
 		viaService(backend.Path{Kind: PathHairpin, Client: place{d.ns, d.name(podSrvB)}, PathMTU: podMTU, PodMTU: podMTU,
-			Labels: withMTU(nodes(d.server, d.server), podMTU)}, svcIP, hairpinPort),
+			Labels: withMTU(nodes(d.server, d.server), nodeMTU)}, svcIP, hairpinPort),
 		nodePort,
 	}
 	d.baseline = []backend.Path{{Kind: PathNodeToNode, Client: place{d.ns, d.name(podHostA)},
@@ -362,8 +362,11 @@ func nodePorts(svc *corev1.Service) (bench, web int32) {
 	return bench, web
 }
 
-// withMTU sets the "mtu" label to the MTU measured (the cell's own is the
-// lab's wire MTU, which a cluster does not set).
+// withMTU sets the "mtu" label to the node's MTU measured: the wire's, as
+// the label means in the lab (whose cells set the wire MTU; a cluster's
+// are given). The pod network's own MTU is each run's pod_mtu config, so
+// that a run through a tunnel (pod MTU 1450) still pairs with the
+// node-to-node baseline in compare --by datapath.
 func withMTU(l map[string]string, mtu int) map[string]string {
 	if mtu > 0 {
 		l["mtu"] = strconv.Itoa(mtu)
