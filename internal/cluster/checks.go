@@ -96,7 +96,7 @@ func (d *Deployment) checkMTU(measured func(map[string]string) []result.Run) res
 	encap, overhead := d.nodeIf.Encapsulation()
 	f := mtuVerdict(podMTU, nodeMTU, encap, overhead)
 	f.Evidence = append(f.Evidence,
-		fmt.Sprintf("client pod %s: default-route interface MTU %d", d.name(podCliA), podMTU),
+		fmt.Sprintf("client pod %s: default route MTU %d (its %s's)", d.name(podCliA), podMTU, d.podIf.DefaultRouteMTUFrom()),
 		fmt.Sprintf("node %s: interface %s (holding %s) MTU %d", d.client.Name, d.nodeIf.AddrLink(), d.nodeIf.Addr, nodeMTU))
 	if d.conf != nil && d.conf.MTU > 0 {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("CNI configuration sets mtu %d", d.conf.MTU))

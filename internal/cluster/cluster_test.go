@@ -795,7 +795,7 @@ func TestCycle(t *testing.T) {
 			t.Errorf("mtu cost %v", mtu.Metrics)
 		}
 		ev := strings.Join(mtu.Evidence, "\n")
-		for _, s := range []string{"client pod " + d.name(podCliA) + ": default-route interface MTU 1450", "node n1: interface eth0 (holding 10.0.0.1) MTU 1500", "(10.0 % less through the pod network"} {
+		for _, s := range []string{"client pod " + d.name(podCliA) + ": default route MTU 1450 (its interface's)", "node n1: interface eth0 (holding 10.0.0.1) MTU 1500", "(10.0 % less through the pod network"} {
 			if !strings.Contains(ev, s) {
 				t.Errorf("mtu evidence lacks %q:\n%s", s, ev)
 			}

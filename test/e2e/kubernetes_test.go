@@ -239,7 +239,7 @@ func TestSuiteOnCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range []string{"Checks", "not-enforced", "local-2node", "hairpin", "pod-to-service"} {
+		for _, s := range []string{"Checks", x.policy, "local-2node", "hairpin", "pod-to-service"} {
 			if !bytes.Contains(b, []byte(s)) {
 				t.Errorf("%s does not mention %q", name, s)
 			}

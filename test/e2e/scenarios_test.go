@@ -53,7 +53,10 @@ func TestEgressScenarioOnCluster(t *testing.T) {
 	e.assertClean(t, "before the run")
 	out := filepath.Join(e.out, "egress")
 	x := e.expected(t)
-	mechs := "none,networkpolicy,nftables,ebpf-lpm"
+	mechs := "none,networkpolicy"
+	if x.own {
+		mechs += ",nftables,ebpf-lpm"
+	}
 	if x.clusterPolicy != "" {
 		mechs += "," + x.clusterPolicy
 	}
@@ -93,7 +96,10 @@ func TestEgressScenarioOnCluster(t *testing.T) {
 			t.Errorf("a run on %s: the scenario runs on the pod network only", r.Labels["datapath"])
 		}
 	}
-	measured := []string{"nftables", "ebpf-lpm"}
+	var measured []string
+	if x.own {
+		measured = append(measured, "nftables", "ebpf-lpm")
+	}
 	if enforced {
 		measured = append(measured, "networkpolicy")
 	}
@@ -140,6 +146,9 @@ func TestEgressScenarioOnCluster(t *testing.T) {
 // removal recorded, nothing left (fillers, slices, the measured service).
 func TestServicesScenarioOnCluster(t *testing.T) {
 	e := setup(t)
+	if !e.expected(t).ownServices {
+		t.Skipf("%s programs services with kube-proxy, as bridge does: tested there", e.cni)
+	}
 	e.assertClean(t, "before the run")
 	out := filepath.Join(e.out, "services")
 	so, se, code := run(t, e.bin, e.scenarioArgs(out, "--scenario", "services", "--services", "1,1000")...)

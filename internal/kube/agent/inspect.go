@@ -57,6 +57,10 @@ type Link struct {
 type Route struct {
 	Dev     string `json:"dev"`
 	Gateway string `json:"gateway,omitempty"`
+	// MTU is the route's own MTU (0: none set, its link's applies).
+	// Cilium leaves a pod's interface at the node's MTU and lowers the
+	// routes' MTU by the tunnel's overhead.
+	MTU int `json:"mtu,omitempty"`
 }
 
 // Encap is a tunnel link and the bytes its encapsulation adds to a packet.
@@ -164,17 +168,37 @@ func (in *Inspect) AddrMTU() int {
 	return l.MTU
 }
 
-// DefaultRouteMTU is the MTU of the IPv4 default route's link, else the
-// IPv6 one's (0 when there is none): in a pod, its interface's MTU.
+// DefaultRouteMTU is the MTU packets on the IPv4 default route get (else
+// the IPv6 one's; 0 when there is none): the route's own MTU where it sets
+// one, else its link's. In a pod, the pod network's MTU.
 func (in *Inspect) DefaultRouteMTU() int {
+	mtu, _ := in.defaultRouteMTU()
+	return mtu
+}
+
+// DefaultRouteMTUFrom says where DefaultRouteMTU comes from: "route" (the
+// route's own MTU) or "interface".
+func (in *Inspect) DefaultRouteMTUFrom() string {
+	_, from := in.defaultRouteMTU()
+	return from
+}
+
+func (in *Inspect) defaultRouteMTU() (int, string) {
 	for _, r := range []*Route{in.DefaultRoute, in.DefaultRoute6} {
-		if r != nil {
-			if l, ok := in.Link(r.Dev); ok {
-				return l.MTU
+		if r == nil {
+			continue
+		}
+		if l, ok := in.Link(r.Dev); ok {
+			if r.MTU > 0 && (l.MTU == 0 || r.MTU < l.MTU) {
+				return r.MTU, "route"
 			}
+			return l.MTU, "interface"
+		}
+		if r.MTU > 0 {
+			return r.MTU, "route"
 		}
 	}
-	return 0
+	return 0, ""
 }
 
 // Encapsulation describes the tunnels that are up, e.g. "vxlan flannel.1",

@@ -107,7 +107,7 @@ func defaultRoute(routes []netlink.Route, names map[int]string) *Route {
 		if idx == 0 && len(r.MultiPath) > 0 {
 			idx, gw = r.MultiPath[0].LinkIndex, r.MultiPath[0].Gw
 		}
-		out := &Route{Dev: names[idx]}
+		out := &Route{Dev: names[idx], MTU: r.MTU}
 		if gw != nil {
 			out.Gateway = gw.String()
 		}

@@ -63,9 +63,20 @@ func TestInspectHelpers(t *testing.T) {
 		t.Errorf("addr link %q MTU %d, default route MTU %d", in.AddrLink(), in.AddrMTU(), in.DefaultRouteMTU())
 	}
 	in.DefaultRoute = &Route{Dev: "eth0", Gateway: "10.0.0.1"}
-	if in.DefaultRouteMTU() != 9001 {
-		t.Errorf("IPv4 default route first: MTU %d", in.DefaultRouteMTU())
+	if in.DefaultRouteMTU() != 9001 || in.DefaultRouteMTUFrom() != "interface" {
+		t.Errorf("IPv4 default route first: MTU %d from %s", in.DefaultRouteMTU(), in.DefaultRouteMTUFrom())
 	}
+	// Cilium's pods: the interface at the node's MTU, the route lowered.
+	in.DefaultRoute.MTU = 8951
+	if in.DefaultRouteMTU() != 8951 || in.DefaultRouteMTUFrom() != "route" {
+		t.Errorf("route MTU: %d from %s, want 8951 from route", in.DefaultRouteMTU(), in.DefaultRouteMTUFrom())
+	}
+	// A route MTU above the link's cannot raise it.
+	in.DefaultRoute.MTU = 9500
+	if in.DefaultRouteMTU() != 9001 {
+		t.Errorf("route MTU above the link's: %d", in.DefaultRouteMTU())
+	}
+	in.DefaultRoute.MTU = 0
 	tunnels, overhead := in.Encapsulation()
 	if !slices.Equal(tunnels, []string{"vxlan flannel.1", "wireguard flannel-wg"}) || overhead != 60 {
 		t.Errorf("Encapsulation() = %q, %d", tunnels, overhead)
