@@ -168,12 +168,30 @@ stage_busybox() {
 }
 
 # The CNIs up.sh --cni installs (cni/<family>.sh; interface in cni/README.md).
-CNIS="bridge flannel-vxlan flannel-host-gw cilium-vxlan cilium-native cilium-native-legacy cilium-native-kube-proxy"
+CNIS="bridge flannel-vxlan flannel-host-gw flannel-wireguard cilium-vxlan cilium-geneve cilium-native cilium-native-legacy cilium-native-kube-proxy cilium-wireguard"
 # cni_load NAME : check NAME and source its family's script (sets CNI, CNI_FAMILY, CNI_VERSION, …).
 cni_load() {
   CNI=$1
   [[ " $CNIS " == *" $CNI "* ]] || die "--cni $CNI: unknown CNI (want one of: $CNIS)"
   CNI_FAMILY=${CNI%%-*}
-  CNI_IMAGES="" CNI_PLUGINS=""
+  CNI_IMAGES="" CNI_PLUGINS="" CNI_NEEDS=""
   source "$LC_DIR/cni/$CNI_FAMILY.sh"
 }
+# cni_supported : whether this kernel has the link types the CNI's mode needs (CNI_NEEDS), probed
+# by creating one in a scratch network namespace; prints the reason when it has not.
+cni_supported() {
+  local t ns=${NS_PREFIX}probe$$ err
+  for t in $CNI_NEEDS; do
+    ip netns add "$ns" || { echo "cannot create the probe namespace $ns"; return 1; }
+    case $t in
+      vxlan) err=$(ip -n "$ns" link add p0 type vxlan id 1 dstport 0 2>&1) ;;
+      geneve) err=$(ip -n "$ns" link add p0 type geneve id 1 remote 192.0.2.1 2>&1) ;;
+      *) err=$(ip -n "$ns" link add p0 type "$t" 2>&1) ;;
+    esac
+    local rc=$?
+    ip netns del "$ns"
+    [ $rc -eq 0 ] || { echo "the kernel has no $t link type (ip link add type $t: ${err:-failed})"; return 1; }
+  done
+}
+# SKIP_EXIT: the exit status of up.sh and suite-e2e.sh when the CNI cannot run on this kernel.
+SKIP_EXIT=3

@@ -23,6 +23,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 cni_load "$CNI"
+if ! why=$(cni_supported); then echo "skipped: --cni $CNI: $why"; exit $SKIP_EXIT; fi
 if [ -e "$LC_RUN" ] || [ -e "$LC_STATE" ] || [ -e /run/netns/${NS_PREFIX}n1 ] || [ -e /run/netns/${NS_PREFIX}n2 ]; then
   die "leftovers of a previous cluster ($LC_RUN, $LC_STATE or netns ${NS_PREFIX}*): run $LC_DIR/down.sh first"
 fi

@@ -7,6 +7,8 @@
 #   cilium-native-legacy      native routing, kube-proxy replacement, legacy host routing (seed 000)
 #   cilium-native-kube-proxy  native routing, kube-proxy kept (iptables), legacy host routing
 #                             (seed 003: against cilium-native-legacy, kube-proxy is the one change)
+#   cilium-geneve, cilium-wireguard  GENEVE tunnel; native routing with WireGuard encryption
+#                             (seed 000): skipped on a kernel without those link types
 # Both nodes share one kernel, so each agent runs in its own container mount namespace (its own
 # bpffs and cgroup2 mounts, gone with the container), state dir $LC_RUN/<node>/cilium (the CNI
 # plugin reaches the agent there: CILIUM_SOCK in the node's containerd), and the two host-wide
@@ -19,16 +21,18 @@
 CNI_VERSION=$CILIUM_VERSION
 CILIUM_IMAGE=cnibench.local/cilium/cilium:$CILIUM_VERSION
 CILIUM_OPERATOR_IMAGE=cnibench.local/cilium/operator-generic:$CILIUM_VERSION
-CILIUM_KPR=true CILIUM_ROUTING=native CILIUM_LEGACY_HOST_ROUTING=false CNI_KUBE_PROXY=no
+CILIUM_KPR=true CILIUM_ROUTING=native CILIUM_LEGACY_HOST_ROUTING=false CNI_KUBE_PROXY=no CILIUM_TUNNEL=vxlan CILIUM_WIREGUARD=false
 # LAB_MODEL: the lab datapath that models it (the lab has no eBPF-routed VXLAN: cilium-vxlan's
 # model is the eBPF host routing one, and the encapsulation is the difference)
 LAB_MODEL=ebpf-host-routing
 case $CNI in
   cilium-vxlan) CILIUM_ROUTING=tunnel ;;
+  cilium-geneve) CILIUM_ROUTING=tunnel CILIUM_TUNNEL=geneve CNI_NEEDS=geneve ;;
+  cilium-wireguard) CILIUM_WIREGUARD=true CNI_NEEDS=wireguard ;;
   cilium-native) ;;
   cilium-native-legacy) CILIUM_LEGACY_HOST_ROUTING=true LAB_MODEL=veth-routing ;;
   cilium-native-kube-proxy) CILIUM_KPR=false CILIUM_LEGACY_HOST_ROUTING=true CNI_KUBE_PROXY=yes LAB_MODEL=veth-routing ;;
-  *) die "unknown Cilium mode $CNI (want cilium-vxlan, cilium-native, cilium-native-legacy or cilium-native-kube-proxy)" ;;
+  *) die "unknown Cilium mode $CNI (want cilium-vxlan, cilium-geneve, cilium-native, cilium-native-legacy, cilium-native-kube-proxy or cilium-wireguard)" ;;
 esac
 CLANG=${CLANG:-clang-14}   # Debian 12's clang-14 and clang-16 compile 1.15's datapath; clang-19 does not
 cni_build() {
@@ -96,10 +100,16 @@ cni_net() { :; }
 cni_node_conf() { mkdir -p "$LC_RUN/$1/cilium"; }
 cni_containerd_env() { echo "CILIUM_SOCK=$LC_RUN/$1/cilium/cilium.sock"; }
 cni_install() {
+  # the agent's and the operator's environment: the API server directly (kube-proxy replacement
+  # has no kube-proxy to reach the kubernetes service through)
+  local env="        - {name: K8S_NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
+        - {name: CILIUM_K8S_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+        - {name: KUBERNETES_SERVICE_HOST, value: \"$(node_ip n1)\"}
+        - {name: KUBERNETES_SERVICE_PORT, value: \"6443\"}"
   local routing
   if [ "$CILIUM_ROUTING" = tunnel ]; then
-    routing='routing-mode: tunnel
-  tunnel-protocol: vxlan'
+    routing="routing-mode: tunnel
+  tunnel-protocol: $CILIUM_TUNNEL"
   else
     routing="routing-mode: native
   ipv4-native-routing-cidr: $CLUSTER_CIDR
@@ -145,6 +155,7 @@ data:
   enable-health-checking: "false"
   enable-endpoint-health-checking: "false"
   enable-policy: default
+  enable-wireguard: "$CILIUM_WIREGUARD"
   cni-exclusive: "false"
   write-cni-conf-when-ready: /host/etc/cni/net.d/05-cilium.conflist
   operator-api-serve-addr: "127.0.0.1:9234"
@@ -170,10 +181,7 @@ spec:
         command: [/usr/bin/cnb-entry, /usr/bin/cilium-agent]
         args: [--config-dir=/tmp/cilium/config-map]
         env:
-        - {name: K8S_NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
-        - {name: CILIUM_K8S_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
-        - {name: KUBERNETES_SERVICE_HOST, value: "$(node_ip n1)"}
-        - {name: KUBERNETES_SERVICE_PORT, value: "6443"}
+$env
         - {name: CNB_CGROUP_PARENT, value: "${CGROOT#/}-\$(K8S_NODE_NAME)"}
         readinessProbe:
           httpGet: {host: 127.0.0.1, path: /healthz, port: 9879, httpHeaders: [{name: brief, value: "true"}]}
@@ -212,10 +220,7 @@ spec:
         command: [/usr/bin/cilium-operator-generic]
         args: [--config-dir=/tmp/cilium/config-map]
         env:
-        - {name: K8S_NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
-        - {name: CILIUM_K8S_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
-        - {name: KUBERNETES_SERVICE_HOST, value: "$(node_ip n1)"}
-        - {name: KUBERNETES_SERVICE_PORT, value: "6443"}
+$env
         readinessProbe: {httpGet: {host: 127.0.0.1, path: /healthz, port: 9234}, periodSeconds: 2}
         volumeMounts: [{name: config, mountPath: /tmp/cilium/config-map, readOnly: true}]
       volumes: [{name: config, configMap: {name: cilium-config}}]
@@ -245,7 +250,7 @@ cni_verify() {
   done
   for n in $NODES; do
     if [ "$CILIUM_ROUTING" = tunnel ]; then
-      ip -n "$(netns $n)" -d link show cilium_vxlan 2>/dev/null | grep -q vxlan || { echo "$n: no cilium_vxlan device" >&2; return 1; }
+      ip -n "$(netns $n)" -d link show "cilium_$CILIUM_TUNNEL" 2>/dev/null | grep -q "$CILIUM_TUNNEL" || { echo "$n: no cilium_$CILIUM_TUNNEL device" >&2; return 1; }
     fi
     if [ "$CILIUM_KPR" = true ]; then
       bpftool cgroup show "/sys/fs/cgroup/unified${CGROOT}-$n" | grep -q cil_sock4_connect ||

@@ -1,13 +1,15 @@
 # cni/flannel.sh: flannel $FLANNEL_VERSION (flanneld as a DaemonSet in kube-flannel, as upstream's
 # kube-flannel.yml installs it: kube subnet manager, --ip-masq, iptables in the image) and the
 # `flannel` CNI plugin delegating to Debian's bridge + host-local. Modes: flannel-vxlan,
-# flannel-host-gw. Sourced by up.sh (interface: cni/README.md).
+# flannel-host-gw, flannel-wireguard (needs the kernel's WireGuard: skipped without it).
+# FLANNEL_DELEGATE_MTU=N sets the pods' MTU by hand (a deliberately wrong MTU, for the MTU check). Sourced by up.sh (interface: cni/README.md).
 CNI_KUBE_PROXY=yes
 CNI_VERSION=$FLANNEL_VERSION
 case $CNI in
   flannel-vxlan) FLANNEL_BACKEND=vxlan LAB_MODEL=vxlan ;;
   flannel-host-gw) FLANNEL_BACKEND=host-gw LAB_MODEL=bridge ;;
-  *) die "unknown flannel mode $CNI (want flannel-vxlan or flannel-host-gw)" ;;
+  flannel-wireguard) FLANNEL_BACKEND=wireguard LAB_MODEL=bridge CNI_NEEDS=wireguard ;;
+  *) die "unknown flannel mode $CNI (want flannel-vxlan, flannel-host-gw or flannel-wireguard)" ;;
 esac
 FLANNEL_IMAGE=cnibench.local/flannel/flannel:$FLANNEL_VERSION
 cni_build() {
@@ -122,7 +124,9 @@ cni_verify() {
   local n o
   for n in $NODES; do
     o=n1; [ $n = n1 ] && o=n2
-    if [ "$FLANNEL_BACKEND" = vxlan ]; then
+    if [ "$FLANNEL_BACKEND" = wireguard ]; then
+      ip -n "$(netns $n)" -d link show flannel-wg 2>/dev/null | grep -q wireguard || { echo "$n: no flannel-wg WireGuard device" >&2; return 1; }
+    elif [ "$FLANNEL_BACKEND" = vxlan ]; then
       ip -n "$(netns $n)" -d link show flannel.1 2>/dev/null | grep -q 'vxlan id 1' || { echo "$n: no flannel.1 VXLAN device" >&2; return 1; }
       ip -n "$(netns $n)" route show "$(pod_cidr $o)" | grep -q 'dev flannel.1' || { echo "$n: $(pod_cidr $o) not routed via flannel.1" >&2; return 1; }
     else
