@@ -16,6 +16,7 @@ BIN=$(realpath "${1:?usage: suite-e2e.sh [--cni NAME] CNIBENCH E2E_TEST}")
 TEST=$(realpath "${2:?usage: suite-e2e.sh [--cni NAME] CNIBENCH E2E_TEST}")
 source "$(dirname "$0")/lib.sh"
 cni_load "$CNI"
+if ! why=$(cni_supported); then echo "suite e2e ($CNI): skipped: $why"; exit $SKIP_EXIT; fi
 OUT=${E2E_OUT:-/tmp/cnibench-k8s-e2e/$CNI}
 rm -rf "$OUT"; mkdir -p "$OUT"
 exec > >(tee "$OUT/e2e.log") 2>&1

@@ -24,6 +24,14 @@ type expect struct {
 	// clusterPolicy is the egress scenario's mechanism of the CNI's own
 	// cluster-wide policy objects ("" if it has none).
 	clusterPolicy string
+	// cidrSelectsPods: the CNI's CIDR rules (NetworkPolicy ipBlock, its
+	// own CIDR policies) select in-cluster pod IPs, which the egress
+	// scenario's deny target is. Kubernetes leaves it to the CNI; Cilium's
+	// do not (they select only addresses outside the cluster's identities),
+	// so there the scenario's deny never takes effect on its pod target and
+	// its allow-all-but CIDR rule cuts the allowed pod too: recorded with
+	// the probes' evidence, no figure.
+	cidrSelectsPods bool
 	// own are the CNI-independent parts (the egress scenario's raw
 	// mechanisms in a pod of their own); ownServices the services
 	// scenario (kube-proxy's: the same on bridge and flannel). Each runs

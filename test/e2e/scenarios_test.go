@@ -82,29 +82,55 @@ func TestEgressScenarioOnCluster(t *testing.T) {
 		}
 	}
 	enforced := x.policy == "enforced"
+	cidrPods := enforced && x.cidrSelectsPods
 	if !enforced && (!notEnforced["10"] || !notEnforced["10000"]) {
 		t.Errorf("networkpolicy not recorded as not enforced at 10 and 10000 rules: %v", notEnforced)
 	}
-	if enforced && len(notEnforced) > 0 {
+	if cidrPods && len(notEnforced) > 0 {
 		t.Errorf("%s enforces NetworkPolicy, yet the scenario recorded it not enforced at %v", x.cni, notEnforced)
 	}
+	clusterMechs := map[string]bool{"networkpolicy": true, x.clusterPolicy: x.clusterPolicy != ""}
+	recorded := map[string]bool{}
+	for _, s := range set.Skipped {
+		if clusterMechs[s.Labels["mechanism"]] && s.Reason != "" {
+			recorded[s.Labels["mechanism"]+"/"+s.Labels["rules"]] = true
+		}
+	}
 	for _, r := range set.Runs {
-		if r.Labels["mechanism"] == "networkpolicy" && !enforced {
-			t.Errorf("a traffic figure for a policy that was not enforced: %v", r.Labels)
+		mech := r.Labels["mechanism"]
+		if clusterMechs[mech] && !cidrPods {
+			for _, rp := range r.Repeats {
+				if rp.Error == "" {
+					t.Errorf("a traffic figure for a deny that does not take effect on its target: %v", r.Labels)
+				} else if strings.Contains(rp.Error, "answer") {
+					recorded[mech+"/"+r.Labels["rules"]] = true
+				}
+			}
 		}
 		if r.Labels["datapath"] != cniDP {
 			t.Errorf("a run on %s: the scenario runs on the pod network only", r.Labels["datapath"])
+		}
+	}
+	if enforced && !cidrPods {
+		// Recorded with the probes' evidence (not enforced, or prepare
+		// failed: the deny did not take effect, the allowed pod was cut).
+		for mech, on := range clusterMechs {
+			for _, rules := range []string{"10", "10000"} {
+				if on && !recorded[mech+"/"+rules] {
+					t.Errorf("%s %s rules on %s: no point recorded with the probes' evidence", mech, rules, x.cni)
+				}
+			}
 		}
 	}
 	var measured []string
 	if x.own {
 		measured = append(measured, "nftables", "ebpf-lpm")
 	}
-	if enforced {
+	if cidrPods {
 		measured = append(measured, "networkpolicy")
-	}
-	if x.clusterPolicy != "" {
-		measured = append(measured, x.clusterPolicy)
+		if x.clusterPolicy != "" {
+			measured = append(measured, x.clusterPolicy)
+		}
 	}
 	for _, mech := range measured {
 		raw := mech == "nftables" || mech == "ebpf-lpm"
