@@ -236,6 +236,7 @@ cni_logs() {
     echo "--- $p (last 40 lines)" >&2; kc -n kube-system logs "$p" --tail=40 >&2 || true
   done
 }
+sock_lb_on() { bpftool cgroup show "/sys/fs/cgroup/unified${CGROOT}-$1" | grep -q cil_sock4_connect; }
 # cni_verify: each agent runs as configured, by its own account (cilium-dbg status): host routing,
 # kube-proxy replacement, the tunnel device; socket LB programs on the node's cgroup subtree only.
 cni_verify() {
@@ -253,7 +254,8 @@ cni_verify() {
       ip -n "$(netns $n)" -d link show "cilium_$CILIUM_TUNNEL" 2>/dev/null | grep -q "$CILIUM_TUNNEL" || { echo "$n: no cilium_$CILIUM_TUNNEL device" >&2; return 1; }
     fi
     if [ "$CILIUM_KPR" = true ]; then
-      bpftool cgroup show "/sys/fs/cgroup/unified${CGROOT}-$n" | grep -q cil_sock4_connect ||
+      # attached shortly after the agent turns ready: bounded wait
+      waitfor "socket LB programs on $n's cgroup subtree" 60 sock_lb_on "$n" ||
         { echo "$n: no socket LB program on the node's cgroup subtree" >&2; return 1; }
     fi
   done
