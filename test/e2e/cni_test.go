@@ -32,6 +32,11 @@ type expect struct {
 	// its allow-all-but CIDR rule cuts the allowed pod too: recorded with
 	// the probes' evidence, no figure.
 	cidrSelectsPods bool
+	// egressRules are the egress scenario's deny-set sizes ("10,10000" if
+	// empty). Cilium gets 10,1000: with 10 000 CIDRs (a local identity
+	// each) the policy's removal left the run's namespace terminating past
+	// the clean-up's deadline on this 2-core machine.
+	egressRules string
 	// own are the CNI-independent parts (the egress scenario's raw
 	// mechanisms in a pod of their own); ownServices the services
 	// scenario (kube-proxy's: the same on bridge and flannel). Each runs
@@ -45,13 +50,13 @@ var expects = map[string]expect{
 	"flannel-vxlan":   {cni: "flannel", mode: "vxlan", policy: "not-enforced", footprint: "measured", agents: 2},
 	"flannel-host-gw": {cni: "flannel", mode: "host-gw", policy: "not-enforced", footprint: "measured", agents: 2},
 	"cilium-vxlan": {cni: "cilium", mode: "tunnel vxlan, kube-proxy replacement, eBPF host routing",
-		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true},
+		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000"},
 	"cilium-native": {cni: "cilium", mode: "native routing, kube-proxy replacement, eBPF host routing",
-		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true},
+		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000"},
 	"cilium-native-legacy": {cni: "cilium", mode: "native routing, kube-proxy replacement, legacy host routing",
-		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true},
+		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000"},
 	"cilium-native-kube-proxy": {cni: "cilium", mode: "native routing, kube-proxy, legacy host routing",
-		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy"},
+		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", egressRules: "10,1000"},
 }
 
 // expected is the expectation for the cluster's CNI (CNIBENCH_E2E_EXPECT_CNI).
