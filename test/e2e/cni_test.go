@@ -33,10 +33,11 @@ type expect struct {
 	// the probes' evidence, no figure.
 	cidrSelectsPods bool
 	// egressRules are the egress scenario's deny-set sizes ("10,10000" if
-	// empty). Cilium gets 10,1000: with 10 000 CIDRs (a local identity
-	// each) the policy's removal left the run's namespace terminating past
-	// the clean-up's deadline on this 2-core machine.
+	// empty).
 	egressRules string
+	// egressOpen, when set, is why the egress scenario is not run on this
+	// CNI yet (an open problem, with its evidence in docs/findings.md).
+	egressOpen string
 	// own are the CNI-independent parts (the egress scenario's raw
 	// mechanisms in a pod of their own); ownServices the services
 	// scenario (kube-proxy's: the same on bridge and flannel). Each runs
@@ -50,14 +51,21 @@ var expects = map[string]expect{
 	"flannel-vxlan":   {cni: "flannel", mode: "vxlan", policy: "not-enforced", footprint: "measured", agents: 2},
 	"flannel-host-gw": {cni: "flannel", mode: "host-gw", policy: "not-enforced", footprint: "measured", agents: 2},
 	"cilium-vxlan": {cni: "cilium", mode: "tunnel vxlan, kube-proxy replacement, eBPF host routing",
-		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000"},
+		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000", egressOpen: ciliumEgressOpen},
 	"cilium-native": {cni: "cilium", mode: "native routing, kube-proxy replacement, eBPF host routing",
-		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000"},
+		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000", egressOpen: ciliumEgressOpen},
 	"cilium-native-legacy": {cni: "cilium", mode: "native routing, kube-proxy replacement, legacy host routing",
-		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000"},
+		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000", egressOpen: ciliumEgressOpen},
 	"cilium-native-kube-proxy": {cni: "cilium", mode: "native routing, kube-proxy, legacy host routing",
-		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", egressRules: "10,1000"},
+		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", egressRules: "10,1000", egressOpen: ciliumEgressOpen},
 }
+
+// ciliumEgressOpen: on Cilium 1.15 the scenario's deny never takes effect
+// on its pod target (its CIDR rules do not select cluster endpoints), and
+// after its points the run's pods stayed in deletion past the clean-up's
+// deadline (namespace controller: "unexpected items still remain … pods"),
+// cause not found yet. docs/findings.md section 12.
+const ciliumEgressOpen = "the egress scenario on Cilium is an open problem: its CIDR deny does not select the pod target, and the run's pods outlive the clean-up deadline afterwards (docs/findings.md section 12)"
 
 // expected is the expectation for the cluster's CNI (CNIBENCH_E2E_EXPECT_CNI).
 func (e *env) expected(t *testing.T) expect {
