@@ -75,7 +75,7 @@ for model, cni in PAIRS:
                 ok = sign(lr[1]) == sign(kr[1]); agree += ok; total += 1
                 pred = "yes" if ok else "**no**"
             else:
-                lcell = kcell = pred = "?"
+                lcell = kcell = pred = "—"
             print(f"| {path} | {t} ×{f} | {fmt(base['median'], m)} | {fmt(c['summary']['median'], m)} | {change(c)} | {lcell} | {kcell} | {pred} |")
     print(f"\nratio predicted in {agree} of {total} cells")
 
@@ -84,16 +84,16 @@ for title, a, b in (("real Cilium: legacy → eBPF host routing", "k8s-cilium-na
                     ("lab: veth-routing → ebpf-host-routing", "lab-veth-routing", "lab-ebpf-host-routing")):
     if not (os.path.exists(res(a)) and os.path.exists(res(b))):
         continue
-    rows = compare("--match", "path,test,flows", "--metrics", "throughput_bits_per_sec,trans_per_sec,cpu_pct_per_100gbit", res(a), res(b))
+    rows = compare("--match", "path,test,flows", "--metrics", "throughput_bits_per_sec,trans_per_sec,cpu_pct_per_100gbit,cpu_us_per_trans", res(a), res(b))
     print(f"\n#### {title}\n")
     print("| path | test | metric | legacy | eBPF | change |")
     print("|---|---|---|---:|---:|---|")
     for path in ("node-to-node", "cross-node", "same-node"):
         for t, f in CELLS:
-            for m in (METRIC[t], "cpu_pct_per_100gbit") if t == "tcp_stream" else (METRIC[t],):
+            for m in (METRIC[t], "cpu_pct_per_100gbit") if t == "tcp_stream" else (METRIC[t], "cpu_us_per_trans"):
                 d = rows.get((m, t, f, path))
                 if not d:
                     continue
                 base, c = d
-                v = (lambda x: f"{x:.0f} %") if m == "cpu_pct_per_100gbit" else (lambda x: fmt(x, m))
+                v = {"cpu_pct_per_100gbit": lambda x: f"{x:.0f} %", "cpu_us_per_trans": lambda x: f"{x:.1f} µs"}.get(m, lambda x: fmt(x, m))
                 print(f"| {path} | {t} ×{f} | {m} | {v(base['median'])} | {v(c['summary']['median'])} | {change(c)} |")
