@@ -136,11 +136,17 @@ stage_bins() {
     # rm first: the name may be a busybox applet link, which cp would follow and overwrite
     mkdir -p "$root$(dirname "$real")"; rm -f "$root$real"; cp -a "$real" "$root$real"
     if [ "$f" != "$real" ] && [ ! -e "$root$f" ] && [ ! -L "$root$f" ]; then mkdir -p "$root$(dirname "$f")"; ln -s "$real" "$root$f"; fi
-    for lib in $(ldd "$real" 2>/dev/null | grep -oE '/[^ ]+' || true); do
-      local rl; rl=$(readlink -f "$lib")
-      [ -e "$root$rl" ] || { mkdir -p "$root$(dirname "$rl")"; cp -a "$rl" "$root$rl"; }
-      [ "$lib" = "$rl" ] || [ -e "$root$lib" ] || [ -L "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")"; ln -s "$rl" "$root$lib"; }
-    done
+    stage_libs "$root" "$real"
+  done
+}
+# stage_libs ROOT FILE... : the shared libraries ldd names for each FILE (and the dynamic loader),
+# copied into ROOT at their real paths, with a symlink at the name ldd gives.
+stage_libs() {
+  local root=$1 lib rl; shift
+  for lib in $(for f in "$@"; do ldd "$f" 2>/dev/null | grep -oE '/[^ ]+' || true; done | sort -u); do
+    rl=$(readlink -f "$lib")
+    [ -e "$root$rl" ] || { mkdir -p "$root$(dirname "$rl")"; cp -a "$rl" "$root$rl"; }
+    [ "$lib" = "$rl" ] || [ -e "$root$lib" ] || [ -L "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")"; ln -s "$rl" "$root$lib"; }
   done
 }
 # stage_iptables ROOT : iptables (nft backend), ip6tables and their save/restore, as Debian has
@@ -154,11 +160,7 @@ stage_iptables() {
   done
   mkdir -p "$root/usr/lib/x86_64-linux-gnu"
   cp -a /usr/lib/x86_64-linux-gnu/xtables "$root/usr/lib/x86_64-linux-gnu/"
-  for lib in $(for f in /usr/lib/x86_64-linux-gnu/xtables/*.so; do ldd "$f" | grep -oE '/[^ ]+'; done | sort -u); do
-    local rl; rl=$(readlink -f "$lib")
-    [ -e "$root$rl" ] || { mkdir -p "$root$(dirname "$rl")"; cp -a "$rl" "$root$rl"; }
-    [ "$lib" = "$rl" ] || [ -e "$root$lib" ] || [ -L "$root$lib" ] || ln -s "$rl" "$root$lib"
-  done
+  stage_libs "$root" /usr/lib/x86_64-linux-gnu/xtables/*.so
 }
 # stage_busybox ROOT : a static busybox with its applets as /usr/bin/<applet> links (a shell, mount, …).
 stage_busybox() {
