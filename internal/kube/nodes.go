@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,11 +32,16 @@ type nodeState struct {
 	// taintOnly: unusable only because of NoSchedule taints, which pods
 	// pinned with spec.nodeName ignore.
 	taintOnly bool
+	// zone is NodeZone(node).
+	zone string
+	// notes on a usable node: labels it lacks, assumed.
+	notes []string
 }
 
-// usability says why n cannot run our pods, which tolerate no taint ("" if
-// it can), and whether the only reason is NoSchedule taints.
-func usability(n *corev1.Node) (why string, taintOnly bool) {
+// usability says why n cannot run our pods under pl ("" if it can),
+// whether the only reason is NoSchedule taints pl does not tolerate, and
+// notes on what was assumed (missing os and arch labels).
+func usability(n *corev1.Node, pl Placement) (why string, taintOnly bool, notes []string) {
 	ready := false
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -43,31 +49,27 @@ func usability(n *corev1.Node) (why string, taintOnly bool) {
 		}
 	}
 	if !ready {
-		return "not Ready", false
+		return "not Ready", false, nil
 	}
 	if n.Spec.Unschedulable {
-		return "cordoned", false
+		return "cordoned", false, nil
 	}
-	var taints []string
-	noExecute := false
-	for _, t := range n.Spec.Taints {
-		switch t.Effect {
-		case corev1.TaintEffectNoExecute:
-			noExecute = true
-		case corev1.TaintEffectNoSchedule:
-		default:
-			continue
-		}
-		s := t.Key
-		if t.Value != "" {
-			s += "=" + t.Value
-		}
-		taints = append(taints, s+":"+string(t.Effect))
+	switch os, ok := n.Labels[corev1.LabelOSStable]; {
+	case !ok:
+		notes = append(notes, fmt.Sprintf("node %s has no %s label: assumed linux", n.Name, corev1.LabelOSStable))
+	case os != "linux":
+		return "os " + os + ": the image is linux only", false, nil
 	}
-	if len(taints) > 0 {
-		return "tainted " + strings.Join(taints, ","), !noExecute
+	switch arch, ok := n.Labels[corev1.LabelArchStable]; {
+	case !ok:
+		notes = append(notes, fmt.Sprintf("node %s has no %s label: assumed to be one of %s", n.Name, corev1.LabelArchStable, strings.Join(pl.arches(), ", ")))
+	case !slices.Contains(pl.arches(), arch):
+		return fmt.Sprintf("arch %s: the image has no such platform (it has %s)", arch, strings.Join(pl.arches(), ", ")), false, nil
 	}
-	return "", false
+	if taints, noExecute := untolerated(n, pl.Tolerations); len(taints) > 0 {
+		return "tainted " + strings.Join(taints, ","), !noExecute, nil
+	}
+	return "", false, notes
 }
 
 // isControlPlane tells whether n carries ControlPlaneLabel.
@@ -76,25 +78,73 @@ func isControlPlane(n *corev1.Node) bool {
 	return ok
 }
 
-// SelectNodes chooses the client and the server node. Usable nodes are
-// Ready, not cordoned and without NoSchedule/NoExecute taints (our pods
-// tolerate none); they are ordered with the nodes that are not control
-// planes first, then by name. An automatic choice takes the first usable
-// node (client) and the next one (server); a selector takes the first
-// usable node it matches; a node name takes that node, which must be Ready,
-// not cordoned and without NoExecute taints (NoSchedule taints do not
-// matter: our pods are pinned with spec.nodeName, bypassing the
-// scheduler). Client and server always differ.
+// SelectNodes chooses the client and the server node with the default
+// Placement (same zone, linux, amd64 or arm64, no taint tolerated): it is
+// the first pair of SelectPairs(ctx, cs, c, Placement{}, 1).
 func SelectNodes(ctx context.Context, cs kubernetes.Interface, c NodeChoice) (client, server *corev1.Node, err error) {
+	pairs, err := SelectPairs(ctx, cs, c, Placement{}, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pairs[0].Client, pairs[0].Server, nil
+}
+
+// NodePair is one (client, server) pair of nodes of SelectPairs.
+type NodePair struct {
+	// Client and Server are the two nodes; they always differ.
+	Client, Server *corev1.Node
+	// ClientZone and ServerZone are their zones (NodeZone; "" unknown).
+	ClientZone, ServerZone string
+	// Reuse: the same (client, server) pair came earlier in the list:
+	// there were fewer allowed pairs than asked for.
+	Reuse bool
+	// Notes say what was assumed about the two nodes (a missing zone, os
+	// or arch label), one line each.
+	Notes []string
+}
+
+// SelectPairs chooses n ordered (client, server) node pairs (--pairs N),
+// client and server always different nodes.
+//
+// Usable nodes are Ready, not cordoned, labelled kubernetes.io/os=linux (or
+// not labelled), of one of pl's arches (or not labelled), and every
+// NoSchedule/NoExecute taint of theirs is tolerated by pl.Tolerations; they
+// are ordered with the nodes that are not control planes first, then by
+// name. Each of c.Client and c.Server allows every usable node (""), the
+// usable nodes a label selector (anything containing '=') matches, or one
+// node by name, which must be Ready, of the right os and arch, and without
+// untolerated NoExecute taints (NoSchedule taints do not matter: our pods
+// are pinned with spec.nodeName, bypassing the scheduler). pl.Zone then
+// restricts the pairs to one zone (default), to different zones, or not.
+//
+// Order: every client candidate, in node order, serves in turn; in round
+// d it gets the d-th of its allowed servers counted cyclically from its own
+// place in the node order. With nodes A, B, C this gives A→B, B→C, C→A,
+// then A→C, B→A, C→B: every node is client and server once per round
+// before any pair repeats. When every allowed pair has been given, the list
+// starts again from the first, and those pairs say Reuse (with two nodes:
+// A→B, B→A, A→B (reuse), …). The first pair of the list is SelectNodes'
+// choice.
+//
+// Errors are one line: why each node is unusable, or, when only the zone
+// policy stands in the way, the candidates by zone.
+func SelectPairs(ctx context.Context, cs kubernetes.Interface, c NodeChoice, pl Placement, n int) ([]NodePair, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("--pairs %d: must be at least 1", n)
+	}
+	pol := pl.zonePolicy()
+	if _, err := ParsePlacement(string(pol)); err != nil {
+		return nil, err
+	}
 	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list nodes: %w", err)
+		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	states := make([]nodeState, len(list.Items))
 	for i := range list.Items {
-		n := &list.Items[i]
-		why, taintOnly := usability(n)
-		states[i] = nodeState{node: n, why: why, taintOnly: taintOnly}
+		nd := &list.Items[i]
+		why, taintOnly, notes := usability(nd, pl)
+		states[i] = nodeState{node: nd, why: why, taintOnly: taintOnly, zone: NodeZone(nd), notes: notes}
 	}
 	sort.SliceStable(states, func(i, j int) bool {
 		a, b := states[i].node, states[j].node
@@ -105,24 +155,120 @@ func SelectNodes(ctx context.Context, cs kubernetes.Interface, c NodeChoice) (cl
 	})
 	candC, err := candidates(states, c.Client, "--client-node")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	candS, err := candidates(states, c.Server, "--server-node")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	for _, cn := range candC {
+	all := orderPairs(states, candC, candS, pol)
+	if len(all) == 0 {
+		return nil, noPairError(states, c, candC, candS, pol)
+	}
+	byName := map[string]*nodeState{}
+	for i := range states {
+		byName[states[i].node.Name] = &states[i]
+	}
+	out := make([]NodePair, n)
+	for i := range out {
+		p := all[i%len(all)]
+		cst, sst := byName[p[0].Name], byName[p[1].Name]
+		out[i] = NodePair{Client: p[0], Server: p[1], ClientZone: cst.zone, ServerZone: sst.zone, Reuse: i >= len(all),
+			Notes: pairNotes(cst, sst, pol)}
+		logger(ctx).Debug("node pair selected", "pair", i, "client", p[0].Name, "server", p[1].Name,
+			"client_zone", cst.zone, "server_zone", sst.zone, "reuse", out[i].Reuse)
+	}
+	return out, nil
+}
+
+// orderPairs lists every allowed (client, server) pair once, in
+// SelectPairs' order.
+func orderPairs(states []nodeState, candC, candS []*corev1.Node, pol ZonePolicy) [][2]*corev1.Node {
+	pos := map[string]int{}
+	zone := map[string]string{}
+	for i, s := range states {
+		pos[s.node.Name], zone[s.node.Name] = i, s.zone
+	}
+	k := len(states)
+	servers := make([][]*corev1.Node, len(candC))
+	rounds := 0
+	for i, cn := range candC {
 		for _, sn := range candS {
-			if cn != sn {
-				logger(ctx).Debug("nodes selected", "client", cn.Name, "server", sn.Name)
-				return cn, sn, nil
+			if sn != cn && zoneAllows(pol, zone[cn.Name], zone[sn.Name]) {
+				servers[i] = append(servers[i], sn)
+			}
+		}
+		dist := func(sn *corev1.Node) int { return (pos[sn.Name] - pos[cn.Name] + k) % k }
+		slices.SortStableFunc(servers[i], func(a, b *corev1.Node) int { return dist(a) - dist(b) })
+		rounds = max(rounds, len(servers[i]))
+	}
+	var out [][2]*corev1.Node
+	for d := range rounds {
+		for i, cn := range candC {
+			if d < len(servers[i]) {
+				out = append(out, [2]*corev1.Node{cn, servers[i][d]})
 			}
 		}
 	}
-	if len(candC) == 1 && len(candS) == 1 && c.Client != "" && c.Server != "" {
-		return nil, nil, fmt.Errorf("--client-node %q and --server-node %q both select only node %s: client and server must run on different nodes", c.Client, c.Server, candC[0].Name)
+	return out
+}
+
+// pairNotes are the notes of a pair of nodes: what was assumed about each,
+// and a zone policy that could not be checked.
+func pairNotes(c, s *nodeState, pol ZonePolicy) []string {
+	notes := slices.Concat(c.notes, s.notes)
+	for _, st := range []*nodeState{c, s} {
+		if st.zone == "" {
+			notes = append(notes, fmt.Sprintf("node %s has no %s label: zone unknown", st.node.Name, corev1.LabelTopologyZone))
+		}
 	}
-	return nil, nil, fmt.Errorf("need two different usable nodes for client and server: %s; choose them with --client-node/--server-node", summary(states))
+	if pol != ZoneAny && c.zone == "" && s.zone == "" {
+		notes = append(notes, fmt.Sprintf("--placement %s: the nodes without a zone label count as one unknown zone; whether %s and %s share a zone is not known", pol, c.node.Name, s.node.Name))
+	}
+	return notes
+}
+
+// noPairError explains why no pair is allowed, in one line.
+func noPairError(states []nodeState, c NodeChoice, candC, candS []*corev1.Node, pol ZonePolicy) error {
+	if len(candC) == 1 && len(candS) == 1 && candC[0] == candS[0] && c.Client != "" && c.Server != "" {
+		return fmt.Errorf("--client-node %q and --server-node %q both select only node %s: client and server must run on different nodes", c.Client, c.Server, candC[0].Name)
+	}
+	if pol == ZoneAny || len(orderPairs(states, candC, candS, ZoneAny)) == 0 {
+		return fmt.Errorf("need two different usable nodes for client and server: %s; choose them with --client-node/--server-node", summary(states))
+	}
+	zone := map[string]string{}
+	for _, s := range states {
+		zone[s.node.Name] = s.zone
+	}
+	var found string
+	if c.Client == "" && c.Server == "" {
+		found = "usable nodes by zone: " + byZone(candC, zone)
+	} else {
+		found = "client candidates by zone: " + byZone(candC, zone) + "; server candidates by zone: " + byZone(candS, zone)
+	}
+	if pol == ZoneCross {
+		return fmt.Errorf("--placement cross-zone: no client and server node in different zones (%s); use --placement same-zone or any", found)
+	}
+	return fmt.Errorf("--placement %s: no client and server node share a zone (%s); use --placement any or cross-zone", pol, found)
+}
+
+// byZone lists nodes grouped by zone: "a: w1, w2; unknown: w3".
+func byZone(nodes []*corev1.Node, zone map[string]string) string {
+	groups := map[string][]string{}
+	var zones []string
+	for _, n := range nodes {
+		z := zone[n.Name]
+		if _, ok := groups[z]; !ok {
+			zones = append(zones, z)
+		}
+		groups[z] = append(groups[z], n.Name)
+	}
+	slices.Sort(zones)
+	parts := make([]string, len(zones))
+	for i, z := range zones {
+		parts[i] = zoneName(z) + ": " + strings.Join(groups[z], ", ")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // candidates returns the nodes choice allows, in order; flag names the

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 
@@ -28,7 +29,8 @@ func TestSelectNodes(t *testing.T) {
 		{name: "server named", nodes: []runtime.Object{w3, cp, w2, w1}, choice: NodeChoice{Server: "w1"}, client: "w2", server: "w1"},
 		{name: "both named", nodes: []runtime.Object{w3, cp, w2, w1}, choice: NodeChoice{Client: "w2", Server: "w3"}, client: "w2", server: "w3"},
 		{name: "named tainted NoSchedule", nodes: []runtime.Object{cp, w1}, choice: NodeChoice{Server: "cp"}, client: "w1", server: "cp"},
-		{name: "client selector", nodes: []runtime.Object{w3, cp, w2, w1}, choice: NodeChoice{Client: "node-role=bench"}, client: "w2", server: "w1"},
+		// w2's servers counted from w2 in node order: w3 first.
+		{name: "client selector", nodes: []runtime.Object{w3, cp, w2, w1}, choice: NodeChoice{Client: "node-role=bench"}, client: "w2", server: "w3"},
 		{name: "both selectors", nodes: []runtime.Object{w3, cp, w2, w1}, choice: NodeChoice{Client: "node-role=bench", Server: "node-role=bench"}, client: "w2", server: "w3"},
 		{name: "too few usable", nodes: bad,
 			err: []string{"1 of 5 nodes usable", "cp tainted node-role.kubernetes.io/control-plane:NoSchedule", "w2 not Ready", "w3 cordoned", "w4 tainted gpu:NoExecute", "--client-node/--server-node"}},
@@ -90,6 +92,158 @@ func TestNodeInternalIP(t *testing.T) {
 	} {
 		if got := NodeInternalIP(tt.n); got != tt.want {
 			t.Errorf("NodeInternalIP(%v) = %q, want %q", tt.n.Status.Addresses, got, tt.want)
+		}
+	}
+}
+
+func zone(z string) func(*corev1.Node) { return label(corev1.LabelTopologyZone, z) }
+func linux(arch string) func(*corev1.Node) {
+	return func(n *corev1.Node) {
+		n.Labels[corev1.LabelOSStable] = "linux"
+		n.Labels[corev1.LabelArchStable] = arch
+	}
+}
+func taintKV(key, value string, effect corev1.TaintEffect) func(*corev1.Node) {
+	return func(n *corev1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: key, Value: value, Effect: effect})
+	}
+}
+
+// pairString writes pairs as "c>s c>s*" (* marks a reuse).
+func pairString(ps []NodePair) string {
+	var out []string
+	for _, p := range ps {
+		s := p.Client.Name + ">" + p.Server.Name
+		if p.Reuse {
+			s += "*"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestSelectPairs(t *testing.T) {
+	amd := linux("amd64")
+	a1, a2, a3 := node("a1", amd, zone("za")), node("a2", amd, zone("za")), node("a3", amd, zone("za"))
+	b1, b2 := node("b1", amd, zone("zb")), node("b2", amd, zone("zb"))
+	legacy := node("l1", amd, label(corev1.LabelFailureDomainBetaZone, "za"))
+	u1, u2 := node("u1", amd), node("u2", amd)
+	bare := node("n1")
+	s390 := node("s1", linux("s390x"), zone("za"))
+	win := node("win1", amd, zone("za"), label(corev1.LabelOSStable, "windows"))
+	dedicated := node("d1", amd, zone("za"), taintKV("dedicated", "bench", corev1.TaintEffectNoSchedule), taintKV("evict", "", corev1.TaintEffectNoExecute))
+	soft := node("p1", amd, zone("za"), taintKV("soft", "", corev1.TaintEffectPreferNoSchedule))
+	tolerateAll := []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "bench", Effect: corev1.TaintEffectNoSchedule}, {Key: "evict", Operator: corev1.TolerationOpExists}}
+	objs := func(ns ...*corev1.Node) []runtime.Object {
+		var out []runtime.Object
+		for _, n := range ns {
+			out = append(out, n.DeepCopy())
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		nodes  []runtime.Object
+		choice NodeChoice
+		pl     Placement
+		n      int
+		want   string   // pairString
+		zones  string   // first pair's "client-zone/server-zone"
+		notes  []string // substrings of the first pair's notes
+		err    []string // substrings of the error
+	}{
+		{name: "ring of three", nodes: objs(a3, a1, a2), n: 7, want: "a1>a2 a2>a3 a3>a1 a1>a3 a2>a1 a3>a2 a1>a2*", zones: "za/za"},
+		{name: "two nodes reuse", nodes: objs(a1, a2), n: 4, want: "a1>a2 a2>a1 a1>a2* a2>a1*"},
+		{name: "same zone default", nodes: objs(a1, b1, a2, b2), n: 4, want: "a1>a2 a2>a1 b1>b2 b2>b1"},
+		{name: "same zone skips a lone node", nodes: objs(a1, b1, a2), n: 3, want: "a1>a2 a2>a1 a1>a2*"},
+		{name: "legacy zone label", nodes: objs(a1, legacy, b1), n: 1, want: "a1>l1", zones: "za/za"},
+		{name: "cross zone", nodes: objs(a1, a2, b1), pl: Placement{Zone: ZoneCross}, n: 4, want: "a1>b1 a2>b1 b1>a1 b1>a2", zones: "za/zb"},
+		{name: "any zone", nodes: objs(a1, b1), pl: Placement{Zone: ZoneAny}, n: 1, want: "a1>b1", zones: "za/zb"},
+		{name: "unknown zone is one zone", nodes: objs(u1, u2), n: 1, want: "u1>u2", zones: "/",
+			notes: []string{"node u1 has no topology.kubernetes.io/zone label: zone unknown", "--placement same-zone: the nodes without a zone label count as one unknown zone"}},
+		{name: "unknown zone against known, cross", nodes: objs(a1, u1), pl: Placement{Zone: ZoneCross}, n: 1, want: "a1>u1", zones: "za/", notes: []string{"node u1 has no topology.kubernetes.io/zone label"}},
+		{name: "missing os and arch labels noted", nodes: objs(bare, u1), n: 1, want: "n1>u1",
+			notes: []string{"node n1 has no kubernetes.io/os label: assumed linux", "node n1 has no kubernetes.io/arch label: assumed to be one of amd64, arm64"}},
+		{name: "client named, same zone", nodes: objs(a1, a2, b1, b2), choice: NodeChoice{Client: "b2"}, n: 2, want: "b2>b1 b2>b1*"},
+		{name: "server selector, ring", nodes: objs(a1, a2, a3), choice: NodeChoice{Server: "kubernetes.io/hostname!=a3"}, n: 4, want: "a1>a2 a2>a1 a3>a1 a3>a2"},
+		{name: "arch filter", nodes: objs(a1, s390, a2), n: 1, want: "a1>a2"},
+		{name: "arches given", nodes: objs(a1, s390), pl: Placement{Arches: []string{"amd64", "s390x"}}, n: 1, want: "a1>s1"},
+		{name: "tolerated taints", nodes: objs(a1, dedicated), pl: Placement{Tolerations: tolerateAll}, n: 2, want: "a1>d1 d1>a1"},
+		{name: "PreferNoSchedule ignored", nodes: objs(a1, soft), n: 1, want: "a1>p1"},
+
+		{name: "untolerated taint", nodes: objs(a1, dedicated), pl: Placement{Tolerations: tolerateAll[:1]}, n: 1,
+			err: []string{"1 of 2 nodes usable", "d1 tainted evict:NoExecute", "--client-node/--server-node"}},
+		{name: "wrong arch and os", nodes: objs(a1, s390, win), n: 1,
+			err: []string{"s1 arch s390x: the image has no such platform (it has amd64, arm64)", "win1 os windows: the image is linux only"}},
+		{name: "named wrong arch", nodes: objs(a1, s390), choice: NodeChoice{Server: "s1"}, n: 1, err: []string{`--server-node "s1": node is arch s390x`}},
+		{name: "cross zone, one zone", nodes: objs(a1, a2, a3), pl: Placement{Zone: ZoneCross}, n: 1,
+			err: []string{"--placement cross-zone: no client and server node in different zones (usable nodes by zone: za: a1, a2, a3); use --placement same-zone or any"}},
+		{name: "cross zone, all unknown", nodes: objs(u1, u2), pl: Placement{Zone: ZoneCross}, n: 1, err: []string{"usable nodes by zone: unknown: u1, u2"}},
+		{name: "same zone impossible", nodes: objs(a1, b1, u1), n: 1,
+			err: []string{"--placement same-zone: no client and server node share a zone (usable nodes by zone: unknown: u1; za: a1; zb: b1); use --placement any or cross-zone"}},
+		{name: "same zone impossible with a choice", nodes: objs(a1, a2, b1), choice: NodeChoice{Client: "b1"}, n: 1,
+			err: []string{"client candidates by zone: zb: b1; server candidates by zone: za: a1, a2; zb: b1"}},
+		{name: "pairs zero", nodes: objs(a1, a2), n: 0, err: []string{"--pairs 0: must be at least 1"}},
+		{name: "bad policy", nodes: objs(a1, a2), pl: Placement{Zone: "nearby"}, n: 1, err: []string{`--placement "nearby": unknown policy`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ps, err := SelectPairs(context.Background(), fake.NewClientset(tt.nodes...), tt.choice, tt.pl, tt.n)
+			if tt.err != nil {
+				if err == nil {
+					t.Fatalf("got %s, want error", pairString(ps))
+				}
+				if strings.Contains(err.Error(), "\n") {
+					t.Errorf("error has several lines: %q", err)
+				}
+				for _, want := range tt.err {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q lacks %q", err, want)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pairString(ps); got != tt.want {
+				t.Errorf("pairs %q, want %q", got, tt.want)
+			}
+			if tt.zones != "" {
+				if got := ps[0].ClientZone + "/" + ps[0].ServerZone; got != tt.zones {
+					t.Errorf("zones %q, want %q", got, tt.zones)
+				}
+			}
+			notes := strings.Join(ps[0].Notes, "|")
+			for _, want := range tt.notes {
+				if !strings.Contains(notes, want) {
+					t.Errorf("notes %q lack %q", notes, want)
+				}
+			}
+			if tt.notes == nil && tt.zones != "/" && !strings.Contains(tt.name, "unknown") && notes != "" {
+				t.Errorf("unexpected notes %q", notes)
+			}
+		})
+	}
+}
+
+func TestNodeFacts(t *testing.T) {
+	full := node("w1", zone("eu-west-1a"), label(corev1.LabelTopologyRegion, "eu-west-1"), label(corev1.LabelInstanceTypeStable, "m5.large"))
+	full.Status.NodeInfo = corev1.NodeSystemInfo{KernelVersion: "6.1.0-18-amd64", OSImage: "Debian GNU/Linux 12 (bookworm)",
+		ContainerRuntimeVersion: "containerd://1.7.13", KubeletVersion: "v1.30.2", Architecture: "amd64"}
+	legacy := node("w2", label(corev1.LabelFailureDomainBetaZone, "z1"), label(corev1.LabelFailureDomainBetaRegion, "r1"),
+		label(corev1.LabelInstanceType, "n1-standard-4"), label(corev1.LabelArchStable, "arm64"))
+	for _, tt := range []struct {
+		n    *corev1.Node
+		want map[string]string
+	}{
+		{full, map[string]string{"kernel": "6.1.0-18-amd64", "os_image": "Debian GNU/Linux 12 (bookworm)", "container_runtime": "containerd://1.7.13",
+			"kubelet": "v1.30.2", "arch": "amd64", "instance_type": "m5.large", "zone": "eu-west-1a", "region": "eu-west-1"}},
+		{legacy, map[string]string{"arch": "arm64", "instance_type": "n1-standard-4", "zone": "z1", "region": "r1"}},
+		{node("w3"), map[string]string{}},
+	} {
+		if got := NodeFacts(tt.n); !maps.Equal(got, tt.want) {
+			t.Errorf("NodeFacts(%s) = %v, want %v", tt.n.Name, got, tt.want)
 		}
 	}
 }
