@@ -55,6 +55,7 @@ func Start(do func(func() error) error, iface string, markers [][]byte, o Option
 	}
 	c := &Capture{fd: -1, block: o.BlockSize, do: do, iface: iface, opts: o, done: make(chan struct{}),
 		t: newTally(cloneMarkers(markers), preferredPorts(o.EncProtos))}
+	c.t.filter = o.Filter
 	err = do(func() error {
 		ifindex, mtu, err := ethernetLink(iface)
 		if err != nil {

@@ -58,6 +58,9 @@ type Options struct {
 	// MinCoverage is the share of frames an encrypted verdict needs to have
 	// been scanned (0: DefaultMinCoverage; at most 1).
 	MinCoverage float64
+	// Filter selects the frames counted apart in Result.Matched (the
+	// zero Filter: none). Every frame is still counted and scanned.
+	Filter Filter
 }
 
 // resolve fills the defaults and checks the values.

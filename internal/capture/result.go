@@ -50,7 +50,14 @@ type Result struct {
 	MarkerFrames  uint64            `json:"marker_frames"`
 	ByProto       map[string]uint64 `json:"by_proto"`
 	MarkerByProto map[string]uint64 `json:"marker_by_proto,omitempty"`
-	Duration      time.Duration     `json:"duration_ns"`
+	// Filter is Options.Filter ("" when none); Matched are the frames it
+	// matched, MatchedMarker those of them with a marker, MatchedByProto
+	// them by protocol (all zero without a filter).
+	Filter         string            `json:"filter,omitempty"`
+	Matched        uint64            `json:"matched,omitempty"`
+	MatchedMarker  uint64            `json:"matched_marker,omitempty"`
+	MatchedByProto map[string]uint64 `json:"matched_by_proto,omitempty"`
+	Duration       time.Duration     `json:"duration_ns"`
 	// ReaderCPU is the CPU time of the goroutine that scanned the ring
 	// (the kernel's copying into the ring is not in it).
 	ReaderCPU time.Duration `json:"reader_cpu_ns"`

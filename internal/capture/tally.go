@@ -18,18 +18,23 @@ type tally struct {
 	// bytes each before the capture sees them.
 	gro bool
 	mtu int
+	// filter selects the frames counted in matched, matchedMarker and
+	// matchedBy (none when empty).
+	filter Filter
 
 	frames, bytes, in, inSegs, out, marker uint64
+	matched, matchedMarker                 uint64
 
-	byProto, markerBy map[protoKey]uint64
+	byProto, markerBy, matchedBy map[protoKey]uint64
 }
 
 func newTally(markers [][]byte, prefer []uint16) *tally {
 	return &tally{
-		markers:  markers,
-		prefer:   prefer,
-		byProto:  make(map[protoKey]uint64),
-		markerBy: make(map[protoKey]uint64),
+		markers:   markers,
+		prefer:    prefer,
+		byProto:   make(map[protoKey]uint64),
+		markerBy:  make(map[protoKey]uint64),
+		matchedBy: make(map[protoKey]uint64),
 	}
 }
 
@@ -50,9 +55,17 @@ func (t *tally) add(data []byte, wireLen uint32, outgoing bool) {
 		k = otherKey()
 	}
 	t.byProto[k]++
+	match := t.filter.MatchFrame(data, f)
+	if match {
+		t.matched++
+		t.matchedBy[k]++
+	}
 	if t.hasMarker(data) {
 		t.marker++
 		t.markerBy[k]++
+		if match {
+			t.matchedMarker++
+		}
 	}
 }
 
@@ -86,6 +99,11 @@ func (t *tally) fill(r *Result) {
 	r.Frames, r.Bytes, r.In, r.InSegs, r.Out, r.MarkerFrames = t.frames, t.bytes, t.in, t.inSegs, t.out, t.marker
 	r.ByProto = names(t.byProto)
 	r.MarkerByProto = names(t.markerBy)
+	if !t.filter.Empty() {
+		r.Filter = t.filter.String()
+		r.Matched, r.MatchedMarker = t.matched, t.matchedMarker
+		r.MatchedByProto = names(t.matchedBy)
+	}
 }
 
 func names(m map[protoKey]uint64) map[string]uint64 {

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -38,6 +40,10 @@ func (d *Deployment) checkEncryption(ctx context.Context) result.Finding {
 	if iface == "" {
 		return result.Finding{Verdict: "skipped", Summary: "the server node's interface (holding its InternalIP) could not be found", Evidence: d.upErrors}
 	}
+	// Only the run's traffic counts: between the two pods (in clear) or
+	// between the two nodes (encapsulated or encrypted), not another
+	// workload's on the same interface.
+	between := captureBetween(d.pods[podCliA].Status.PodIP, d.pods[podSrvB].Status.PodIP, kube.NodeInternalIP(d.client), kube.NodeInternalIP(d.server))
 	cctx, cancel := context.WithTimeout(ctx, encCapture+time.Minute)
 	defer cancel()
 	ready := &lineWatcher{prefix: "ready", seen: make(chan struct{})}
@@ -47,7 +53,7 @@ func (d *Deployment) checkEncryption(ctx context.Context) result.Finding {
 	}
 	done := make(chan capOut, 1)
 	go func() {
-		o, e, err := d.exec(cctx, d.name(podHostB), []string{"/cnibench", "k8s", "agent", "capture", "--iface", iface, "--duration", encCapture.String()}, ready)
+		o, e, err := d.exec(cctx, d.name(podHostB), append([]string{"/cnibench", "k8s", "agent", "capture", "--iface", iface, "--duration", encCapture.String()}, between...), ready)
 		done <- capOut{o, e, err}
 	}()
 	var co capOut
@@ -87,26 +93,57 @@ func (d *Deployment) checkEncryption(ctx context.Context) result.Finding {
 	return f
 }
 
+// captureBetween are the --between arguments of `agent capture`: the two
+// pods' IPs and the two nodes' InternalIPs, each pair only when both are
+// known and differ.
+func captureBetween(podA, podB, nodeA, nodeB string) []string {
+	var out []string
+	for _, p := range [][2]string{{podA, podB}, {nodeA, nodeB}} {
+		a, errA := netip.ParseAddr(p[0])
+		b, errB := netip.ParseAddr(p[1])
+		if errA == nil && errB == nil && a.Unmap() != b.Unmap() {
+			out = append(out, "--between", a.String()+","+b.String())
+		}
+	}
+	return out
+}
+
 // encryptionVerdict judges a capture: the marker seen means clear text;
 // none in enough frames, with a tunnel protocol carrying them, means
-// encrypted; too few frames prove nothing.
+// encrypted; too few frames prove nothing. With a filter (c.Filter), only
+// the frames it matched count: those between the two pods or the two
+// nodes.
 func encryptionVerdict(c agent.Capture) result.Finding {
+	frames, marker, byProto := c.Frames, c.MarkerFrames, c.ByProtocol
+	what := "frames"
+	if c.Filter != "" {
+		frames, marker, byProto = c.MatchedFrames, c.MatchedMarkerFrames, c.MatchedByProtocol
+		what = "frames between " + c.Filter
+	}
 	f := result.Finding{Metrics: map[string]float64{
-		"frames": float64(c.Frames), "marker_frames": float64(c.MarkerFrames),
+		"frames": float64(frames), "marker_frames": float64(marker),
 	}}
-	protos := make([]string, 0, len(c.ByProtocol))
-	for p, n := range c.ByProtocol {
+	protos := make([]string, 0, len(byProto))
+	for p, n := range byProto {
 		protos = append(protos, fmt.Sprintf("%s %d", p, n))
 	}
 	slices.Sort(protos)
-	f.Evidence = append(f.Evidence, fmt.Sprintf("%d frames, %d carrying the payload marker; by protocol: %s", c.Frames, c.MarkerFrames, strings.Join(protos, ", ")))
+	f.Evidence = append(f.Evidence, fmt.Sprintf("%d %s, %d carrying the payload marker; by protocol: %s", frames, what, marker, strings.Join(protos, ", ")))
+	if c.Filter != "" {
+		f.Metrics["frames_captured"] = float64(c.Frames)
+		line := fmt.Sprintf("%d frames captured in all; the other %d (other workloads, the nodes' other peers) are not judged", c.Frames, c.Frames-min(c.Frames, frames))
+		if n := c.MarkerFrames - min(c.MarkerFrames, marker); n > 0 {
+			line += fmt.Sprintf(", %d of them carrying the payload marker", n)
+		}
+		f.Evidence = append(f.Evidence, line)
+	}
 	switch {
-	case c.MarkerFrames > 0:
-		f.Verdict, f.Summary = "clear", fmt.Sprintf("pod-to-pod traffic crosses the wire unencrypted: the payload marker was seen in %d frames", c.MarkerFrames)
-	case c.Frames < encMinFrames:
-		f.Verdict, f.Summary = "inconclusive", fmt.Sprintf("only %d frames were captured (fewer than %d): the stream did not cross this interface", c.Frames, encMinFrames)
+	case marker > 0:
+		f.Verdict, f.Summary = "clear", fmt.Sprintf("pod-to-pod traffic crosses the wire unencrypted: the payload marker was seen in %d %s", marker, what)
+	case frames < encMinFrames:
+		f.Verdict, f.Summary = "inconclusive", fmt.Sprintf("only %d %s were captured (fewer than %d): the stream did not cross this interface", frames, what, encMinFrames)
 	default:
-		f.Verdict, f.Summary = "encrypted", fmt.Sprintf("no payload marker in %d frames crossing the wire: pod-to-pod traffic is encrypted (or encoded) between the nodes", c.Frames)
+		f.Verdict, f.Summary = "encrypted", fmt.Sprintf("no payload marker in %d %s crossing the wire: pod-to-pod traffic is encrypted (or encoded) between the nodes", frames, what)
 	}
 	return f
 }

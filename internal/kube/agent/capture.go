@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/capture"
@@ -29,6 +30,14 @@ type Capture struct {
 	// MarkerByProtocol those with the marker.
 	ByProtocol       map[string]uint64 `json:"by_protocol"`
 	MarkerByProtocol map[string]uint64 `json:"marker_by_protocol,omitempty"`
+	// Filter names the address pairs of --between ("" when none:
+	// every frame is the traffic looked for); MatchedFrames are the
+	// frames between one of them (outermost IP header), MatchedMarker
+	// those with the marker, MatchedByProtocol them by protocol.
+	Filter              string            `json:"filter,omitempty"`
+	MatchedFrames       uint64            `json:"matched_frames,omitempty"`
+	MatchedMarkerFrames uint64            `json:"matched_marker_frames,omitempty"`
+	MatchedByProtocol   map[string]uint64 `json:"matched_by_protocol,omitempty"`
 	// KernelPackets and KernelDrops are the kernel's PACKET_STATISTICS:
 	// frames offered to the capture and those it had no room for.
 	KernelPackets uint64 `json:"kernel_packets"`
@@ -82,6 +91,21 @@ func RunCapture(ctx context.Context, iface string, d time.Duration, o CaptureOpt
 	return rep, err
 }
 
+// ParseCaptureFilter reads the address pairs of `agent capture
+// --between` ("A,B" each: the two pods' IPs, the two nodes' InternalIPs)
+// into a capture filter; errors name the flag and the form wanted.
+func ParseCaptureFilter(between []string) (capture.Filter, error) {
+	var f capture.Filter
+	for _, s := range between {
+		p, err := capture.ParseAddrPair(s)
+		if err != nil {
+			return capture.Filter{}, fmt.Errorf("--between %w", err)
+		}
+		f.Pairs = append(f.Pairs, p)
+	}
+	return f, nil
+}
+
 func (rep *Capture) fill(r capture.Result) {
 	rep.DurationNS = r.Duration.Nanoseconds()
 	rep.Frames, rep.In, rep.Out, rep.MarkerFrames = r.Frames, r.In, r.Out, r.MarkerFrames
@@ -89,6 +113,7 @@ func (rep *Capture) fill(r capture.Result) {
 		rep.ByProtocol = r.ByProto
 	}
 	rep.MarkerByProtocol = r.MarkerByProto
+	rep.Filter, rep.MatchedFrames, rep.MatchedMarkerFrames, rep.MatchedByProtocol = r.Filter, r.Matched, r.MatchedMarker, r.MatchedByProto
 	rep.KernelPackets, rep.KernelDrops = r.SocketPackets, r.Dropped
 	rep.ScannedFraction, rep.IfaceCoverage = r.SocketCoverage(), r.IfaceCoverage()
 	if err := r.Check(); err != nil {
