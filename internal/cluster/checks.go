@@ -93,9 +93,11 @@ func (d *Deployment) checkMTU(measured func(map[string]string) []result.Run) res
 		return result.Finding{Verdict: "skipped", Summary: "the pod's or the node's interfaces could not be inspected", Evidence: d.upErrors}
 	}
 	podMTU, nodeMTU := d.podIf.DefaultRouteMTU(), d.nodeIf.AddrMTU()
-	encap, overhead := d.nodeIf.Encapsulation()
+	// The overhead the CNI reserves for the tunnels up on the node, over
+	// the node address's family (cilium's IPsec from its configuration).
+	encap, overhead, how := d.nodeIf.EncapsulationFor(d.cni.Name, strings.EqualFold(d.cni.Settings["enable-ipsec"], "true"))
 	f := mtuVerdict(podMTU, nodeMTU, encap, overhead)
-	f.Evidence = append(f.Evidence,
+	f.Evidence = append(f.Evidence, fmt.Sprintf("encapsulation overhead %d bytes: %s (CNI %s)", overhead, how, d.cniOrUnknown()),
 		fmt.Sprintf("client pod %s: default route MTU %d (its %s's)", d.name(podCliA), podMTU, d.podIf.DefaultRouteMTUFrom()),
 		fmt.Sprintf("node %s: interface %s (holding %s) MTU %d", d.client.Name, d.nodeIf.AddrLink(), d.nodeIf.Addr, nodeMTU))
 	if d.conf != nil && d.conf.MTU > 0 {
@@ -117,6 +119,14 @@ func (d *Deployment) checkMTU(measured func(map[string]string) []result.Run) res
 		f.Evidence = append(f.Evidence, "no tcp_stream ×1 cross-node and node-to-node runs to price the MTU with (add tcp_stream to --tests)")
 	}
 	return f
+}
+
+// cniOrUnknown is the CNI's name, "unknown" if none was identified.
+func (d *Deployment) cniOrUnknown() string {
+	if d.cni.Name == "" {
+		return "unknown"
+	}
+	return d.cni.Name
 }
 
 // mtuVerdict judges a pod MTU against the node's MTU less the

@@ -94,7 +94,8 @@ type Encap struct {
 //     header of 40 (these are IPv6 tunnels whatever the underlay).
 //
 // IPsec (vti, xfrm) is left out: its overhead depends on the cipher and
-// padding.
+// padding (see ESPOverhead). TunnelOverheads has the IPv6 figures, and
+// CNIOverhead what each CNI reserves.
 var EncapOverhead = map[string]int{
 	"vxlan":     50,
 	"geneve":    50,
