@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,8 +17,15 @@ import (
 )
 
 // SystemNamespaces are where ListSystemPods looks for the CNI's pods:
-// kube-system and the namespaces that some CNIs' installers use.
+// kube-system and the namespaces that some CNIs' installers use
+// (calico-system: Calico's operator install), besides
+// operatorNamespaces.
 var SystemNamespaces = []string{"kube-system", "kube-flannel", "calico-system", "cilium", "ovn-kubernetes", "kube-ovn"}
+
+// operatorNamespaces are further namespaces of CNIs' pods that
+// ListSystemPods lists: OVN-Kubernetes on OpenShift. (DefaultCNINamespaces
+// names them in the RBAC.)
+var operatorNamespaces = []string{"openshift-ovn-kubernetes"}
 
 // PodRef identifies a pod of the CNI.
 type PodRef struct {
@@ -70,13 +78,33 @@ type cniSig struct {
 	versionFrom []string
 	// confTypes are the plugin types of its CNI configuration.
 	confTypes []string
+	// together are containers that make one of its pods when all of them
+	// are in one pod, each a container name or an image path suffix
+	// (canal: calico-node and kube-flannel side by side).
+	together []string
+	// note is said in the evidence when one of its pods is named with
+	// a prefix of notePrefixes (GKE's anetd is Cilium).
+	notePrefixes []string
+	note         string
 }
 
 // knownCNIs, by precedence: canal's pods carry calico and flannel images.
+//
+// Managed clusters' CNIs: Amazon VPC CNI (EKS, DaemonSet aws-node), Azure
+// CNI (AKS, azure-cns; azure-ip-masq-agent is not used, since kubenet
+// clusters run it too), GKE Dataplane V2 (anetd, GKE's build of Cilium:
+// named cilium), Calico's operator install (calico-system), OVN-Kubernetes
+// on OpenShift (openshift-ovn-kubernetes).
 var knownCNIs = []cniSig{
-	{name: "canal", podPrefixes: []string{"canal-"}, labels: []string{"k8s-app=canal"}, versionFrom: []string{"calico/node"}},
-	{name: "cilium", podPrefixes: []string{"cilium-"}, labels: []string{"k8s-app=cilium", "app.kubernetes.io/part-of=cilium"},
-		images: []string{"cilium/cilium", "cilium/operator", "cilium/operator-generic"}, versionFrom: []string{"cilium/cilium"}, confTypes: []string{"cilium-cni"}},
+	{name: "canal", podPrefixes: []string{"canal-", "rke2-canal-"}, labels: []string{"k8s-app=canal"}, versionFrom: []string{"calico/node", "hardened-calico"},
+		together: []string{"calico-node", "kube-flannel"}},
+	{name: "cilium", podPrefixes: []string{"cilium-", "anetd-"}, labels: []string{"k8s-app=cilium", "app.kubernetes.io/part-of=cilium"},
+		images: []string{"cilium/cilium", "cilium/operator", "cilium/operator-generic"}, versionFrom: []string{"cilium/cilium"}, confTypes: []string{"cilium-cni"},
+		notePrefixes: []string{"anetd-"}, note: "GKE Dataplane V2 (anetd, GKE's build of Cilium)"},
+	{name: "aws-vpc-cni", podPrefixes: []string{"aws-node-"}, labels: []string{"k8s-app=aws-node", "app.kubernetes.io/name=aws-node"},
+		images: []string{"amazon-k8s-cni", "amazon-k8s-cni-init"}, versionFrom: []string{"amazon-k8s-cni"}, confTypes: []string{"aws-cni"}},
+	{name: "azure-cni", podPrefixes: []string{"azure-cns-"}, labels: []string{"k8s-app=azure-cns"},
+		images: []string{"containernetworking/azure-cns", "azure-cns"}, confTypes: []string{"azure-vnet"}},
 	{name: "calico", podPrefixes: []string{"calico-node-", "calico-typha-", "calico-kube-controllers-"},
 		labels: []string{"k8s-app=calico-node", "k8s-app=calico-typha", "k8s-app=calico-kube-controllers"},
 		images: []string{"calico/node", "calico/typha", "calico/kube-controllers", "calico/cni"}, versionFrom: []string{"calico/node"}, confTypes: []string{"calico"}},
@@ -90,17 +118,17 @@ var knownCNIs = []cniSig{
 		images: []string{"cloudnativelabs/kube-router"}},
 	{name: "kindnet", podPrefixes: []string{"kindnet-"}, labels: []string{"app=kindnet"},
 		images: []string{"kindest/kindnetd", "kindnetd"}},
-	{name: "ovn-kubernetes", podPrefixes: []string{"ovnkube-node-", "ovnkube-master-", "ovnkube-control-plane-", "ovnkube-db-"},
+	{name: "ovn-kubernetes", podPrefixes: []string{"ovnkube-node-", "ovnkube-master-", "ovnkube-control-plane-", "ovnkube-db-"}, labels: []string{"app=ovnkube-node"},
 		images: []string{"ovn-kubernetes/ovn-kube", "ovn-kube-ubuntu", "ovn-kube-fedora", "ovn-daemonset"}, confTypes: []string{"ovn-k8s-cni-overlay"}},
 	{name: "multus", meta: true, podPrefixes: []string{"kube-multus-", "multus-"}, labels: []string{"app=multus", "name=multus"},
 		images: []string{"multus-cni", "k8snetworkplumbingwg/multus-cni"}, confTypes: []string{"multus", "multus-shim"}},
 }
 
-// ListSystemPods lists the pods of SystemNamespaces (a namespace that does
-// not exist has none).
+// ListSystemPods lists the pods of SystemNamespaces and
+// operatorNamespaces (a namespace that does not exist has none).
 func ListSystemPods(ctx context.Context, cs kubernetes.Interface) ([]corev1.Pod, error) {
 	var out []corev1.Pod
-	for _, ns := range SystemNamespaces {
+	for _, ns := range append(slices.Clone(SystemNamespaces), operatorNamespaces...) {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
@@ -189,6 +217,9 @@ func podImages(p *corev1.Pod) []string {
 
 // matchPod returns why p is one of sig's pods ("" if it is not).
 func matchPod(sig *cniSig, p *corev1.Pod) string {
+	if len(sig.together) > 0 && hasAll(p, sig.together) {
+		return "containers " + strings.Join(sig.together, " + ") + " in one pod"
+	}
 	for _, img := range podImages(p) {
 		path, _ := imagePath(img)
 		for _, pat := range sig.images {
@@ -211,6 +242,21 @@ func matchPod(sig *cniSig, p *corev1.Pod) string {
 	return ""
 }
 
+// hasAll tells whether p has a container for each of pats (a container
+// name or an image path suffix).
+func hasAll(p *corev1.Pod, pats []string) bool {
+	cs := append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...)
+	for _, pat := range pats {
+		if !slices.ContainsFunc(cs, func(c corev1.Container) bool {
+			path, _ := imagePath(c.Image)
+			return c.Name == pat || imageIs(path, pat)
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
 // cniMatch is a known CNI's pods among the system pods.
 type cniMatch struct {
 	sig     *cniSig
@@ -220,9 +266,10 @@ type cniMatch struct {
 }
 
 // IdentifyCNI tells the cluster's CNI from its system pods (names, labels
-// and container images, matched against the known CNIs: cilium, calico,
-// canal, flannel, weave-net, antrea, kube-router, kindnet, ovn-kubernetes,
-// and multus, a meta-plugin that delegates to another), and from
+// and container images, matched against the known CNIs: cilium (GKE
+// Dataplane V2's anetd included), calico, canal, aws-vpc-cni, azure-cni,
+// flannel, weave-net, antrea, kube-router, kindnet, ovn-kubernetes, and
+// multus, a meta-plugin that delegates to another), and from
 // confPlugins, the plugin types of a node's CNI configuration, main plugin
 // first (nil if unknown). When no known CNI's pods run, the CNI is the
 // main plugin of the configuration (e.g. "bridge"). DetectCNIMode then
@@ -300,6 +347,9 @@ func IdentifyCNI(pods []corev1.Pod, confPlugins []string) CNIInfo {
 	info.Name = primary.sig.name
 	info.Version = version(primary)
 	info.Evidence = evidence(primary)
+	if note := noteOf(primary); note != "" {
+		info.Evidence = append(info.Evidence, note)
+	}
 	if meta != nil {
 		info.Evidence = append(info.Evidence, fmt.Sprintf("meta-plugin %s (%d pods) delegates to %s", meta.sig.name, len(meta.pods), info.Name))
 	}
@@ -329,6 +379,18 @@ func evidence(m *cniMatch) []string {
 		out = append(out, fmt.Sprintf("%s: %d %s %s (%s)", m.sig.name, len(names), noun, list, why))
 	}
 	return out
+}
+
+// noteOf is m's note when one of its pods has a name of its notePrefixes.
+func noteOf(m *cniMatch) string {
+	for i := range m.pods {
+		for _, pre := range m.sig.notePrefixes {
+			if strings.HasPrefix(m.pods[i].Name, pre) {
+				return m.sig.note
+			}
+		}
+	}
+	return ""
 }
 
 // version is the tag of the first image of m's pods that names the

@@ -47,6 +47,20 @@ var (
 	ovnkube      = sysPod("ovn-kubernetes", "ovnkube-node-7xqzj", []string{"app=ovnkube-node"}, "ghcr.io/ovn-org/ovn-kubernetes/ovn-kube-ubuntu:master")
 	multus       = sysPod("kube-system", "kube-multus-ds-9xk4l", []string{"app=multus"}, "ghcr.io/k8snetworkplumbingwg/multus-cni:v4.1.0-thick")
 	localhostImg = sysPod("kube-system", "cilium-local", nil, "localhost:5000/cilium/cilium:dev")
+	awsNode      = sysPod("kube-system", "aws-node-7xk2p", []string{"k8s-app=aws-node"},
+		"602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.18.3-eksbuild.1",
+		"602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon/aws-network-policy-agent:v1.1.2-eksbuild.1")
+	azureCNS   = sysPod("kube-system", "azure-cns-4t9xq", []string{"k8s-app=azure-cns"}, "mcr.microsoft.com/containernetworking/azure-cns:v1.5.38")
+	azureMasq  = sysPod("kube-system", "azure-ip-masq-agent-x2k8d", []string{"k8s-app=azure-ip-masq-agent"}, "mcr.microsoft.com/aks/ip-masq-agent-v2:v0.1.13")
+	anetd      = sysPod("kube-system", "anetd-9w2lx", []string{"k8s-app=cilium"}, "gke.gcr.io/cilium/cilium:v1.14.14-gke4.400")
+	calicoSys  = sysPod("calico-system", "calico-node-w8k2d", []string{"k8s-app=calico-node"}, "docker.io/calico/node:v3.29.1")
+	antreaNew  = sysPod("kube-system", "antrea-agent-x8v2k", []string{"component=antrea-agent"}, "antrea/antrea-agent-ubuntu:v2.2.0")
+	ovnOpenShi = sysPod("openshift-ovn-kubernetes", "ovnkube-node-b7w8q", []string{"app=ovnkube-node"}, "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:62d2a09bbef840a46099ac4c69421c90f84f28d018d479749049011329aa7f28")
+	rke2Canal  = func() corev1.Pod {
+		p := sysPod("kube-system", "rke2-canal-5xw7d", nil, "rancher/hardened-calico:v3.28.1-build20240806", "rancher/hardened-flannel:v0.25.5-build20240801")
+		p.Spec.Containers[0].Name, p.Spec.Containers[1].Name = "calico-node", "kube-flannel"
+		return p
+	}()
 )
 
 func TestIdentifyCNI(t *testing.T) {
@@ -79,6 +93,20 @@ func TestIdentifyCNI(t *testing.T) {
 			evidence: []string{"CNI config: plugins bridge,portmap", "no CNI pods among the 2 system pods: the CNI runs as plugin binaries only"}},
 		{name: "config of a known CNI", conf: []string{"calico", "bandwidth"}, cni: "calico",
 			evidence: []string{"CNI config: plugins calico,bandwidth", "no CNI pods among the 0 system pods"}},
+		{name: "aws vpc cni", pods: []corev1.Pod{coredns, kubeProxy, awsNode}, conf: []string{"aws-cni", "egress-cni", "portmap"}, cni: "aws-vpc-cni", ver: "v1.18.3-eksbuild.1",
+			pods2: []string{"aws-node-7xk2p"}, evidence: []string{"aws-vpc-cni: 1 pod kube-system/aws-node-7xk2p (image 602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.18.3-eksbuild.1)"}},
+		{name: "azure cni", pods: []corev1.Pod{azureMasq, azureCNS}, conf: []string{"azure-vnet", "portmap"}, cni: "azure-cni", ver: "v1.5.38", pods2: []string{"azure-cns-4t9xq"}},
+		{name: "azure cni from its configuration", pods: []corev1.Pod{azureMasq, coredns}, conf: []string{"azure-vnet"}, cni: "azure-cni",
+			evidence: []string{"CNI config: plugins azure-vnet"}},
+		{name: "aks kubenet is not azure cni", pods: []corev1.Pod{azureMasq, kubeProxy}, conf: []string{"bridge", "portmap"}, cni: "bridge"},
+		{name: "azure cni powered by cilium", pods: []corev1.Pod{azureCNS, cilium1}, cni: "cilium", ver: "v1.16.3", evidence: []string{"also found: azure-cni (1 pods)"}},
+		{name: "gke dataplane v2", pods: []corev1.Pod{anetd, kubeProxy}, cni: "cilium", ver: "v1.14.14-gke4.400",
+			evidence: []string{"cilium: 1 pod kube-system/anetd-9w2lx", "GKE Dataplane V2"}},
+		{name: "calico operator install", pods: []corev1.Pod{calicoSys}, cni: "calico", ver: "v3.29.1", evidence: []string{"calico-system/calico-node-w8k2d"}},
+		{name: "antrea by name", pods: []corev1.Pod{antreaNew}, cni: "antrea", ver: "v2.2.0"},
+		{name: "ovn-kubernetes on openshift", pods: []corev1.Pod{ovnOpenShi}, cni: "ovn-kubernetes", ver: "", evidence: []string{"openshift-ovn-kubernetes/ovnkube-node-b7w8q (label app=ovnkube-node)"}},
+		{name: "canal by its containers", pods: []corev1.Pod{rke2Canal, calicoKC}, cni: "canal", ver: "v3.28.1-build20240806", pods2: []string{"rke2-canal-5xw7d"},
+			evidence: []string{"canal: 1 pod kube-system/rke2-canal-5xw7d (containers calico-node + kube-flannel in one pod)"}},
 		{name: "nothing", pods: []corev1.Pod{coredns}, cni: "unknown", evidence: []string{"no CNI pods among the 1 system pods, and no CNI config read"}},
 	}
 	for _, tt := range tests {
@@ -148,7 +176,7 @@ func TestImagePath(t *testing.T) {
 
 func TestListSystemPods(t *testing.T) {
 	var objs []runtime.Object
-	for _, p := range []corev1.Pod{coredns, flannel, ovnkube, sysPod("default", "web", nil, "nginx")} {
+	for _, p := range []corev1.Pod{coredns, flannel, ovnkube, ovnOpenShi, sysPod("default", "web", nil, "nginx")} {
 		objs = append(objs, p.DeepCopy())
 	}
 	pods, err := ListSystemPods(context.Background(), fake.NewClientset(objs...))
@@ -160,7 +188,7 @@ func TestListSystemPods(t *testing.T) {
 		names = append(names, p.Name)
 	}
 	slices.Sort(names)
-	if want := []string{coredns.Name, flannel.Name, ovnkube.Name}; !slices.Equal(names, want) {
+	if want := []string{coredns.Name, flannel.Name, ovnkube.Name, ovnOpenShi.Name}; !slices.Equal(names, want) {
 		t.Errorf("got %v, want %v", names, want)
 	}
 }
