@@ -27,8 +27,8 @@ type usage struct {
 	err        string
 }
 
-// checkFootprint measures the CPU and memory of the CNI's own pods on the
-// two nodes, idle (the run's pods idle: the cluster as without the
+// checkFootprint measures the CPU and memory of the CNI's own pods (summed
+// on the run's two nodes; those elsewhere apart, see footprintFindingOn), idle (the run's pods idle: the cluster as without the
 // benchmark) and under load (a cross-node stream through the pod network),
 // from the pods' cgroups read by the privileged host pods, or from
 // metrics.k8s.io for pods on other nodes when the cluster serves it.
@@ -59,14 +59,49 @@ func (d *Deployment) checkFootprint(ctx context.Context) result.Finding {
 	if err != nil {
 		return result.Finding{Verdict: "failed", Summary: "the sample under load failed", Evidence: []string{err.Error()}}
 	}
-	return footprintFinding(pods, idle, loaded, window)
+	return footprintFindingOn(pods, idle, loaded, window, []string{d.client.Name, d.server.Name})
 }
 
-// footprintFinding sums the samples into a finding.
+// footprintFinding sums the samples of every pod into a finding that
+// names the nodes summed.
 func footprintFinding(pods []kube.PodRef, idle, loaded map[string]usage, window time.Duration) result.Finding {
+	return footprintFindingOn(pods, idle, loaded, window, nil)
+}
+
+// footprintSum is the usage of a group of pods.
+type footprintSum struct {
+	pods                               int
+	nodes                              []string
+	idleCPU, loadCPU, idleMem, loadMem float64
+}
+
+func (s *footprintSum) add(node string, i, l usage) {
+	s.pods++
+	if !slices.Contains(s.nodes, node) {
+		s.nodes = append(s.nodes, node)
+	}
+	s.idleCPU += i.millicores
+	s.loadCPU += l.millicores
+	s.idleMem += i.memBytes
+	s.loadMem += l.memBytes
+}
+
+// usage says what the group uses: "30.0 mCPU and 150.0 MiB idle, 400.0
+// mCPU and 170.0 MiB under …".
+func (s *footprintSum) usage() string {
+	return fmt.Sprintf("%.1f mCPU and %.1f MiB idle, %.1f mCPU and %.1f MiB under a %d-flow cross-node stream",
+		s.idleCPU, s.idleMem/(1<<20), s.loadCPU, s.loadMem/(1<<20), footprintLoadFlows)
+}
+
+// footprintFindingOn sums the samples into a finding. With runNodes (the
+// run's client and server nodes), the sums (cpu_millicores_idle, …) are
+// of the pods on those nodes, the nodes the benchmark's traffic crosses,
+// and the pods measured on other nodes (an operator, metrics.k8s.io) are
+// summed apart (…_other_nodes); without, the sums are of every pod
+// measured. Either way the summary names the nodes summed.
+func footprintFindingOn(pods []kube.PodRef, idle, loaded map[string]usage, window time.Duration, runNodes []string) result.Finding {
 	f := result.Finding{Verdict: "measured", Metrics: map[string]float64{}}
-	var sumIdleCPU, sumLoadCPU, sumIdleMem, sumLoadMem float64
-	measured := 0
+	var run, other footprintSum
 	for _, p := range pods {
 		i, iok := idle[string(p.UID)]
 		l, lok := loaded[string(p.UID)]
@@ -74,26 +109,41 @@ func footprintFinding(pods []kube.PodRef, idle, loaded map[string]usage, window 
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s/%s on %s: not measured: %s", p.Namespace, p.Name, p.Node, cmp.Or(i.err, l.err, "no sample of it")))
 			continue
 		}
-		measured++
-		sumIdleCPU += i.millicores
-		sumLoadCPU += l.millicores
-		sumIdleMem += i.memBytes
-		sumLoadMem += l.memBytes
+		if runNodes == nil || slices.Contains(runNodes, p.Node) {
+			run.add(p.Node, i, l)
+		} else {
+			other.add(p.Node, i, l)
+		}
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%s/%s on %s: idle %.1f mCPU %.1f MiB, under load %.1f mCPU %.1f MiB",
 			p.Namespace, p.Name, p.Node, i.millicores, i.memBytes/(1<<20), l.millicores, l.memBytes/(1<<20)))
 	}
 	f.Metrics["cni_pods"] = float64(len(pods))
-	f.Metrics["cni_pods_measured"] = float64(measured)
-	if measured == 0 {
+	f.Metrics["cni_pods_measured"] = float64(run.pods + other.pods)
+	if run.pods+other.pods == 0 {
 		f.Verdict, f.Summary = "failed", "none of the CNI's pods could be measured"
 		return f
 	}
-	f.Metrics["cpu_millicores_idle"] = sumIdleCPU
-	f.Metrics["cpu_millicores_load"] = sumLoadCPU
-	f.Metrics["memory_bytes_idle"] = sumIdleMem
-	f.Metrics["memory_bytes_load"] = sumLoadMem
-	f.Summary = fmt.Sprintf("the CNI's %d pod(s) on the two nodes use %.1f mCPU and %.1f MiB idle, %.1f mCPU and %.1f MiB under a %d-flow cross-node stream (%s samples)",
-		measured, sumIdleCPU, sumIdleMem/(1<<20), sumLoadCPU, sumLoadMem/(1<<20), footprintLoadFlows, window)
+	where := "on node(s) " + strings.Join(run.nodes, ", ")
+	if runNodes != nil {
+		where = "on the run's nodes " + strings.Join(runNodes, " and ")
+	}
+	if run.pods > 0 {
+		f.Metrics["cpu_millicores_idle"] = run.idleCPU
+		f.Metrics["cpu_millicores_load"] = run.loadCPU
+		f.Metrics["memory_bytes_idle"] = run.idleMem
+		f.Metrics["memory_bytes_load"] = run.loadMem
+		f.Summary = fmt.Sprintf("the CNI's %d pod(s) %s use %s (%s samples)", run.pods, where, run.usage(), window)
+	} else {
+		f.Summary = fmt.Sprintf("none of the CNI's pods %s could be measured", where)
+	}
+	if other.pods > 0 {
+		f.Metrics["cni_pods_other_nodes"] = float64(other.pods)
+		f.Metrics["cpu_millicores_idle_other_nodes"] = other.idleCPU
+		f.Metrics["cpu_millicores_load_other_nodes"] = other.loadCPU
+		f.Metrics["memory_bytes_idle_other_nodes"] = other.idleMem
+		f.Metrics["memory_bytes_load_other_nodes"] = other.loadMem
+		f.Summary += fmt.Sprintf("; its %d pod(s) on other nodes (%s), not in those sums, use %s", other.pods, strings.Join(other.nodes, ", "), other.usage())
+	}
 	return f
 }
 
