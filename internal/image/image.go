@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/cnibench/cnibench/internal/buildinfo"
 )
@@ -116,22 +117,38 @@ func SanitizeTag(s string) string {
 // which every registry and containerd accept and a docker-archive round trip
 // keeps. The binary is read once, into memory.
 func Build(opts Options) (v1.Image, error) {
-	bin := opts.Binary
+	bin, plat, err := resolve(opts.Binary, opts.Platform)
+	if err != nil {
+		return nil, err
+	}
+	return buildImage(bin, plat, opts.Version, false)
+}
+
+// resolve returns the binary's path (default: the running cnibench) and its
+// platform, checking that it is a static ELF executable of that platform.
+func resolve(bin, platformStr string) (string, v1.Platform, error) {
 	if bin == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			return nil, fmt.Errorf("finding the running cnibench binary: %w (pass its path)", err)
+			return "", v1.Platform{}, fmt.Errorf("finding the running cnibench binary: %w (pass its path)", err)
 		}
 		bin = exe
 	}
 	arch, err := checkStatic(bin)
 	if err != nil {
-		return nil, err
+		return "", v1.Platform{}, err
 	}
-	plat, err := platform(opts.Platform, arch, bin)
+	plat, err := platform(platformStr, arch, bin)
 	if err != nil {
-		return nil, err
+		return "", v1.Platform{}, err
 	}
+	return bin, plat, nil
+}
+
+// buildImage builds the image of the binary at bin for plat (see Build).
+// With oci, the manifest, config and layer have OCI media types (for an OCI
+// image index); otherwise Docker schema 2 ones.
+func buildImage(bin string, plat v1.Platform, version string, oci bool) (v1.Image, error) {
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		return nil, err
@@ -140,13 +157,21 @@ func Build(opts Options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	lopts := []tarball.LayerOption{tarball.WithCompressedCaching}
+	if oci {
+		lopts = append(lopts, tarball.WithMediaType(types.OCILayer))
+	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(tarBytes)), nil
-	}, tarball.WithCompressedCaching)
+	}, lopts...)
 	if err != nil {
 		return nil, fmt.Errorf("making the image layer: %w", err)
 	}
-	img, err := mutate.Append(empty.Image, mutate.Addendum{
+	base := empty.Image
+	if oci {
+		base = mutate.MediaType(mutate.ConfigMediaType(base, types.OCIConfigJSON), types.OCIManifestSchema1)
+	}
+	img, err := mutate.Append(base, mutate.Addendum{
 		Layer: layer,
 		History: v1.History{
 			Created:   v1.Time{Time: Epoch},
@@ -162,13 +187,12 @@ func Build(opts Options) (v1.Image, error) {
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	version := opts.Version
-	if version == "" {
-		version = buildinfo.Version
-	}
 	labels := map[string]string{LabelTitle: "cnibench", LabelVersion: version}
-	if c := buildinfo.Tool().Commit; c != "" && opts.Version == "" {
-		labels[LabelRevision] = c
+	if version == "" {
+		labels[LabelVersion] = buildinfo.Version
+		if c := buildinfo.Tool().Commit; c != "" {
+			labels[LabelRevision] = c
+		}
 	}
 	cf.Created = v1.Time{Time: Epoch}
 	cf.OS = plat.OS
@@ -302,7 +326,7 @@ func platform(s, elfArch, bin string) (v1.Platform, error) {
 		return v1.Platform{}, fmt.Errorf("platform %q: want GOOS/GOARCH[/variant], e.g. linux/amd64", s)
 	}
 	if elfArch != "" && p.Architecture != elfArch {
-		return v1.Platform{}, fmt.Errorf("platform %q: %s is a %s binary; pass %s/%s or rebuild it with GOARCH=%s", s, bin, elfArch, p.OS, elfArch, p.Architecture)
+		return v1.Platform{}, fmt.Errorf("platform %q: %s is built for GOARCH=%s; declare %s/%s or rebuild it with GOARCH=%s", s, bin, elfArch, p.OS, elfArch, p.Architecture)
 	}
 	return v1.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant}, nil
 }
@@ -353,30 +377,60 @@ type PushOptions struct {
 	// certificates. Registries on localhost, loopback and private (RFC
 	// 1918) addresses get the fallback without it.
 	Insecure bool
+	// Timeout bounds the whole upload; default DefaultPushTimeout.
+	Timeout time.Duration
 }
 
-// Push uploads img to the registry as ref, with the credentials of the
-// docker config (authn.DefaultKeychain: ~/.docker/config.json or
-// $DOCKER_CONFIG, and credential helpers), and returns the pushed image's
-// digest reference (repository@sha256:...).
-func Push(ctx context.Context, img v1.Image, ref string, opts PushOptions) (name.Digest, error) {
+// DefaultPushTimeout bounds a push when PushOptions.Timeout is zero: a
+// binary of tens of megabytes per platform over a slow uplink.
+const DefaultPushTimeout = 10 * time.Minute
+
+// writeOptions returns the remote options of a push bounded by opts.Timeout,
+// and the cancel function of its context.
+func (o PushOptions) writeOptions(ctx context.Context) ([]remote.Option, context.CancelFunc) {
+	t := o.Timeout
+	if t <= 0 {
+		t = DefaultPushTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, t)
+	return []remote.Option{
+		remote.WithContext(ctx),
+		remote.WithAuthFromKeychain(authn.DefaultKeychain),
+		remote.WithUserAgent("cnibench/" + buildinfo.Version),
+	}, cancel
+}
+
+// parseRef parses ref for a push (name.Insecure when opts.Insecure).
+func (o PushOptions) parseRef(ref string) (name.Reference, error) {
 	var nopts []name.Option
-	if opts.Insecure {
+	if o.Insecure {
 		nopts = append(nopts, name.Insecure)
 	}
 	r, err := name.ParseReference(ref, nopts...)
 	if err != nil {
-		return name.Digest{}, fmt.Errorf("image reference %q: %w", ref, err)
+		return nil, fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	return r, nil
+}
+
+// Push uploads img to the registry as ref, with the credentials of the
+// docker config (authn.DefaultKeychain: ~/.docker/config.json or
+// $DOCKER_CONFIG, and credential helpers such as docker-credential-ecr-login
+// or docker-credential-gcloud named by its credHelpers or credsStore),
+// bounded by opts.Timeout, and returns the pushed image's
+// digest reference (repository@sha256:...).
+func Push(ctx context.Context, img v1.Image, ref string, opts PushOptions) (name.Digest, error) {
+	r, err := opts.parseRef(ref)
+	if err != nil {
+		return name.Digest{}, err
 	}
 	d, err := img.Digest()
 	if err != nil {
 		return name.Digest{}, err
 	}
-	err = remote.Write(r, img,
-		remote.WithContext(ctx),
-		remote.WithAuthFromKeychain(authn.DefaultKeychain),
-		remote.WithUserAgent("cnibench/"+buildinfo.Version))
-	if err != nil {
+	ropts, cancel := opts.writeOptions(ctx)
+	defer cancel()
+	if err := remote.Write(r, img, ropts...); err != nil {
 		return name.Digest{}, fmt.Errorf("pushing %s: %w", ref, err)
 	}
 	return r.Context().Digest(d.String()), nil

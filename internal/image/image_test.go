@@ -329,7 +329,7 @@ func TestPlatform(t *testing.T) {
 		{"", "linux/" + runtime.GOARCH + "/"},
 		{"linux/" + runtime.GOARCH, "linux/" + runtime.GOARCH + "/"},
 		{"linux/" + runtime.GOARCH + "/v9", "linux/" + runtime.GOARCH + "/v9"},
-		{"linux/" + other, "error: is a " + runtime.GOARCH + " binary"},
+		{"linux/" + other, "error: is built for GOARCH=" + runtime.GOARCH},
 		{"linux", "error: want GOOS/GOARCH"},
 		{"a/b/c/d", "error: want GOOS/GOARCH"},
 	}
