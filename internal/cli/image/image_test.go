@@ -45,7 +45,7 @@ func TestValidate(t *testing.T) {
 		{"digest tarball", flagpole{Ref: "cnibench.local/cnibench@sha256:" + strings.Repeat("a", 64), Out: "x.tar"}, "a tarball needs a tag"},
 	}
 	for _, tc := range tests {
-		_, err := tc.f.validate()
+		_, _, err := tc.f.validate()
 		var ue *clierr.UsageError
 		switch {
 		case tc.want == "" && err != nil:
@@ -71,8 +71,8 @@ func TestBuildCommandUsage(t *testing.T) {
 		{[]string{"build"}, "--out FILE.tar or --push"},
 		{[]string{"build", "--out", filepath.Join(dir, "a.tar"), "--push"}, "pass only one"},
 		{[]string{"build", "--out", filepath.Join(dir, "a.tar"), "--insecure"}, "--insecure: only with --push"},
-		{[]string{"build", "--out", filepath.Join(dir, "a.tar"), "--binary", script}, "--binary: " + script + ": not an ELF executable"},
-		{[]string{"build", "--out", filepath.Join(dir, "a.tar"), "--binary", filepath.Join(dir, "missing")}, "--binary: "},
+		{[]string{"build", "--out", filepath.Join(dir, "a.tar"), "--binary", script}, "--binary " + script + ": " + script + ": not an ELF executable"},
+		{[]string{"build", "--out", filepath.Join(dir, "a.tar"), "--binary", filepath.Join(dir, "missing")}, "--binary " + filepath.Join(dir, "missing") + ": "},
 		{[]string{"build", "--bogus"}, "unknown flag: --bogus"},
 	} {
 		stdout, stderr, code := clitest.Execute(t, NewCommand, tc.args...)
@@ -93,9 +93,9 @@ func TestBuildWritesTarball(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	m := regexp.MustCompile(`^wrote (\S+) \((sha256:[0-9a-f]{64})\) to (\S+)\n$`).FindStringSubmatch(stdout)
+	m := regexp.MustCompile(`^linux/\S+ +sha256:[0-9a-f]{64}  \S+\nwrote (\S+) \((sha256:[0-9a-f]{64})\) to (\S+)\n$`).FindStringSubmatch(stdout)
 	if m == nil || m[1] != ref || m[3] != out {
-		t.Fatalf("stdout %q, want one line 'wrote %s (sha256:...) to %s'", stdout, ref, out)
+		t.Fatalf("stdout %q, want the platform line and 'wrote %s (sha256:...) to %s'", stdout, ref, out)
 	}
 	tag, err := name.NewTag(ref)
 	if err != nil {
