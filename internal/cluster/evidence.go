@@ -10,8 +10,19 @@ import (
 	"github.com/cnibench/cnibench/internal/kube/agent"
 )
 
-// Path counters of a cluster run, read from the run's pods' and nodes'
-// network namespaces around every cell (`cnibench k8s agent netstat`).
+// Path counters of a cluster run, read around every cell by `cnibench k8s
+// agent netstat`, which reads /proc/net/snmp and /proc/net/netstat of the
+// network namespace it runs in. Their source is in their names:
+//
+//   - k8s_pods_…: the run's own pods' namespaces (cli-a, srv-a, srv-b):
+//     only the benchmark's sockets, so every count is the run's;
+//   - k8s_nodes_…: the nodes' namespaces, through the host-network pods
+//     (host-a, host-b): node-wide, so they include every other
+//     host-network workload's (kubelet, the CNI's agents, …).
+//
+// A pod path's warning rests on the pods' counters only (a pod's SYNs are
+// counted in its own namespace, never the node's); the node-to-node
+// path's on the nodes', and says they are node-wide.
 const (
 	MetricPodsSynRetransmits  = "k8s_pods_syn_retransmits"
 	MetricPodsPAWSTimewait    = "k8s_pods_paws_timewait_rejects"
@@ -107,16 +118,29 @@ func counterDeltas(before, after map[string]agent.Netstat) map[string]float64 {
 	return m
 }
 
+// counterSource is where the counters that judge path come from: the
+// metrics and how to say so.
+func counterSource(path string) (synKey, pawsKey, source string) {
+	if path == PathNodeToNode {
+		return MetricNodesSynRetransmits, MetricNodesPAWSTimewait,
+			"node-wide, in the namespaces of nodes' host pods " + podHostA + " and " + podHostB + ", so other host-network workloads' count too"
+	}
+	return MetricPodsSynRetransmits, MetricPodsPAWSTimewait,
+		"in the run's own pods' network namespaces (" + podCliA + ", " + podSrvA + ", " + podSrvB + ")"
+}
+
 // Check implements backend.Evidence: retransmitted SYNs explain a slow
 // connection rate (each waits 1 s), and SYNs refused by TIME_WAIT sockets
-// (PAWS) say why they were lost.
+// (PAWS) say why they were lost. The counters are the run's pods' for a
+// pod path, the nodes' for the node-to-node path (counterSource).
 func (e *evidence) Check(path string, m map[string]float64) []string {
-	syn := m[MetricPodsSynRetransmits] + m[MetricNodesSynRetransmits]
+	synKey, pawsKey, source := counterSource(path)
+	syn := m[synKey]
 	if syn == 0 {
 		return nil
 	}
-	paws := m[MetricPodsPAWSTimewait] + m[MetricNodesPAWSTimewait]
-	w := fmt.Sprintf("%s: %.0f SYN(s) retransmitted during the cell (each costs its connection 1 s)", path, syn)
+	paws := m[pawsKey]
+	w := fmt.Sprintf("%s: %.0f SYN(s) retransmitted during the cell, %s (each costs its connection 1 s)", path, syn, source)
 	if paws > 0 {
 		w += fmt.Sprintf("; %.0f segment(s) refused by TIME_WAIT sockets of the same four-tuple (PAWS: a reused port with another timestamp offset, e.g. after NAT)", paws)
 	}
