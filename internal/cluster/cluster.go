@@ -28,9 +28,11 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -60,6 +62,27 @@ type Options struct {
 	PullPolicy corev1.PullPolicy
 	// Nodes selects the client and server nodes (automatic if empty).
 	Nodes kube.NodeChoice
+	// Placement restricts the nodes: zones (same zone by default), OS and
+	// architecture, and the taints the pods tolerate.
+	Placement kube.Placement
+	// Pairs is the number of client/server pairs of the cross-node-pairs
+	// path (1: no such path).
+	Pairs int
+	// ResourcesMode chooses the pods' requests and limits: auto
+	// (Guaranteed, sized to the nodes; the default), none (BestEffort)
+	// or given (Resources).
+	ResourcesMode ResourcesMode
+	Resources     corev1.ResourceRequirements
+	// ImagePullSecrets name secrets of the namespace the pods pull the
+	// image with; ServiceAccount is the pods' service account ("" : the
+	// namespace's default; its token is never mounted).
+	ImagePullSecrets []string
+	ServiceAccount   string
+	// LoadBalancer adds the pod-to-loadbalancer path: a LoadBalancer
+	// service, measured once the cluster gives it an address (waited
+	// for at most LBTimeout).
+	LoadBalancer bool
+	LBTimeout    time.Duration
 	// HostPort is the node-to-node server's port on the server node.
 	HostPort int
 	// CNIConfDir is the nodes' CNI configuration directory; "{node}" in
@@ -77,6 +100,9 @@ type Options struct {
 	Logger     *slog.Logger
 }
 
+// maxPairs bounds --pairs: each pair is two pods.
+const maxPairs = 64
+
 // Defaults.
 const (
 	DefaultNamespace       = "cnibench"
@@ -84,6 +110,7 @@ const (
 	DefaultCNIConfDir      = "/etc/cni/net.d"
 	DefaultFootprintWindow = 10 * time.Second
 	DefaultPodTimeout      = 2 * time.Minute
+	DefaultLBTimeout       = 3 * time.Minute
 )
 
 // Backend is a Kubernetes cluster as a backend.Backend.
@@ -94,6 +121,15 @@ type Backend struct {
 	metrics metricsclient.Interface // nil: no metrics.k8s.io client
 	dyn     dynamic.Interface       // nil: none (scenarios skip the CNIs' own resources)
 	cluster string
+	// clusterSet: the user named the cluster (SetCluster).
+	clusterSet bool
+	// kubeconfigCluster and apiHost name the cluster when the user does
+	// not (identify).
+	kubeconfigCluster, apiHost string
+	// The cluster's facts, read once (identify).
+	identOnce     sync.Once
+	facts         kube.Facts
+	factsEvidence []string
 }
 
 // New connects to the cluster of o's kubeconfig and context.
@@ -107,7 +143,7 @@ func New(o Options) (*Backend, error) {
 		return nil, err
 	}
 	b := NewWithClient(o, cs, kube.NewExecer(cfg, cs))
-	b.cluster = kube.ClusterName(o.Kubeconfig, o.Context)
+	b.kubeconfigCluster, b.apiHost = kube.ClusterName(o.Kubeconfig, o.Context), cfg.Host
 	if mc, err := kube.NewMetricsClient(cfg); err == nil {
 		b.metrics = mc
 	}
@@ -144,6 +180,12 @@ func NewWithClient(o Options, cs kubernetes.Interface, ex kube.Execer) *Backend 
 	if o.PodTimeout == 0 {
 		o.PodTimeout = DefaultPodTimeout
 	}
+	if o.Pairs == 0 {
+		o.Pairs = 1
+	}
+	if o.LBTimeout == 0 {
+		o.LBTimeout = DefaultLBTimeout
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -170,7 +212,7 @@ func (b *Backend) Config() map[string]string {
 // context's cluster).
 func (b *Backend) SetCluster(name string) {
 	if name != "" {
-		b.cluster = name
+		b.cluster, b.clusterSet = name, true
 	}
 }
 
@@ -190,6 +232,19 @@ func (o Options) Validate() error {
 	if o.CNIPods != "" {
 		if ns, sel, ok := strings.Cut(o.CNIPods, "/"); !ok || ns == "" || !strings.Contains(sel, "=") {
 			return fmt.Errorf("--cni-pods %q: must be NAMESPACE/LABEL=VALUE, e.g. kube-system/k8s-app=cilium", o.CNIPods)
+		}
+	}
+	if o.Pairs < 0 || o.Pairs > maxPairs {
+		return fmt.Errorf("--pairs %d: must be between 1 and %d", o.Pairs, maxPairs)
+	}
+	if o.ServiceAccount != "" {
+		if errs := validation.IsDNS1123Subdomain(o.ServiceAccount); len(errs) > 0 {
+			return fmt.Errorf("--service-account %q: not a valid name: %s", o.ServiceAccount, errs[0])
+		}
+	}
+	for _, s := range o.ImagePullSecrets {
+		if errs := validation.IsDNS1123Subdomain(s); len(errs) > 0 {
+			return fmt.Errorf("--image-pull-secret %q: not a valid secret name: %s", s, errs[0])
 		}
 	}
 	if o.FootprintWindow < 0 {

@@ -80,6 +80,9 @@ type fakeCluster struct {
 	// refuseNodePort refuses NodePort services (as an admission policy
 	// might).
 	refuseNodePort bool
+	// admission refuses the pods named (short names) with the message,
+	// in dry runs and creates alike (as PodSecurity does).
+	admission map[string]string
 
 	t0       time.Time
 	streamed chan struct{}  // a `cnibench run` happened
@@ -155,6 +158,23 @@ func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 		}
 		if err := f.cs.Tracker().Create(endpointSlicesGVR, sl, svc.Namespace); err != nil {
 			return true, nil, err
+		}
+		return false, nil, nil
+	})
+	// Admission and server-side dry runs (the fake stores dry-run
+	// objects): a dry run is answered, never stored; f.admission refuses.
+	f.cs.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		ca, ok := a.(k8stesting.CreateActionImpl)
+		if !ok {
+			return false, nil, nil
+		}
+		if p, ok := ca.GetObject().(*corev1.Pod); ok {
+			if msg, refused := f.admission[p.Labels["cnibench.io/pod"]]; refused {
+				return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), p.Name, errors.New(msg))
+			}
+		}
+		if len(ca.CreateOptions.DryRun) > 0 {
+			return true, ca.GetObject(), nil
 		}
 		return false, nil, nil
 	})
@@ -549,7 +569,10 @@ func TestCycle(t *testing.T) {
 		}
 		// The CNI is named by the CNI configuration only: no version,
 		// and no kube-flannel-cfg to read the mode from.
-		if l := d.Labels(); l["backend"] != "kubernetes" || l["cluster"] != "kind-test" || l["cni"] != "flannel" || len(l) != 3 {
+		// With the cluster's identity: the fake API server's version,
+		// and no kube-proxy pod.
+		if l := d.Labels(); l["backend"] != "kubernetes" || l["cluster"] != "kind-test" || l["cni"] != "flannel" ||
+			l["k8s_version"] == "" || l["kube_proxy_mode"] != "none" || len(l) != 5 {
 			t.Errorf("labels %v", l)
 		}
 		if d.Paths("cni-calico") != nil || d.Paths("") != nil {
@@ -614,7 +637,9 @@ func TestCycle(t *testing.T) {
 			}
 			// The mtu label is the node's (the wire's, 1500 here) on every
 			// path, so that tunnelled paths pair with the baseline.
-			if p.Labels["client_node"] != w.clientNode || p.Labels["server_node"] != w.srvNode || p.Labels["mtu"] != "1500" || len(p.Labels) != 3 {
+			// The nodes have no zone label (and the fake's no node facts).
+			if p.Labels["client_node"] != w.clientNode || p.Labels["server_node"] != w.srvNode || p.Labels["mtu"] != "1500" ||
+				p.Labels["client_zone"] != "unknown" || p.Labels["server_zone"] != "unknown" || len(p.Labels) != 5 {
 				t.Errorf("%s: labels %v", p.Kind, p.Labels)
 			}
 			if a, why := p.TargetArgs(engine.TCPRR); strings.Join(a, " ") != w.tcp || why != "" {
@@ -952,7 +977,8 @@ func TestFindingsFootprint(t *testing.T) {
 		t.Errorf("cni_footprint labels %v", f.Labels)
 	}
 	// Every run carries the CNI, its version and mode.
-	if l := d.Labels(); !maps.Equal(l, map[string]string{"backend": "kubernetes", "cluster": "kind-test", "cni": "flannel", "cni_version": "v0.25.1", "cni_mode": "vxlan"}) {
+	if l := d.Labels(); !maps.Equal(l, map[string]string{"backend": "kubernetes", "cluster": "kind-test", "cni": "flannel", "cni_version": "v0.25.1", "cni_mode": "vxlan",
+		"k8s_version": l["k8s_version"], "kube_proxy_mode": "none"}) {
 		t.Errorf("labels %v", l)
 	}
 	if dp := d.Datapaths()[1]; dp.Description != "the cluster's pod network (CNI flannel v0.25.1: vxlan) on cluster kind-test" {

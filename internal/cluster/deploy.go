@@ -89,6 +89,19 @@ type Deployment struct {
 	createdNS bool
 	client    *corev1.Node
 	server    *corev1.Node
+	// pairs are the node pairs of --pairs (pairs[0] is client→server).
+	pairs []kube.NodePair
+	// noHost is why the privileged host pods do not run ("" if they do):
+	// the baseline and the checks that need them are skipped with it.
+	noHost string
+	// lb is the LoadBalancer service and its address (--load-balancer);
+	// lbWhy why the path cannot run ("" if it can).
+	lb     *corev1.Service
+	lbAddr string
+	lbWhy  string
+	// resConfig describes the pods' resources (pod_cpu, pod_memory,
+	// pod_qos) in the runs' config.
+	resConfig map[string]string
 	pods      map[string]*corev1.Pod // by short name
 	svc       *corev1.Service
 	// nodePortWhy is why the service has no NodePorts ("" if it has).
@@ -114,12 +127,24 @@ func (d *Deployment) name(short string) string { return "cnibench-" + d.runID + 
 
 func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 	b := d.b
-	client, server, err := kube.SelectNodes(ctx, b.cs, b.o.Nodes)
+	b.identify(ctx, d.log)
+	pairs, err := kube.SelectPairs(ctx, b.cs, b.o.Nodes, b.o.Placement, b.o.Pairs)
 	if err != nil {
 		return err
 	}
+	d.pairs = pairs
+	client, server := pairs[0].Client, pairs[0].Server
 	d.client, d.server = client, server
-	d.log.Info("nodes", "client", client.Name, "server", server.Name)
+	d.log.Info("nodes", "client", client.Name, "server", server.Name, "client_zone", zoneLabel(client), "server_zone", zoneLabel(server))
+	for _, p := range pairs {
+		for _, n := range p.Notes {
+			d.log.Info("placement", "note", n)
+		}
+	}
+	serverIP := kube.NodeInternalIP(server)
+	if serverIP == "" {
+		return fmt.Errorf("node %s has no InternalIP address for the node-to-node path", server.Name)
+	}
 	if d.createdNS, err = kube.EnsureNamespace(ctx, b.cs, d.ns, d.runID); err != nil {
 		return err
 	}
@@ -127,52 +152,34 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 	if err != nil {
 		return err
 	}
-	serverIP := kube.NodeInternalIP(server)
-	if serverIP == "" {
-		return fmt.Errorf("node %s has no InternalIP address for the node-to-node path", server.Name)
+	plans, err := d.podPlans(serverIP, secret)
+	if err != nil {
+		return err
 	}
-	port := strconv.Itoa(engine.DefaultPort)
-	hostPaths := func(node string) []kube.HostPath {
-		return []kube.HostPath{
-			{HostPath: "/sys/fs/cgroup", MountPath: hostCgroupRoot, ReadOnly: true},
-			{HostPath: strings.ReplaceAll(b.o.CNIConfDir, "{node}", node), MountPath: hostCNIConf, ReadOnly: true},
-		}
+	// Admission first: every pod is created in a server-side dry run, so
+	// that what the namespace's policy refuses is known before anything
+	// runs. The privileged host pods are optional (the baseline and the
+	// checks that need them are then skipped with the reason); a refused
+	// pod-network pod ends the run, naming the rule and the fix.
+	if plans, err = d.admit(ctx, plans); err != nil {
+		return err
 	}
-	specs := []kube.PodSpec{
-		{Name: d.name(podSrvA), Role: "server", Node: client.Name, Args: []string{"serve", "--listen", ":" + port}, Ports: []int32{int32(engine.DefaultPort)}},
-		{Name: d.name(podSrvB), Role: "server", Node: server.Name,
-			Args: []string{"serve", "--listen", ":" + port, "--http-listen", ":" + strconv.Itoa(httpPort),
-				"--service-listen", fmt.Sprintf(":%d,:%d,:%d,:%d", servicePort, svcPort, hairpinPort, nodePortPort)},
-			Ports:  []int32{int32(engine.DefaultPort), servicePort, svcPort, hairpinPort, nodePortPort, httpPort},
-			Labels: map[string]string{"cnibench.io/service": d.runID}},
-		{Name: d.name(podCliA), Role: "client", Node: client.Name, Args: []string{"k8s", "agent", "idle"}},
-		{Name: d.name(podHostA), Role: "host-client", Node: client.Name, Args: []string{"k8s", "agent", "idle"},
-			HostNetwork: true, Privileged: true, HostPaths: hostPaths(client.Name)},
-		{Name: d.name(podHostB), Role: "host-server", Node: server.Name, Args: []string{"serve", "--listen", net.JoinHostPort(serverIP, strconv.Itoa(b.o.HostPort))},
-			HostNetwork: true, Privileged: true, HostPaths: hostPaths(server.Name)},
-	}
-	short := []string{podSrvA, podSrvB, podCliA, podHostA, podHostB}
 	d.pods = map[string]*corev1.Pod{}
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
-	for i, s := range specs {
-		s.Image, s.ImagePullPolicy, s.TokenSecret = b.o.Image, b.o.PullPolicy, secret
-		if s.Labels == nil {
-			s.Labels = map[string]string{}
-		}
-		s.Labels["cnibench.io/pod"] = short[i]
+	for _, pl := range plans {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := kube.StartPod(ctx, b.cs, kube.BuildPod(d.ns, d.runID, s), b.o.PodTimeout)
+			p, err := kube.StartPod(ctx, b.cs, pl.pod, b.o.PodTimeout)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				errs = append(errs, err)
 				return
 			}
-			d.pods[short[i]] = p
+			d.pods[pl.short] = p
 		}()
 	}
 	wg.Wait()
@@ -184,6 +191,91 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 		}
 		return fmt.Errorf("%w (and %d more of the run's pods failed)", errs[0], len(errs)-1)
 	}
+	if err := d.createServices(ctx); err != nil {
+		return err
+	}
+	d.gatherFacts(ctx)
+	d.buildPaths(serverIP)
+	return nil
+}
+
+// podPlan is one pod of the run: its short name, whether it is a
+// privileged host pod (optional: refused by admission, it is skipped),
+// and the pod.
+type podPlan struct {
+	short string
+	host  bool
+	pod   *corev1.Pod
+}
+
+// podPlans are the run's pods: the five of one pair, and a client and a
+// server for each further pair of --pairs.
+func (d *Deployment) podPlans(serverIP, secret string) ([]podPlan, error) {
+	b := d.b
+	client, server := d.client, d.server
+	port := strconv.Itoa(engine.DefaultPort)
+	hostPaths := func(node string) []kube.HostPath {
+		return []kube.HostPath{
+			{HostPath: "/sys/fs/cgroup", MountPath: hostCgroupRoot, ReadOnly: true},
+			{HostPath: strings.ReplaceAll(b.o.CNIConfDir, "{node}", node), MountPath: hostCNIConf, ReadOnly: true},
+		}
+	}
+	type plan struct {
+		short string
+		spec  kube.PodSpec
+	}
+	plans := []plan{
+		{podSrvA, kube.PodSpec{Role: "server", Node: client.Name, Args: []string{"serve", "--listen", ":" + port}, Ports: []int32{int32(engine.DefaultPort)}}},
+		{podSrvB, kube.PodSpec{Role: "server", Node: server.Name,
+			Args: []string{"serve", "--listen", ":" + port, "--http-listen", ":" + strconv.Itoa(httpPort),
+				"--service-listen", fmt.Sprintf(":%d,:%d,:%d,:%d", servicePort, svcPort, hairpinPort, nodePortPort)},
+			Ports:  []int32{int32(engine.DefaultPort), servicePort, svcPort, hairpinPort, nodePortPort, httpPort},
+			Labels: map[string]string{"cnibench.io/service": d.runID}}},
+		{podCliA, kube.PodSpec{Role: "client", Node: client.Name, Args: []string{"k8s", "agent", "idle"}}},
+		{podHostA, kube.PodSpec{Role: "host-client", Node: client.Name, Args: []string{"k8s", "agent", "idle"},
+			HostNetwork: true, Privileged: true, HostPaths: hostPaths(client.Name)}},
+		{podHostB, kube.PodSpec{Role: "host-server", Node: server.Name, Args: []string{"serve", "--listen", net.JoinHostPort(serverIP, strconv.Itoa(b.o.HostPort))},
+			HostNetwork: true, Privileged: true, HostPaths: hostPaths(server.Name)}},
+	}
+	for i, p := range d.pairs[1:] {
+		plans = append(plans,
+			plan{pairPod("cli", i+2), kube.PodSpec{Role: "client", Node: p.Client.Name, Args: []string{"k8s", "agent", "idle"}}},
+			plan{pairPod("srv", i+2), kube.PodSpec{Role: "server", Node: p.Server.Name, Args: []string{"serve", "--listen", ":" + port}, Ports: []int32{int32(engine.DefaultPort)}}})
+	}
+	podsOn := map[string]int{}
+	for _, p := range plans {
+		podsOn[p.spec.Node]++
+	}
+	res, resConf, err := d.resources(podsOn)
+	if err != nil {
+		return nil, err
+	}
+	d.resConfig = resConf
+	var out []podPlan
+	for _, p := range plans {
+		s := p.spec
+		s.Name = d.name(p.short)
+		s.Image, s.ImagePullPolicy, s.TokenSecret = b.o.Image, b.o.PullPolicy, secret
+		s.Tolerations = b.o.Placement.Tolerations
+		s.ImagePullSecrets, s.ServiceAccount = b.o.ImagePullSecrets, b.o.ServiceAccount
+		s.Resources = res
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels["cnibench.io/pod"] = p.short
+		out = append(out, podPlan{short: p.short, host: s.HostNetwork, pod: kube.BuildPod(d.ns, d.runID, s)})
+	}
+	return out, nil
+}
+
+// pairPod is the short name of pair n's client or server pod.
+func pairPod(role string, n int) string { return fmt.Sprintf("%s-p%d", role, n) }
+
+// createServices creates the run's service (NodePort, else ClusterIP)
+// and, with --load-balancer, its LoadBalancer service, and waits for the
+// endpoint.
+func (d *Deployment) createServices(ctx context.Context) error {
+	b := d.b
 	// A NodePort service has a ClusterIP too: one service serves both
 	// paths. A cluster that refuses NodePorts gets a ClusterIP service
 	// and the nodeport path is skipped with the reason.
@@ -206,8 +298,7 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 	if err := kube.WaitEndpoints(ctx, b.cs, d.ns, svc.Name, 1, b.o.PodTimeout); err != nil {
 		return err
 	}
-	d.gatherFacts(ctx)
-	d.buildPaths(serverIP)
+	d.loadBalancer(ctx, sel)
 	return nil
 }
 
@@ -225,23 +316,27 @@ func (d *Deployment) gatherFacts(ctx context.Context) {
 	} else {
 		d.podIf = &in
 	}
-	var na agent.Inspect
-	if err := d.agentJSON(ctx, podHostA, []string{"inspect", "--addr", kube.NodeInternalIP(d.client)}, &na); err != nil {
-		note("inspect the client node's interfaces", err)
+	if d.noHost != "" {
+		d.upErrors = append(d.upErrors, "the nodes' interfaces and CNI configuration were not read: no host pods ("+d.noHost+")")
 	} else {
-		d.nodeIf = &na
-	}
-	var nb agent.Inspect
-	if err := d.agentJSON(ctx, podHostB, []string{"inspect", "--addr", kube.NodeInternalIP(d.server)}, &nb); err != nil {
-		note("inspect the server node's interfaces", err)
-	} else {
-		d.nodeIfB = &nb
-	}
-	var conf agent.CNIConf
-	if err := d.agentJSON(ctx, podHostA, []string{"cni-conf", "--dir", hostCNIConf}, &conf); err != nil {
-		note("read the CNI configuration", err)
-	} else {
-		d.conf = &conf
+		var na agent.Inspect
+		if err := d.agentJSON(ctx, podHostA, []string{"inspect", "--addr", kube.NodeInternalIP(d.client)}, &na); err != nil {
+			note("inspect the client node's interfaces", err)
+		} else {
+			d.nodeIf = &na
+		}
+		var nb agent.Inspect
+		if err := d.agentJSON(ctx, podHostB, []string{"inspect", "--addr", kube.NodeInternalIP(d.server)}, &nb); err != nil {
+			note("inspect the server node's interfaces", err)
+		} else {
+			d.nodeIfB = &nb
+		}
+		var conf agent.CNIConf
+		if err := d.agentJSON(ctx, podHostA, []string{"cni-conf", "--dir", hostCNIConf}, &conf); err != nil {
+			note("read the CNI configuration", err)
+		} else {
+			d.conf = &conf
+		}
 	}
 	var pods []corev1.Pod
 	if d.b.o.CNIPods != "" {
@@ -291,9 +386,7 @@ func (d *Deployment) buildPaths(serverIP string) {
 	if d.nodeIf != nil {
 		nodeMTU = d.nodeIf.AddrMTU()
 	}
-	nodes := func(c, s *corev1.Node) map[string]string {
-		return map[string]string{"client_node": c.Name, "server_node": s.Name}
-	}
+	nodes := nodeLabels
 	cli := place{d.ns, d.name(podCliA)}
 	pod := func(kind, target string, srvNode *corev1.Node) backend.Path {
 		return backend.Path{Kind: kind, Client: cli, Target: target, PathMTU: podMTU, PodMTU: podMTU, Labels: withMTU(nodes(d.client, srvNode), nodeMTU)}
@@ -324,9 +417,51 @@ func (d *Deployment) buildPaths(serverIP string) {
 			Labels: withMTU(nodes(d.server, d.server), nodeMTU)}, svcIP, hairpinPort),
 		nodePort,
 	}
+	if p := d.pairsPath(podMTU, nodeMTU); p != nil {
+		d.paths = append(d.paths, *p)
+	}
+	if p := d.lbPath(podMTU, nodeMTU); p != nil {
+		d.paths = append(d.paths, *p)
+	}
+	if d.noHost != "" {
+		return
+	}
 	d.baseline = []backend.Path{{Kind: PathNodeToNode, Client: place{d.ns, d.name(podHostA)},
 		Target: net.JoinHostPort(serverIP, strconv.Itoa(d.b.o.HostPort)), PathMTU: nodeMTU, PodMTU: nodeMTU,
 		Labels: withMTU(nodes(d.client, d.server), nodeMTU)}}
+}
+
+// pairsPath is the cross-node-pairs path of --pairs N (nil for one
+// pair): pair 1 is the cross-node path's client and server, pair k its
+// own client and server pods on its nodes.
+func (d *Deployment) pairsPath(podMTU, nodeMTU int) *backend.Path {
+	if len(d.pairs) < 2 {
+		return nil
+	}
+	port := strconv.Itoa(engine.DefaultPort)
+	var pp pairsPlace
+	for i, p := range d.pairs {
+		cli, srv := podCliA, podSrvB
+		if i > 0 {
+			cli, srv = pairPod("cli", i+1), pairPod("srv", i+1)
+		}
+		name := p.Client.Name + "→" + p.Server.Name
+		if p.Reuse {
+			name += " (again)"
+		}
+		pp.pairs = append(pp.pairs, pairPlace{place: place{d.ns, d.name(cli)}, target: net.JoinHostPort(d.pods[srv].Status.PodIP, port), name: name})
+	}
+	l := withMTU(nodeLabels(d.client, d.server), nodeMTU)
+	l["pairs"] = strconv.Itoa(len(d.pairs))
+	zones := map[string]bool{}
+	for _, p := range d.pairs {
+		zones[zoneLabel(p.Client)+"→"+zoneLabel(p.Server)] = true
+	}
+	if len(zones) > 1 {
+		// The pairs span zone pairs: the first pair's zones do not name them.
+		l["client_zone"], l["server_zone"] = "mixed", "mixed"
+	}
+	return &backend.Path{Kind: PathCrossNodePairs, Client: pp, Target: pp.pairs[0].target, PathMTU: podMTU, PodMTU: podMTU, Labels: l}
 }
 
 // serviceArgs are the client's flags for a server reached through a
@@ -384,8 +519,9 @@ func firstLine(s string) string {
 func (d *Deployment) Datapaths() []backend.Datapath {
 	return []backend.Datapath{
 		{Name: DatapathBaseline, Description: "host network: hostNetwork pods on two nodes (the seeds' node-to-node baseline)",
-			PacketPath: "client node stack → node interface → wire → server node's interface → server node stack"},
-		{Name: d.cniName(), Description: d.cniDescription(), PacketPath: "the cluster's pod network, as its CNI builds it"},
+			PacketPath: "client node stack → node interface → wire → server node's interface → server node stack",
+			Skipped:    d.noHost, Config: d.resConfig},
+		{Name: d.cniName(), Description: d.cniDescription(), PacketPath: "the cluster's pod network, as its CNI builds it", Config: d.resConfig},
 	}
 }
 
@@ -426,6 +562,7 @@ func (d *Deployment) Reset(context.Context, string) (int, error) {
 // the cluster's CNI, its version and its mode (those known).
 func (d *Deployment) Labels() map[string]string {
 	l := map[string]string{"backend": Name, "cluster": d.b.cluster}
+	maps.Copy(l, d.b.facts.Labels())
 	maps.Copy(l, d.cniLabels())
 	return l
 }

@@ -35,7 +35,21 @@ type kubeFlags struct {
 	ClusterName     string
 	FootprintWindow time.Duration
 	ClusterScale    bool
+	Placement       string
+	Tolerations     string
+	NodeArch        string
+	Pairs           int
+	PodResources    string
+	PullSecrets     []string
+	ServiceAccount  string
+	LoadBalancer    bool
+	LBTimeout       time.Duration
 }
+
+// kubeOnly are the flags that apply to --backend kubernetes only.
+var kubeOnly = []string{"kubeconfig", "context", "namespace", "image", "image-pull-policy", "client-node", "server-node", "host-port",
+	"cni-conf-dir", "cni-pods", "checks", "cluster-name", "footprint-window", "cluster-scale", "placement", "tolerations", "node-arch",
+	"pairs", "pod-resources", "image-pull-secret", "service-account", "load-balancer", "load-balancer-timeout"}
 
 func (k *kubeFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
@@ -53,6 +67,15 @@ func (k *kubeFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&k.Checks, "checks", "", "kubernetes: comma-separated checks (default: all: "+strings.Join(cluster.Checks, ",")+"; none: no check)")
 	fl.StringVar(&k.ClusterName, "cluster-name", "", "kubernetes: the cluster's name in the results (default: the kubeconfig context's cluster)")
 	fl.DurationVar(&k.FootprintWindow, "footprint-window", cluster.DefaultFootprintWindow, "kubernetes: length of each CNI footprint sample (idle, under load)")
+	fl.StringVar(&k.Placement, "placement", string(kube.ZoneSame), "kubernetes: where client and server nodes may be: same-zone (topology.kubernetes.io/zone; nodes without it count as one zone), cross-zone or any")
+	fl.StringVar(&k.Tolerations, "tolerations", "", "kubernetes: taints the pods tolerate, so that tainted (dedicated) nodes can be used: key[=value][:Effect],… (e.g. dedicated=bench:NoSchedule)")
+	fl.StringVar(&k.NodeArch, "node-arch", strings.Join(kube.DefaultArches, ","), "kubernetes: node architectures (kubernetes.io/arch) the image runs on; other nodes are not used")
+	fl.IntVar(&k.Pairs, "pairs", 1, "kubernetes: client/server pairs measured at once on the cross-node-pairs path (aggregate and spread per pair; 1: no such path)")
+	fl.StringVar(&k.PodResources, "pod-resources", string(cluster.ResourcesAuto), "kubernetes: the pods' requests and limits: auto (Guaranteed, the same CPU share for every pod, sized to the nodes' allocatable CPU, at most 2 CPUs), none (BestEffort), or cpu=Q,memory=Q (Guaranteed)")
+	fl.StringSliceVar(&k.PullSecrets, "image-pull-secret", nil, "kubernetes: secret(s) of the namespace to pull --image with (kubectl create secret docker-registry …); repeatable")
+	fl.StringVar(&k.ServiceAccount, "service-account", "", "kubernetes: service account of the pods (default: the namespace's default; its token is never mounted)")
+	fl.BoolVar(&k.LoadBalancer, "load-balancer", false, "kubernetes: add the pod-to-loadbalancer path through a LoadBalancer service (on a cloud this provisions a billed load balancer)")
+	fl.DurationVar(&k.LBTimeout, "load-balancer-timeout", cluster.DefaultLBTimeout, "kubernetes: how long to wait for the LoadBalancer service's address")
 	fl.BoolVar(&k.ClusterScale, "cluster-scale", false, "kubernetes: the cluster may take a scenario's thousands of objects (services above 1000 per point, deny sets above 10000 rules; see docs/kubernetes.md)")
 }
 
@@ -61,7 +84,7 @@ func (k *kubeFlags) register(cmd *cobra.Command) {
 func (k *kubeFlags) kubernetes(cmd *cobra.Command) (bool, error) {
 	switch k.Backend {
 	case "lab":
-		for _, n := range []string{"kubeconfig", "context", "namespace", "image", "image-pull-policy", "client-node", "server-node", "host-port", "cni-conf-dir", "cni-pods", "checks", "cluster-name", "footprint-window", "cluster-scale"} {
+		for _, n := range kubeOnly {
 			if cmd.Flags().Changed(n) {
 				return false, clierr.Usagef("--%s: applies to --backend kubernetes only", n)
 			}
@@ -94,6 +117,33 @@ func (k *kubeFlags) options() (cluster.Options, error) {
 		o.Checks = cs
 	}
 	o.FootprintWindow = k.FootprintWindow
+	var err error
+	if o.Placement.Zone, err = kube.ParsePlacement(k.Placement); err != nil {
+		return o, clierr.Usagef("%v", err)
+	}
+	if o.Placement.Tolerations, err = kube.ParseTolerations(k.Tolerations); err != nil {
+		return o, clierr.Usagef("%v", err)
+	}
+	if k.NodeArch != "" {
+		arches, err := splitList("node-arch", k.NodeArch)
+		if err != nil {
+			return o, err
+		}
+		o.Placement.Arches = arches
+	}
+	if k.Pairs < 1 {
+		return o, clierr.Usagef("--pairs %d: must be at least 1", k.Pairs)
+	}
+	o.Pairs = k.Pairs
+	if o.ResourcesMode, o.Resources, err = cluster.ParseResources(k.PodResources); err != nil {
+		return o, clierr.Usagef("%v", err)
+	}
+	o.ImagePullSecrets, o.ServiceAccount = k.PullSecrets, k.ServiceAccount
+	o.LoadBalancer = k.LoadBalancer
+	if k.LBTimeout <= 0 {
+		return o, clierr.Usagef("--load-balancer-timeout %s: must be positive", k.LBTimeout)
+	}
+	o.LBTimeout = k.LBTimeout
 	if err := o.Validate(); err != nil {
 		return o, clierr.Usagef("%v", err)
 	}

@@ -1,0 +1,204 @@
+package cluster
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/cnibench/cnibench/internal/backend"
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/kube"
+)
+
+// The walls of a managed cluster: admission, placement, pairs, resources,
+// a LoadBalancer.
+
+const psRestricted = `violates PodSecurity "restricted:latest": host namespaces (hostNetwork=true), privileged (container "cnibench" must not set securityContext.privileged=true), hostPath volumes (volumes "host-0", "host-1")`
+
+// TestUpRestrictedNamespace: the namespace's admission refuses the
+// privileged host pods: the run goes on without them, the baseline is
+// skipped with the reason and the fix, and nothing is left behind.
+func TestUpRestrictedNamespace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fc := newFakeCluster(t)
+	fc.admission = map[string]string{podHostA: psRestricted, podHostB: psRestricted}
+	b := fc.backend(nil)
+	d := up(t, ctx, b)
+	if !strings.Contains(d.noHost, "PodSecurity") || !strings.Contains(d.noHost, "pod-security.kubernetes.io/enforce=privileged") {
+		t.Errorf("noHost %q: want the refusal and the fix", d.noHost)
+	}
+	dps := d.Datapaths()
+	if dps[0].Name != DatapathBaseline || dps[0].Skipped != d.noHost || d.Paths(DatapathBaseline) != nil {
+		t.Errorf("baseline %+v, paths %v: want it skipped with the reason", dps[0], d.Paths(DatapathBaseline))
+	}
+	if len(d.Paths(d.cniName())) == 0 {
+		t.Errorf("no pod-network paths")
+	}
+	for _, o := range fc.inventory(t, DefaultNamespace) {
+		if strings.Contains(o, podHostA) || strings.Contains(o, podHostB) {
+			t.Errorf("host pod created: %s", o)
+		}
+	}
+	if err := d.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if inv := fc.inventory(t, DefaultNamespace); len(inv) > 0 {
+		t.Errorf("left behind: %v", inv)
+	}
+}
+
+// TestUpRefusedPodNetworkPod: a refused pod-network pod ends Up in one
+// line naming the pod and the rule, before any pod was created.
+func TestUpRefusedPodNetworkPod(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fc := newFakeCluster(t)
+	fc.admission = map[string]string{podCliA: `violates PodSecurity "restricted:latest": runAsNonRoot != true (pod or container "cnibench" must set securityContext.runAsNonRoot=true)`}
+	b := fc.backend(nil)
+	dep, err := b.Up(ctx, backend.Spec{Token: testToken})
+	if err == nil || !strings.Contains(err.Error(), "refuses pod cli-a") || !strings.Contains(err.Error(), "runAsNonRoot") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Up error %v: want one line naming cli-a and the rule", err)
+	}
+	for _, o := range fc.inventory(t, DefaultNamespace) {
+		if strings.HasPrefix(o, "pod ") {
+			t.Errorf("pod created before the refusal was known: %s", o)
+		}
+	}
+	if err := dep.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if inv := fc.inventory(t, DefaultNamespace); len(inv) > 0 {
+		t.Errorf("left behind: %v", inv)
+	}
+}
+
+// TestUpPairs: --pairs 2 on two nodes: the second pair runs the other way,
+// with its own client and server pods; one path runs both at once.
+func TestUpPairs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fc := newFakeCluster(t)
+	b := fc.backend(func(o *Options) { o.Pairs = 2 })
+	d := up(t, ctx, b)
+	var pp *backend.Path
+	for _, p := range d.Paths(d.cniName()) {
+		if p.Kind == PathCrossNodePairs {
+			pp = &p
+		}
+	}
+	if pp == nil {
+		t.Fatalf("no %s path", PathCrossNodePairs)
+	}
+	place := pp.Client.(pairsPlace)
+	if len(place.pairs) != 2 || place.pairs[0].name != "n1→n2" || place.pairs[1].name != "n2→n1" {
+		t.Fatalf("pairs %+v", place.pairs)
+	}
+	if pp.Labels["pairs"] != "2" {
+		t.Errorf("labels %v", pp.Labels)
+	}
+	cli, _ := fc.pod(ctx, DefaultNamespace, d.name(pairPod("cli", 2)))
+	srv, _ := fc.pod(ctx, DefaultNamespace, d.name(pairPod("srv", 2)))
+	if cli == nil || srv == nil || cli.Spec.NodeName != "n2" || srv.Spec.NodeName != "n1" {
+		t.Fatalf("pair 2's pods: client %v server %v", cli, srv)
+	}
+	if place.pairs[1].target != net.JoinHostPort(srv.Status.PodIP, strconv.Itoa(engine.DefaultPort)) {
+		t.Errorf("pair 2's target %q, server at %s", place.pairs[1].target, srv.Status.PodIP)
+	}
+}
+
+func TestResourcesAuto(t *testing.T) {
+	node := func(name, cpu string) *corev1.Node {
+		n := testNode(name, "192.0.2.1")
+		if cpu != "" {
+			n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name    string
+		mode    ResourcesMode
+		cpu     string // each node's allocatable
+		podsOn  map[string]int
+		wantCPU string
+		wantQoS corev1.PodQOSClass
+		wantErr string
+	}{
+		{"two-cpu nodes, three pods on one", ResourcesAuto, "2", map[string]int{"a": 3, "b": 2}, "500m", corev1.PodQOSGuaranteed, ""},
+		{"big nodes: capped", ResourcesAuto, "64", map[string]int{"a": 3, "b": 2}, "2", corev1.PodQOSGuaranteed, ""},
+		{"unknown allocatable", ResourcesAuto, "", map[string]int{"a": 3, "b": 2}, "2", corev1.PodQOSGuaranteed, ""},
+		{"too small", ResourcesAuto, "500m", map[string]int{"a": 3, "b": 2}, "", "", "--pod-resources auto: the nodes are too small"},
+		{"none", ResourcesNone, "2", map[string]int{"a": 3}, "", corev1.PodQOSBestEffort, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := &Deployment{b: &Backend{o: Options{ResourcesMode: c.mode}},
+				pairs: []kube.NodePair{{Client: node("a", c.cpu), Server: node("b", c.cpu)}}}
+			r, conf, err := d.resources(c.podsOn)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err %v, want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if conf["pod_qos"] != string(c.wantQoS) {
+				t.Errorf("qos %q, want %q", conf["pod_qos"], c.wantQoS)
+			}
+			if c.wantCPU != "" {
+				if got := r.Limits.Cpu().String(); got != c.wantCPU || r.Requests.Cpu().String() != c.wantCPU || conf["pod_cpu"] != c.wantCPU {
+					t.Errorf("cpu limit %s request %s config %q, want %s", got, r.Requests.Cpu(), conf["pod_cpu"], c.wantCPU)
+				}
+			}
+		})
+	}
+}
+
+// TestLoadBalancer: --load-balancer on a cluster that gives the service an
+// address measures it; on one that does not, the path is skipped with
+// the reason.
+func TestLoadBalancer(t *testing.T) {
+	defer func(d time.Duration) { lbPollInterval = d }(lbPollInterval)
+	lbPollInterval = 10 * time.Millisecond
+	for _, assign := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		fc := newFakeCluster(t)
+		if assign {
+			fc.cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				svc := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
+				if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+					svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}
+				}
+				return false, nil, nil
+			})
+		}
+		b := fc.backend(func(o *Options) { o.LoadBalancer, o.LBTimeout = true, 100*time.Millisecond })
+		d := up(t, ctx, b)
+		var lb *backend.Path
+		for _, p := range d.Paths(d.cniName()) {
+			if p.Kind == PathPodToLoadBalancer {
+				lb = &p
+			}
+		}
+		if lb == nil {
+			t.Fatalf("assign=%v: no %s path", assign, PathPodToLoadBalancer)
+		}
+		args, why := lb.TargetArgs("tcp_rr")
+		switch {
+		case assign && (why != "" || strings.Join(args, " ") != "--service 203.0.113.7:12872"):
+			t.Errorf("assigned: args %v why %q", args, why)
+		case !assign && (args != nil || !strings.Contains(why, "no address within 100ms")):
+			t.Errorf("not assigned: args %v why %q", args, why)
+		}
+	}
+}
