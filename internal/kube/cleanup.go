@@ -101,17 +101,22 @@ func refs[T any](items []T, meta func(*T) metav1.Object) []objRef {
 func deleteLabelled(ctx context.Context, cs kubernetes.Interface, ns, sel string, skip map[string]bool) (removed []string, err error) {
 	var errs []error
 	for _, k := range kinds(cs) {
-		objs, err := k.list(ctx, ns, sel)
+		var objs []objRef
+		err := call(ctx, "list "+k.kind+" objects in "+nsName(ns), func(ctx context.Context) (err error) {
+			objs, err = k.list(ctx, ns, sel)
+			return err
+		})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("list %s objects in %s: %w", k.kind, nsName(ns), err))
+			errs = append(errs, err)
 			continue
 		}
 		for _, o := range objs {
 			if skip[o.ns] {
 				continue
 			}
-			if err := k.del(ctx, o.ns, o.name); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("delete %s %s/%s: %w", k.kind, o.ns, o.name, err))
+			err := call(ctx, "delete "+k.kind+" "+o.ns+"/"+o.name, func(ctx context.Context) error { return k.del(ctx, o.ns, o.name) })
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
 				continue
 			}
 			logger(ctx).Debug("deleted", "kind", k.kind, "object", o.ns+"/"+o.name)
@@ -134,19 +139,23 @@ func nsName(ns string) string {
 // deleteNamespace, the namespace itself, which must carry the run's labels
 // (as EnsureNamespace made it). It then waits, at most timeout, until the
 // pods and the namespace are gone. It goes on after errors, and returns
-// them all.
+// them all. Every API call is bounded and retried as RetryPolicy says.
 func DeleteRun(ctx context.Context, cs kubernetes.Interface, ns, runID string, deleteNamespace bool, timeout time.Duration) error {
 	sel := runSelector(runID)
 	_, err := deleteLabelled(ctx, cs, ns, sel, nil)
 	errs := []error{err}
 	nsGone := !deleteNamespace
 	if deleteNamespace {
-		n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		var n *corev1.Namespace
+		err := call(ctx, "get namespace "+ns, func(ctx context.Context) (err error) {
+			n, err = cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return err
+		})
 		switch {
 		case apierrors.IsNotFound(err):
 			nsGone = true
 		case err != nil:
-			errs = append(errs, fmt.Errorf("get namespace %s: %w", ns, err))
+			errs = append(errs, err)
 			nsGone = true // do not wait for it
 		case n.Labels[ManagedByKey] != ManagedBy || n.Labels[RunKey] != runID:
 			errs = append(errs, fmt.Errorf("namespace %s not deleted: it is not labelled %s", ns, sel))
@@ -171,9 +180,11 @@ func DeleteRun(ctx context.Context, cs kubernetes.Interface, ns, runID string, d
 
 // deleteNamespaceObj deletes namespace ns (not found is no error).
 func deleteNamespaceObj(ctx context.Context, cs kubernetes.Interface, ns string) error {
-	err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	err := call(ctx, "delete namespace "+ns, func(ctx context.Context) error {
+		return cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete namespace %s: %w", ns, err)
+		return err
 	}
 	return nil
 }
@@ -181,7 +192,8 @@ func deleteNamespaceObj(ctx context.Context, cs kubernetes.Interface, ns string)
 // waitGone waits, at most timeout, until no pod of ns (all namespaces if
 // "") matches sel, namespace ns is gone unless nsGone, and so are the
 // namespaces of more. On timeout it returns what is left ("" if nothing);
-// an error only for API errors or ctx's end.
+// an error only for API errors other than passing ones (Retryable: the
+// look is made again) or ctx's end.
 func waitGone(ctx context.Context, cs kubernetes.Interface, ns, sel string, nsGone bool, more []string, timeout time.Duration) (left string, err error) {
 	waitNS := slices.Clone(more)
 	if !nsGone {
@@ -189,19 +201,31 @@ func waitGone(ctx context.Context, cs kubernetes.Interface, ns, sel string, nsGo
 	}
 	err = wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		var what []string
-		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		var pods *corev1.PodList
+		transient, err := once(ctx, "list pods in "+nsName(ns), func(ctx context.Context) (err error) {
+			pods, err = cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			return err
+		})
+		if transient {
+			return false, nil
+		}
 		if err != nil {
-			return false, fmt.Errorf("list pods in %s: %w", nsName(ns), err)
+			return false, err
 		}
 		for _, p := range pods.Items {
 			what = append(what, "pod "+p.Namespace+"/"+p.Name)
 		}
 		for _, n := range waitNS {
-			_, err := cs.CoreV1().Namespaces().Get(ctx, n, metav1.GetOptions{})
+			transient, err := once(ctx, "get namespace "+n, func(ctx context.Context) error {
+				_, err := cs.CoreV1().Namespaces().Get(ctx, n, metav1.GetOptions{})
+				return err
+			})
 			switch {
+			case transient:
+				return false, nil
 			case apierrors.IsNotFound(err):
 			case err != nil:
-				return false, fmt.Errorf("get namespace %s: %w", n, err)
+				return false, err
 			default:
 				what = append(what, "namespace "+n)
 			}
@@ -255,9 +279,13 @@ func Clean(ctx context.Context, cs kubernetes.Interface, namespace string, timeo
 	sel := ManagedByKey + "=" + ManagedBy
 	var nsList []string
 	var errs []error
-	l, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: sel})
+	var l *corev1.NamespaceList
+	err = call(ctx, "list namespaces", func(ctx context.Context) (err error) {
+		l, err = cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: sel})
+		return err
+	})
 	if err != nil {
-		errs = append(errs, fmt.Errorf("list namespaces: %w", err))
+		errs = append(errs, err)
 	} else {
 		for _, n := range l.Items {
 			if namespace == "" || n.Name == namespace {

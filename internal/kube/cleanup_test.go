@@ -237,7 +237,7 @@ func TestCleanPolicyObjects(t *testing.T) {
 		return true, nil, apierrors.NewServiceUnavailable("discovery down")
 	})
 	removed, err = Clean(ctx, cs, "default", time.Second, CleanPolicyObjects(dynamicClient()))
-	if err == nil || !strings.Contains(err.Error(), "clean ciliumclusterwidenetworkpolicies: discover the resources of cilium.io/v2: discovery down") {
+	if err == nil || !strings.Contains(err.Error(), "clean ciliumclusterwidenetworkpolicies: discover the resources of cilium.io/v2: gave up after 3 attempts, the last: discovery down") {
 		t.Errorf("err = %v", err)
 	}
 	if !slices.Equal(removed, []string{"pod default/p"}) {

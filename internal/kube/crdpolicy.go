@@ -60,10 +60,6 @@ const DenySetKey = "cnibench.io/deny-set"
 // policies in the same tier.
 const CalicoPolicyOrder = 10
 
-// apiCallTimeout bounds every single API call of the functions that create
-// or delete many objects (tests shorten it).
-var apiCallTimeout = 30 * time.Second
-
 // ClusterObjectLabels returns the labels of a cluster-scoped object of run
 // runID whose pods live in namespace ns: the run's labels and NamespaceKey.
 func ClusterObjectLabels(ns, runID string) map[string]string {
@@ -93,7 +89,8 @@ func IsNotServed(err error) bool {
 // Served checks, through the discovery API, that the cluster serves every
 // resource of gvrs. It returns a *NotServedError for the first one it does
 // not serve (its group version is unknown, or lacks the resource), or the
-// discovery error. Each discovery call is bounded by apiCallTimeout.
+// discovery error. Each discovery call is bounded and retried as
+// RetryPolicy says.
 func Served(ctx context.Context, disc discovery.DiscoveryInterface, gvrs ...schema.GroupVersionResource) error {
 	if disc == nil {
 		return errors.New("discover resources: no discovery client (pass the clientset's Discovery())")
@@ -104,14 +101,16 @@ func Served(ctx context.Context, disc discovery.DiscoveryInterface, gvrs ...sche
 		gv := gvr.GroupVersion().String()
 		list, ok := lists[gv]
 		if !ok {
-			cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-			l, err := dc.ServerResourcesForGroupVersionWithContext(cctx, gv)
-			cancel()
+			var l *metav1.APIResourceList
+			err := call(ctx, "discover the resources of "+gv, func(ctx context.Context) (err error) {
+				l, err = dc.ServerResourcesForGroupVersionWithContext(ctx, gv)
+				return err
+			})
 			switch {
 			case apierrors.IsNotFound(err):
 				return &NotServedError{gvr, "the API server has no group version " + gv + ": the CNI or its CRDs are not installed"}
 			case err != nil:
-				return fmt.Errorf("discover the resources of %s: %w", gv, err)
+				return err
 			}
 			lists[gv], list = l, l
 		}
@@ -289,7 +288,8 @@ func ResourceFor(obj *unstructured.Unstructured) (schema.GroupVersionResource, e
 }
 
 // CreateClusterObjects creates the cluster-scoped objects objs, in order,
-// through dyn, each call bounded by apiCallTimeout, and returns how many it
+// through dyn, each call bounded and retried as RetryPolicy says (a retry
+// that meets the object its earlier attempt made takes it), and returns how many it
 // created and the bytes of JSON sent for them (ObjectBytes). It stops at
 // the first error: what was created is then to be deleted by label
 // (DeleteClusterObjects).
@@ -303,11 +303,16 @@ func CreateClusterObjects(ctx context.Context, dyn dynamic.Interface, objs []*un
 			return created, bytes, fmt.Errorf("create cluster objects: %w", err)
 		}
 		n := ObjectBytes(o.Object)
-		cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-		_, err = dyn.Resource(gvr).Create(cctx, o, metav1.CreateOptions{})
-		cancel()
+		rc := dyn.Resource(gvr)
+		_, err = createOwn(ctx, fmt.Sprintf("create %s %s (%d of %d, %d bytes)", gvr.Resource, o.GetName(), i+1, len(objs), n), o,
+			func(ctx context.Context) (*unstructured.Unstructured, error) {
+				return rc.Create(ctx, o, metav1.CreateOptions{})
+			},
+			func(ctx context.Context) (*unstructured.Unstructured, error) {
+				return rc.Get(ctx, o.GetName(), metav1.GetOptions{})
+			})
 		if err != nil {
-			return created, bytes, fmt.Errorf("create %s %s (%d of %d, %d bytes): %w%s", gvr.Resource, o.GetName(), i+1, len(objs), n, err, createHint(err))
+			return created, bytes, fmt.Errorf("%w%s", err, createHint(err))
 		}
 		created++
 		bytes += n
@@ -362,9 +367,9 @@ func deleteClusterObjects(ctx context.Context, dyn dynamic.Interface, gvr schema
 		return nil, err
 	}
 	rc := dyn.Resource(gvr)
-	cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-	err = rc.DeleteCollection(cctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector})
-	cancel()
+	err = call(ctx, "delete "+gvr.Resource+" "+selector, func(ctx context.Context) error {
+		return rc.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector})
+	})
 	switch {
 	case err == nil:
 		for _, it := range items {
@@ -375,15 +380,15 @@ func deleteClusterObjects(ctx context.Context, dyn dynamic.Interface, gvr schema
 	case apierrors.IsMethodNotSupported(err) || apierrors.IsForbidden(err):
 		logger(ctx).Debug("deletecollection refused, deleting one by one", "resource", gvr.Resource, "err", err)
 	default:
-		return nil, fmt.Errorf("delete %s %s: %w", gvr.Resource, selector, err)
+		return nil, err
 	}
 	var errs []error
 	for _, it := range items {
-		cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-		err := rc.Delete(cctx, it.GetName(), metav1.DeleteOptions{})
-		cancel()
+		err := call(ctx, "delete "+gvr.Resource+" "+it.GetName(), func(ctx context.Context) error {
+			return rc.Delete(ctx, it.GetName(), metav1.DeleteOptions{})
+		})
 		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete %s %s: %w%s", gvr.Resource, it.GetName(), err, createHint(err)))
+			errs = append(errs, fmt.Errorf("%w%s", err, createHint(err)))
 			continue
 		}
 		removed = append(removed, kindName(gvr, it))
@@ -394,24 +399,40 @@ func deleteClusterObjects(ctx context.Context, dyn dynamic.Interface, gvr schema
 // listClusterObjects lists the objects of gvr that selector matches; a
 // resource the cluster does not serve has none.
 func listClusterObjects(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, selector string) ([]unstructured.Unstructured, error) {
-	cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-	defer cancel()
-	l, err := dyn.Resource(gvr).List(cctx, metav1.ListOptions{LabelSelector: selector})
+	var l *unstructured.UnstructuredList
+	err := call(ctx, "list "+gvr.Resource+" "+selector, func(ctx context.Context) (err error) {
+		l, err = dyn.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		return err
+	})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("list %s %s: %w", gvr.Resource, selector, err)
+		return nil, err
 	}
 	return l.Items, nil
 }
 
 // waitClusterGone waits, at most timeout, until no object of gvr matches
 // selector. On timeout it returns what is left; an error only for API
-// errors or ctx's end.
+// errors other than passing ones (Retryable: the look is made again) or
+// ctx's end.
 func waitClusterGone(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, selector string, timeout time.Duration) (left string, err error) {
 	err = wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		items, err := listClusterObjects(ctx, dyn, gvr, selector)
+		var items []unstructured.Unstructured
+		transient, err := once(ctx, "list "+gvr.Resource+" "+selector, func(ctx context.Context) error {
+			l, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: selector})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err == nil {
+				items = l.Items
+			}
+			return err
+		})
+		if transient {
+			return false, nil
+		}
 		if err != nil {
 			return false, err
 		}

@@ -2,13 +2,13 @@ package kube
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 )
 
@@ -28,9 +28,13 @@ type Usage struct {
 // (all its pods if names is empty), by pod name. A pod the metrics API
 // has no sample of yet (a new pod) is missing from the map.
 func PodMetrics(ctx context.Context, mc metricsclient.Interface, ns string, names []string) (map[string]Usage, error) {
-	list, err := mc.MetricsV1beta1().PodMetricses(ns).List(ctx, metav1.ListOptions{})
+	var list *metricsv1beta1.PodMetricsList
+	err := call(ctx, "get pod metrics in namespace "+ns, func(ctx context.Context) (err error) {
+		list, err = mc.MetricsV1beta1().PodMetricses(ns).List(ctx, metav1.ListOptions{})
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("get pod metrics in namespace %s: %w", ns, err)
+		return nil, err
 	}
 	out := map[string]Usage{}
 	for _, pm := range list.Items {
@@ -53,9 +57,14 @@ func PodMetrics(ctx context.Context, mc metricsclient.Interface, ns string, name
 
 // MetricsAvailable tells whether the cluster serves pod metrics
 // (MetricsGroupVersion, usually from metrics-server): registered, and
-// answering discovery.
+// answering discovery. It asks once, within the RetryPolicy's CallTimeout:
+// an aggregated API that is down answers 503 for as long as it is down.
 func MetricsAvailable(ctx context.Context, disc discovery.DiscoveryInterface) bool {
-	res, err := disc.ServerResourcesForGroupVersion(MetricsGroupVersion)
+	var res *metav1.APIResourceList
+	_, err := once(ctx, "discover "+MetricsGroupVersion, func(ctx context.Context) (err error) {
+		res, err = discovery.ToDiscoveryInterfaceWithContext(disc).ServerResourcesForGroupVersionWithContext(ctx, MetricsGroupVersion)
+		return err
+	})
 	if err != nil {
 		logger(ctx).Debug("metrics API not available", "err", err)
 		return false

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,24 +20,34 @@ const TokenKey = "token"
 // EnsureNamespace creates namespace name for run runID (labelled
 // ManagedByKey, RunKey and PodSecurityEnforceKey=privileged) unless it
 // exists; an existing namespace is used as it is. created tells whether it
-// was created, i.e. whether the run should delete it.
+// was created, i.e. whether the run should delete it (also when an earlier
+// attempt of a retried create made it: it carries the run's labels).
 func EnsureNamespace(ctx context.Context, cs kubernetes.Interface, name, runID string) (created bool, err error) {
-	_, err = cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	nss := cs.CoreV1().Namespaces()
+	get := func(ctx context.Context) (*corev1.Namespace, error) { return nss.Get(ctx, name, metav1.GetOptions{}) }
+	err = call(ctx, "get namespace "+name, func(ctx context.Context) error {
+		_, err := get(ctx)
+		return err
+	})
 	switch {
 	case err == nil:
 		logger(ctx).Debug("namespace exists", "namespace", name)
 		return false, nil
 	case !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("get namespace %s: %w", name, err)
+		return false, err
 	}
 	l := runLabels(runID)
 	l[PodSecurityEnforceKey] = "privileged"
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsAlreadyExists(err) { // created meanwhile by someone else
-			return false, nil
-		}
-		return false, fmt.Errorf("create namespace %s: %w", name, err)
+	_, err = createOwn(ctx, "create namespace "+name, ns,
+		func(ctx context.Context) (*corev1.Namespace, error) {
+			return nss.Create(ctx, ns, metav1.CreateOptions{})
+		}, get)
+	if apierrors.IsAlreadyExists(err) { // created meanwhile by someone else
+		return false, nil
+	}
+	if err != nil {
+		return false, err
 	}
 	logger(ctx).Info("namespace created", "namespace", name)
 	return true, nil
@@ -53,9 +62,16 @@ func CreateTokenSecret(ctx context.Context, cs kubernetes.Interface, ns, runID, 
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{TokenKey: []byte(token)},
 	}
-	got, err := cs.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{})
+	secrets := cs.CoreV1().Secrets(ns)
+	got, err := createOwn(ctx, "create secret "+ns+"/"+s.Name, s,
+		func(ctx context.Context) (*corev1.Secret, error) {
+			return secrets.Create(ctx, s, metav1.CreateOptions{})
+		},
+		func(ctx context.Context) (*corev1.Secret, error) {
+			return secrets.Get(ctx, s.Name, metav1.GetOptions{})
+		})
 	if err != nil {
-		return "", fmt.Errorf("create secret %s/%s: %w", ns, s.Name, err)
+		return "", err
 	}
 	return got.Name, nil
 }

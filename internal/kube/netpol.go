@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,22 +63,34 @@ func AllowIngressFrom(ns, runID, name string, target, from map[string]string, po
 // that name if it exists.
 func ApplyPolicy(ctx context.Context, cs kubernetes.Interface, np *networkingv1.NetworkPolicy) error {
 	c := cs.NetworkingV1().NetworkPolicies(np.Namespace)
-	_, err := c.Create(ctx, np, metav1.CreateOptions{})
+	id := np.Namespace + "/" + np.Name
+	err := call(ctx, "create networkpolicy "+id, func(ctx context.Context) error {
+		_, err := c.Create(ctx, np, metav1.CreateOptions{})
+		return err
+	})
 	if err == nil {
-		logger(ctx).Debug("network policy created", "policy", np.Namespace+"/"+np.Name)
+		logger(ctx).Debug("network policy created", "policy", id)
 		return nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create networkpolicy %s/%s: %w", np.Namespace, np.Name, err)
+		return err
 	}
-	cur, err := c.Get(ctx, np.Name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("get networkpolicy %s/%s: %w", np.Namespace, np.Name, err)
+	// It exists (perhaps made by an earlier attempt of the create): the
+	// update makes it np's whoever made it.
+	var cur *networkingv1.NetworkPolicy
+	if err := call(ctx, "get networkpolicy "+id, func(ctx context.Context) (err error) {
+		cur, err = c.Get(ctx, np.Name, metav1.GetOptions{})
+		return err
+	}); err != nil {
+		return err
 	}
 	cur.Labels = np.Labels
 	cur.Spec = np.Spec
-	if _, err := c.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("update networkpolicy %s/%s: %w", np.Namespace, np.Name, err)
+	if err := call(ctx, "update networkpolicy "+id, func(ctx context.Context) error {
+		_, err := c.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		return err
 	}
 	logger(ctx).Debug("network policy updated", "policy", np.Namespace+"/"+np.Name)
 	return nil
@@ -88,9 +99,11 @@ func ApplyPolicy(ctx context.Context, cs kubernetes.Interface, np *networkingv1.
 // DeletePolicy deletes network policy ns/name; one that does not exist is
 // not an error.
 func DeletePolicy(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
-	err := cs.NetworkingV1().NetworkPolicies(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	err := call(ctx, "delete networkpolicy "+ns+"/"+name, func(ctx context.Context) error {
+		return cs.NetworkingV1().NetworkPolicies(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete networkpolicy %s/%s: %w", ns, name, err)
+		return err
 	}
 	return nil
 }

@@ -168,20 +168,35 @@ const imageHint = " (import the image: cnibench image build --out FILE, and load
 // container cannot start (image pull errors, crash loops) or has
 // terminated, or when the pod failed, with a
 // one-line error quoting the reason and message. On error the pod is left
-// in place, for DeleteRun.
+// in place, for DeleteRun. The create is retried as RetryPolicy says (a
+// retry that meets the pod made by an earlier attempt takes it); a look
+// that fails with passing trouble (Retryable) is taken as "not yet".
 func StartPod(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, timeout time.Duration) (*corev1.Pod, error) {
 	ns, name := pod.Namespace, pod.Name
-	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("create pod %s/%s: %w", ns, name, err)
+	pods := cs.CoreV1().Pods(ns)
+	_, err := createOwn(ctx, "create pod "+ns+"/"+name, pod,
+		func(ctx context.Context) (*corev1.Pod, error) { return pods.Create(ctx, pod, metav1.CreateOptions{}) },
+		func(ctx context.Context) (*corev1.Pod, error) { return pods.Get(ctx, name, metav1.GetOptions{}) })
+	if err != nil {
+		return nil, err
 	}
 	logger(ctx).Debug("pod created", "pod", ns+"/"+name, "node", pod.Spec.NodeName)
 	var last *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, fmt.Errorf("get pod %s/%s: %w", ns, name, err)
+	var lastErr error // the last passing API error, for the timeout's message
+	err = wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		var p *corev1.Pod
+		transient, err := once(ctx, "get pod "+ns+"/"+name, func(ctx context.Context) (err error) {
+			p, err = pods.Get(ctx, name, metav1.GetOptions{})
+			return err
+		})
+		if transient {
+			lastErr = err
+			return false, nil
 		}
-		last = p
+		if err != nil {
+			return false, err
+		}
+		last, lastErr = p, nil
 		if err := podFailure(p); err != nil {
 			return false, err
 		}
@@ -192,7 +207,11 @@ func StartPod(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, tim
 		logger(ctx).Debug("pod running", "pod", ns+"/"+name, "node", last.Spec.NodeName, "ip", last.Status.PodIP)
 		return last, nil
 	case wait.Interrupted(err) && ctx.Err() == nil:
-		return nil, fmt.Errorf("pod %s/%s (node %s) not running after %v: %s", ns, name, pod.Spec.NodeName, timeout, podState(last))
+		state := podState(last)
+		if lastErr != nil {
+			state += "; the last look failed: " + oneLine(lastErr.Error())
+		}
+		return nil, fmt.Errorf("pod %s/%s (node %s) not running after %v: %s", ns, name, pod.Spec.NodeName, timeout, state)
 	case wait.Interrupted(err):
 		return nil, fmt.Errorf("wait for pod %s/%s: %w", ns, name, ctx.Err())
 	default:
@@ -278,15 +297,22 @@ func oneLine(s string) string {
 // holds nothing) and waits, bounded by timeout, until it is gone.
 func DeletePod(ctx context.Context, cs kubernetes.Interface, ns, name string, timeout time.Duration) error {
 	zero := int64(0)
-	err := cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	pods := cs.CoreV1().Pods(ns)
+	err := call(ctx, "delete pod "+ns+"/"+name, func(ctx context.Context) error {
+		return pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("delete pod %s/%s: %w", ns, name, err)
+		return err
 	}
 	err = wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		_, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		// Any error but NotFound (a passing one included) is "not yet".
+		_, err := once(ctx, "get pod "+ns+"/"+name, func(ctx context.Context) error {
+			_, err := pods.Get(ctx, name, metav1.GetOptions{})
+			return err
+		})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {

@@ -24,9 +24,14 @@ func CreateService(ctx context.Context, cs kubernetes.Interface, ns, runID, name
 			Ports:    ports,
 		},
 	}
-	got, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+	svcs := cs.CoreV1().Services(ns)
+	got, err := createOwn(ctx, "create service "+ns+"/"+name, svc,
+		func(ctx context.Context) (*corev1.Service, error) {
+			return svcs.Create(ctx, svc, metav1.CreateOptions{})
+		},
+		func(ctx context.Context) (*corev1.Service, error) { return svcs.Get(ctx, name, metav1.GetOptions{}) })
 	if err != nil {
-		return nil, fmt.Errorf("create service %s/%s: %w", ns, name, err)
+		return nil, err
 	}
 	logger(ctx).Debug("service created", "service", ns+"/"+name, "clusterIP", got.Spec.ClusterIP)
 	return got, nil
@@ -38,11 +43,18 @@ func CreateService(ctx context.Context, cs kubernetes.Interface, ns, runID, name
 func WaitEndpoints(ctx context.Context, cs kubernetes.Interface, ns, service string, want int, timeout time.Duration) error {
 	got := 0
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		list, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
-			LabelSelector: discoveryv1.LabelServiceName + "=" + service,
+		var list *discoveryv1.EndpointSliceList
+		transient, err := once(ctx, "list endpointslices of service "+ns+"/"+service, func(ctx context.Context) (err error) {
+			list, err = cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
+				LabelSelector: discoveryv1.LabelServiceName + "=" + service,
+			})
+			return err
 		})
+		if transient {
+			return false, nil
+		}
 		if err != nil {
-			return false, fmt.Errorf("list endpointslices of service %s/%s: %w", ns, service, err)
+			return false, err
 		}
 		got = readyEndpoints(list.Items)
 		return got >= want, nil

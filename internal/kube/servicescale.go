@@ -44,9 +44,10 @@ type ServiceRef struct {
 // labelled kubernetes.io/service-name) holding the ready endpoints (pod
 // IPv4 addresses, at most 1 000) on that port. Services and slices carry
 // labels (at least one: DeleteServices finds them by it). Up to workers
-// (at least 1) services are created at once, each API call bounded by
-// apiCallTimeout; the client's QPS limit (LoadConfig's 50) is usually the
-// pace. On the first error nothing more is started and the error is
+// (at least 1) services are created at once, each API call bounded and
+// retried as RetryPolicy says (a retried create that meets the object of
+// its earlier attempt takes it); the client's QPS limit (LoadConfig's 50)
+// is usually the pace. On the first error nothing more is started and the error is
 // returned with what was created (a service whose slice failed included),
 // in name order; the caller deletes by label (DeleteServices), which also
 // catches a service the API server made after its call timed out.
@@ -149,22 +150,29 @@ func OwnedBy(name string, uid types.UID) []metav1.OwnerReference {
 // whether the service exists (even when the slice failed).
 func createService(ctx context.Context, cs kubernetes.Interface, ns, name string, port int32, eps []discoveryv1.Endpoint, labels map[string]string) (ref ServiceRef, made bool, err error) {
 	svc, slice := ServiceObjects(ns, name, port, eps, labels, "")
-	cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-	got, err := cs.CoreV1().Services(ns).Create(cctx, svc, metav1.CreateOptions{})
-	cancel()
+	svcs, esc := cs.CoreV1().Services(ns), cs.DiscoveryV1().EndpointSlices(ns)
+	got, err := createOwn(ctx, "create service "+ns+"/"+name, svc,
+		func(ctx context.Context) (*corev1.Service, error) {
+			return svcs.Create(ctx, svc, metav1.CreateOptions{})
+		},
+		func(ctx context.Context) (*corev1.Service, error) { return svcs.Get(ctx, name, metav1.GetOptions{}) })
 	if err != nil {
-		return ServiceRef{}, false, fmt.Errorf("create service %s/%s: %w%s", ns, name, err, createHint(err))
+		return ServiceRef{}, false, fmt.Errorf("%w%s", err, createHint(err))
 	}
 	ref = ServiceRef{Name: name, ClusterIP: got.Spec.ClusterIP}
 	if got.UID != "" {
 		// The slice goes with its service, whoever deletes it.
 		slice.OwnerReferences = OwnedBy(name, got.UID)
 	}
-	cctx, cancel = context.WithTimeout(ctx, apiCallTimeout)
-	_, err = cs.DiscoveryV1().EndpointSlices(ns).Create(cctx, slice, metav1.CreateOptions{})
-	cancel()
+	_, err = createOwn(ctx, "create endpointslice "+ns+"/"+name, slice,
+		func(ctx context.Context) (*discoveryv1.EndpointSlice, error) {
+			return esc.Create(ctx, slice, metav1.CreateOptions{})
+		},
+		func(ctx context.Context) (*discoveryv1.EndpointSlice, error) {
+			return esc.Get(ctx, name, metav1.GetOptions{})
+		})
 	if err != nil {
-		return ref, true, fmt.Errorf("create endpointslice %s/%s: %w%s", ns, name, err, createHint(err))
+		return ref, true, fmt.Errorf("%w%s", err, createHint(err))
 	}
 	return ref, true, nil
 }
@@ -173,8 +181,8 @@ func createService(ctx context.Context, cs kubernetes.Interface, ns, name string
 // that labelSelector (not empty) matches: the slices with one
 // DeleteCollection (one by one if the API server refuses it), the services
 // one by one (older API servers have no DeleteCollection for services),
-// workers (at least 1) at a time, each call bounded by apiCallTimeout. It
-// then waits, at most timeout, until none of either is left, and returns
+// workers (at least 1) at a time, each call bounded and retried as
+// RetryPolicy says. It then waits, at most timeout, until none of either is left, and returns
 // how many services it deleted. It goes on after errors and returns the
 // first with their count.
 func DeleteServices(ctx context.Context, cs kubernetes.Interface, ns, labelSelector string, workers int, timeout time.Duration) (removed int, err error) {
@@ -184,9 +192,9 @@ func DeleteServices(ctx context.Context, cs kubernetes.Interface, ns, labelSelec
 	}
 	var errs []error
 	esc := cs.DiscoveryV1().EndpointSlices(ns)
-	cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-	err = esc.DeleteCollection(cctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: labelSelector})
-	cancel()
+	err = call(ctx, "delete endpointslices "+labelSelector+" in "+ns, func(ctx context.Context) error {
+		return esc.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: labelSelector})
+	})
 	if apierrors.IsMethodNotSupported(err) || apierrors.IsForbidden(err) {
 		logger(ctx).Debug("deletecollection of endpointslices refused, deleting one by one", "namespace", ns, "err", err)
 		err = deleteEach(ctx, "endpointslice", ns, labelSelector, workers, func(ctx context.Context, opts metav1.ListOptions) ([]string, string, error) {
@@ -196,8 +204,6 @@ func DeleteServices(ctx context.Context, cs kubernetes.Interface, ns, labelSelec
 			}
 			return names(l.Items, func(o *discoveryv1.EndpointSlice) string { return o.Name }), l.Continue, nil
 		}, func(ctx context.Context, name string) error { return esc.Delete(ctx, name, metav1.DeleteOptions{}) }, nil)
-	} else if err != nil {
-		err = fmt.Errorf("delete endpointslices %s in %s: %w", labelSelector, ns, err)
 	}
 	errs = append(errs, err)
 
@@ -221,15 +227,20 @@ func DeleteServices(ctx context.Context, cs kubernetes.Interface, ns, labelSelec
 		// One item per list is enough to know, with the count of the
 		// rest, without listing thousands every poll.
 		opts := metav1.ListOptions{LabelSelector: labelSelector, Limit: 1}
-		cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-		defer cancel()
-		sl, err := svcs.List(cctx, opts)
-		if err != nil {
-			return false, fmt.Errorf("list services %s in %s: %w", labelSelector, ns, err)
+		var sl *corev1.ServiceList
+		var el *discoveryv1.EndpointSliceList
+		transient, err := once(ctx, "list services and endpointslices "+labelSelector+" in "+ns, func(ctx context.Context) (err error) {
+			if sl, err = svcs.List(ctx, opts); err != nil {
+				return err
+			}
+			el, err = esc.List(ctx, opts)
+			return err
+		})
+		if transient {
+			return false, nil
 		}
-		el, err := esc.List(cctx, opts)
 		if err != nil {
-			return false, fmt.Errorf("list endpointslices %s in %s: %w", labelSelector, ns, err)
+			return false, err
 		}
 		left = listed(len(sl.Items), sl.Continue, sl.RemainingItemCount) + " services, " +
 			listed(len(el.Items), el.Continue, el.RemainingItemCount) + " endpointslices"
@@ -265,11 +276,14 @@ func deleteEach(ctx context.Context, kind, ns, sel string, workers int,
 	var all []string
 	opts := metav1.ListOptions{LabelSelector: sel, Limit: 1000}
 	for {
-		cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-		page, cont, err := list(cctx, opts)
-		cancel()
+		var page []string
+		var cont string
+		err := call(ctx, "list "+kind+"s "+sel+" in "+ns, func(ctx context.Context) (err error) {
+			page, cont, err = list(ctx, opts)
+			return err
+		})
 		if err != nil {
-			return fmt.Errorf("list %ss %s in %s: %w", kind, sel, ns, err)
+			return err
 		}
 		all = append(all, page...)
 		if cont == "" {
@@ -278,14 +292,12 @@ func deleteEach(ctx context.Context, kind, ns, sel string, workers int,
 		opts.Continue = cont
 	}
 	failed, first := forEach(ctx, workers, len(all), false, func(ctx context.Context, i int) error {
-		cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-		err := del(cctx, all[i])
-		cancel()
+		err := call(ctx, "delete "+kind+" "+ns+"/"+all[i], func(ctx context.Context) error { return del(ctx, all[i]) })
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil
 		case err != nil:
-			return fmt.Errorf("delete %s %s/%s: %w%s", kind, ns, all[i], err, createHint(err))
+			return fmt.Errorf("%w%s", err, createHint(err))
 		}
 		if done != nil {
 			done()

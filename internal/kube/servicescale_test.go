@@ -118,7 +118,8 @@ func TestCreateServicesPartial(t *testing.T) {
 			cs := scaleClientset()
 			var calls atomic.Int32
 			cs.PrependReactor("create", kind, func(k8stesting.Action) (bool, runtime.Object, error) {
-				if calls.Add(1) == 100 {
+				// From the 100th on, for good (a passing 429 is retried).
+				if calls.Add(1) >= 100 {
 					return true, nil, apierrors.NewTooManyRequestsError("slow down")
 				}
 				return false, nil, nil
