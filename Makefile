@@ -34,6 +34,20 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/cnibench
 
+# One image for amd64 and arm64 nodes (docs/images.md): static binaries for
+# both, built as `build` builds its own (same ldflags), then one
+# multi-platform image of them (an OCI image index) by the host's
+# bin/cnibench: an OCI archive, bin/cnibench-image.tar, for
+# `ctr -n k8s.io images import --all-platforms` or `kind load image-archive`,
+# or with IMAGE=REGISTRY/REPOSITORY:TAG pushed there (docker config credentials).
+IMAGE ?=
+.PHONY: image-multiarch
+image-multiarch: build
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -ldflags "$(LDFLAGS)" -o bin/cnibench-linux-amd64 ./cmd/cnibench
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -ldflags "$(LDFLAGS)" -o bin/cnibench-linux-arm64 ./cmd/cnibench
+	$(BIN) image build --binary linux/amd64=bin/cnibench-linux-amd64 --binary linux/arm64=bin/cnibench-linux-arm64 \
+	  $(if $(IMAGE),--push --ref $(IMAGE),--out bin/cnibench-image.tar)
+
 # The Kubernetes backend end to end on a real two-node cluster started on
 # this machine from the package registries (needs root; hack/local-cluster,
 # docs/kubernetes.md), leaving the machine as it was: once per CNI of $(CNI),
