@@ -3,12 +3,14 @@ package kube
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -16,10 +18,100 @@ import (
 // to.
 const ServiceAccountName = "cnibench"
 
+// KubeProxyConfigMap is the ConfigMap in kube-system that holds
+// kube-proxy's configuration (its mode: iptables, ipvs, nftables); the
+// RBAC lets cnibench read it, by name.
+const KubeProxyConfigMap = "kube-proxy"
+
 // rbacLabels label the RBAC objects. They are installed by an
 // administrator, not by a run, so they do not carry ManagedByKey: Clean
 // leaves them alone.
 var rbacLabels = map[string]string{"app.kubernetes.io/part-of": "cnibench"}
+
+// RBACMode selects the rights RBACFor grants.
+type RBACMode int
+
+const (
+	// RBACFull lets a run create its namespace and delete it afterwards,
+	// list pods in every namespace and create the CNIs' cluster-wide
+	// policy objects of the egress-filter scenario.
+	RBACFull RBACMode = iota
+	// RBACExistingNamespace is the least-privilege mode for a namespace
+	// that exists beforehand: the namespaced rights in a Role of that
+	// namespace only, pods list in the CNIs' namespaces only, and
+	// cluster-wide nothing but reads (nodes, the CNIs' and kube-proxy's
+	// ConfigMaps by name, metrics). No namespace can be created or
+	// deleted, and the egress-filter scenario's cilium-policy and
+	// calico-networkset mechanisms (cluster-scoped objects) cannot run.
+	RBACExistingNamespace
+)
+
+// String returns the mode's name as the CLI spells it.
+func (m RBACMode) String() string {
+	if m == RBACExistingNamespace {
+		return "existing-namespace"
+	}
+	return "full"
+}
+
+// DefaultCNINamespaces are the namespaces whose pods RBACExistingNamespace
+// lets cnibench list to identify the CNI: kube-system, SystemNamespaces
+// and the namespaces of the operators' installs (Calico's tigera-operator,
+// OpenShift's OVN-Kubernetes).
+func DefaultCNINamespaces() []string {
+	out := []string{"kube-system"}
+	for _, ns := range append(slices.Clone(SystemNamespaces), "calico-system", "tigera-operator", "openshift-ovn-kubernetes", "kube-flannel", "cilium") {
+		if !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// RBACOptions says which RBAC RBACFor renders.
+type RBACOptions struct {
+	// Namespace holds the runs' objects and the ServiceAccount.
+	Namespace string
+	// Mode is RBACFull or RBACExistingNamespace.
+	Mode RBACMode
+	// CNINamespaces are the namespaces where RBACExistingNamespace grants
+	// pods list (nil: DefaultCNINamespaces). Each must exist when the
+	// RBAC is applied. RBACFull lists pods in every namespace and
+	// ignores them.
+	CNINamespaces []string
+}
+
+// ValidateNamespaceName returns an error of one line if name is not a
+// valid namespace name (an RFC 1123 label).
+func ValidateNamespaceName(name string) error {
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return fmt.Errorf("%q is not a valid namespace name: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Validate checks o: the namespace names, and the mode.
+func (o RBACOptions) Validate() error {
+	if err := ValidateNamespaceName(o.Namespace); err != nil {
+		return fmt.Errorf("namespace: %w", err)
+	}
+	for _, ns := range o.CNINamespaces {
+		if err := ValidateNamespaceName(ns); err != nil {
+			return fmt.Errorf("CNI namespaces: %w", err)
+		}
+	}
+	if o.Mode != RBACFull && o.Mode != RBACExistingNamespace {
+		return fmt.Errorf("RBAC mode %d: unknown (want full or existing-namespace)", o.Mode)
+	}
+	return nil
+}
+
+func (o RBACOptions) cniNamespaces() []string {
+	if o.CNINamespaces == nil {
+		return DefaultCNINamespaces()
+	}
+	return o.CNINamespaces
+}
 
 // ruleWhy is an RBAC rule and why cnibench needs it.
 type ruleWhy struct {
@@ -31,18 +123,39 @@ func rule(group, resource string, verbs []string, why string) ruleWhy {
 	return ruleWhy{rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: verbs}, why}
 }
 
+// configMapNames are the ConfigMaps cnibench reads, by name: the CNIs'
+// (for their mode) and kube-proxy's.
+func configMapNames() []string {
+	names := modeConfigMaps()
+	if !slices.Contains(names, KubeProxyConfigMap) {
+		names = append(names, KubeProxyConfigMap)
+	}
+	return names
+}
+
+var (
+	nodesRule      = rule("", "nodes", []string{"get", "list"}, "choose the client and server nodes and read their addresses")
+	configMapsRule = ruleWhy{rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: configMapNames()},
+		"read the CNI's own configuration and kube-proxy's (kube-system/kube-proxy) (these ConfigMaps only) to name the CNI's and kube-proxy's modes in the CNI check and the runs' labels"}
+	metricsRule  = rule("metrics.k8s.io", "pods", []string{"get", "list"}, "read the CPU and memory of CNI pods on nodes without a run's host pod (metrics-server; optional)")
+	podsListRule = rule("", "pods", []string{"list"}, "identify the CNI and its pods (kube-system and the CNIs' own namespaces, or --cni-pods) for the CNI check and the footprint")
+)
+
 // clusterRules are the rights cnibench needs across the cluster.
 var clusterRules = []ruleWhy{
-	rule("", "nodes", []string{"get", "list"}, "choose the client and server nodes and read their addresses"),
-	rule("", "pods", []string{"list"}, "identify the CNI and its pods (kube-system and the CNIs' own namespaces, or --cni-pods) for the CNI check and the footprint"),
-	rule("", "namespaces", []string{"get", "list", "create", "delete"}, "create a run's namespace, delete it afterwards and find those of crashed runs (optional: not needed when the runs use an existing namespace, such as this one)"),
-	ruleWhy{rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: modeConfigMaps()},
-		"read the CNI's own configuration (these ConfigMaps only) to name its mode in the CNI check and the runs' labels"},
-	rule("metrics.k8s.io", "pods", []string{"get", "list"}, "read the CPU and memory of CNI pods on nodes without a run's host pod (metrics-server; optional)"),
+	nodesRule,
+	podsListRule,
+	rule("", "namespaces", []string{"get", "list", "create", "delete"}, "create a run's namespace, delete it afterwards and find those of crashed runs (not needed when the runs use an existing namespace: see cnibench k8s rbac --existing-namespace)"),
+	configMapsRule,
+	metricsRule,
 	rule("cilium.io", "ciliumclusterwidenetworkpolicies", clusterPolicyVerbs, "used only by the egress-filter scenario's cilium-policy mechanism, when the cluster serves them (Cilium), and by cnibench k8s clean to remove those of crashed runs (optional)"),
-	ruleWhy{rbacv1.PolicyRule{APIGroups: []string{"crd.projectcalico.org"}, Resources: []string{"globalnetworksets", "globalnetworkpolicies"}, Verbs: clusterPolicyVerbs},
+	{rbacv1.PolicyRule{APIGroups: []string{"crd.projectcalico.org"}, Resources: []string{"globalnetworksets", "globalnetworkpolicies"}, Verbs: clusterPolicyVerbs},
 		"used only by the egress-filter scenario's calico-networkset mechanism, when the cluster serves them (Calico), and by cnibench k8s clean to remove those of crashed runs (optional)"},
 }
+
+// readOnlyClusterRules are RBACExistingNamespace's cluster-wide rights:
+// reads only.
+var readOnlyClusterRules = []ruleWhy{nodesRule, configMapsRule, metricsRule}
 
 // clusterPolicyVerbs are the verbs cnibench needs on the CNIs' cluster-wide
 // policy objects.
@@ -57,6 +170,10 @@ var namespaceRules = []ruleWhy{
 	rule("networking.k8s.io", "networkpolicies", []string{"create", "get", "list", "update", "delete"}, "test whether NetworkPolicy is enforced (ingress deny, allow list, egress deny), and the egress-filter scenario's networkpolicy mechanism (egress allowed except the deny CIDRs)"),
 	rule("discovery.k8s.io", "endpointslices", []string{"create", "get", "list", "watch", "delete", "deletecollection"}, "wait until the services have ready endpoints; the services scenario gives each of its selectorless services one and removes them"),
 }
+
+// ownNamespaceRule lets a Role read its own namespace (the API server
+// authorizes GET /api/v1/namespaces/NS in namespace NS).
+var ownNamespaceRule = rule("", "namespaces", []string{"get"}, "see that the namespace exists (the run then neither creates nor deletes it) and read its Pod Security labels for the preflight (this namespace only)")
 
 // rbacDoc is an RBAC object and the comment lines that explain it.
 type rbacDoc struct {
@@ -78,56 +195,123 @@ func rules(rs []ruleWhy) ([]rbacv1.PolicyRule, []string) {
 	return out, why
 }
 
-func rbacDocs(namespace string) []rbacDoc {
-	meta := func(name, ns string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: rbacLabels}
-	}
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccountName, Namespace: namespace}}
-	cRules, cWhy := rules(clusterRules)
-	nRules, nWhy := rules(namespaceRules)
-	bindingName := "cnibench-" + namespace
-	return []rbacDoc{
-		{&corev1.ServiceAccount{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-			ObjectMeta: meta(ServiceAccountName, namespace),
-		}, []string{"The identity cnibench runs as (in-cluster, or via a token of this account)."}},
-		{&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-			ObjectMeta: meta("cnibench", ""),
-			Rules:      cRules,
-		}, append([]string{"Cluster-wide rights (read-only, but for the namespaces of runs and the CNIs' cluster-wide policy objects):"}, cWhy...)},
-		{&rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-			ObjectMeta: meta(bindingName, ""),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cnibench"},
-			Subjects:   subject,
-		}, []string{"Grants the ClusterRole cnibench to the service account " + namespace + "/" + ServiceAccountName + "."}},
-		{&rbacv1.Role{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-			ObjectMeta: meta("cnibench", namespace),
-			Rules:      nRules,
-		}, append([]string{"Rights in the namespace " + namespace + ", where the runs' objects live (cleaning other namespaces needs the same rights there):"}, nWhy...)},
-		{&rbacv1.RoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-			ObjectMeta: meta("cnibench", namespace),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "cnibench"},
-			Subjects:   subject,
-		}, []string{"Grants the Role cnibench to the service account " + namespace + "/" + ServiceAccountName + "."}},
-	}
+func rbacMeta(name, ns string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: rbacLabels}
 }
 
-// RBAC returns the least rights cnibench needs to benchmark a cluster with
-// its objects in namespace: the ServiceAccount ServiceAccountName there, a
-// ClusterRole (nodes get/list; pods list in every namespace, to identify
-// the CNI; namespaces get/list/create/delete, not needed when the
-// namespace exists beforehand; metrics.k8s.io pods get/list; Cilium's
-// ciliumclusterwidenetworkpolicies and Calico's globalnetworksets and
-// globalnetworkpolicies, for the egress-filter scenario where the cluster
-// serves them) with its ClusterRoleBinding, and a Role in namespace (pods,
-// pods/exec, services, secrets, networkpolicies, endpointslices) with its
-// RoleBinding.
+func serviceAccountDoc(namespace string) rbacDoc {
+	return rbacDoc{&corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: rbacMeta(ServiceAccountName, namespace),
+	}, []string{"The identity cnibench runs as (in-cluster, or via a token of this account)."}}
+}
+
+func clusterRoleDoc(name string, rs []ruleWhy, comment string) rbacDoc {
+	r, why := rules(rs)
+	return rbacDoc{&rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: rbacMeta(name, ""),
+		Rules:      r,
+	}, append([]string{comment}, why...)}
+}
+
+func roleDoc(name, ns string, rs []ruleWhy, comment string) rbacDoc {
+	r, why := rules(rs)
+	return rbacDoc{&rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		ObjectMeta: rbacMeta(name, ns),
+		Rules:      r,
+	}, append([]string{comment}, why...)}
+}
+
+func subjects(namespace string) []rbacv1.Subject {
+	return []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccountName, Namespace: namespace}}
+}
+
+func clusterRoleBindingDoc(name, role, namespace string) rbacDoc {
+	return rbacDoc{&rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: rbacMeta(name, ""),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   subjects(namespace),
+	}, []string{"Grants the ClusterRole " + role + " to the service account " + namespace + "/" + ServiceAccountName + "."}}
+}
+
+// roleBindingDoc binds the Role (or, with clusterRole, the ClusterRole,
+// within ns only) role to namespace's ServiceAccount.
+func roleBindingDoc(name, ns, role string, clusterRole bool, namespace string) rbacDoc {
+	kind, what := "Role", "the Role "+role
+	if clusterRole {
+		kind, what = "ClusterRole", "the ClusterRole "+role+", in the namespace "+ns+" only,"
+	}
+	return rbacDoc{&rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: rbacMeta(name, ns),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: role},
+		Subjects:   subjects(namespace),
+	}, []string{"Grants " + what + " to the service account " + namespace + "/" + ServiceAccountName + "."}}
+}
+
+// Names of the RBACExistingNamespace objects. They differ from RBACFull's
+// ClusterRole "cnibench", which other namespaces' bindings may share, so
+// that applying one mode never changes the other's rights.
+const (
+	readOnlyClusterRole = "cnibench-readonly"
+	cniPodsClusterRole  = "cnibench-cni-pods"
+)
+
+func rbacDocs(o RBACOptions) []rbacDoc {
+	ns := o.Namespace
+	bindingName := "cnibench-" + ns
+	nsComment := "Rights in the namespace " + ns + ", where the runs' objects live (cleaning other namespaces needs the same rights there):"
+	if o.Mode == RBACFull {
+		return []rbacDoc{
+			serviceAccountDoc(ns),
+			clusterRoleDoc("cnibench", clusterRules, "Cluster-wide rights (read-only, but for the namespaces of runs and the CNIs' cluster-wide policy objects):"),
+			clusterRoleBindingDoc(bindingName, "cnibench", ns),
+			roleDoc("cnibench", ns, namespaceRules, nsComment),
+			roleBindingDoc("cnibench", ns, "cnibench", false, ns),
+		}
+	}
+	docs := []rbacDoc{
+		serviceAccountDoc(ns),
+		clusterRoleDoc(readOnlyClusterRole, readOnlyClusterRules, "Cluster-wide rights, read-only (no namespace is created or deleted; the egress-filter scenario's cilium-policy and calico-networkset mechanisms, which create cluster-scoped objects, are not granted):"),
+		clusterRoleBindingDoc(bindingName, readOnlyClusterRole, ns),
+		roleDoc("cnibench", ns, append(slices.Clone(namespaceRules), ownNamespaceRule), nsComment),
+		roleBindingDoc("cnibench", ns, "cnibench", false, ns),
+		clusterRoleDoc(cniPodsClusterRole, []ruleWhy{podsListRule},
+			"Pods list, granted only by the RoleBindings below, in the CNIs' namespaces (a ClusterRole so that one definition serves them all; it grants nothing cluster-wide). --cni-pods in another namespace needs that namespace in --cni-namespaces."),
+	}
+	for _, cns := range o.cniNamespaces() {
+		docs = append(docs, roleBindingDoc(bindingName, cns, cniPodsClusterRole, true, ns))
+	}
+	return docs
+}
+
+// RBAC returns the rights cnibench needs (RBACFull) to benchmark a cluster
+// with its objects in namespace: the ServiceAccount ServiceAccountName
+// there, a ClusterRole (nodes get/list; pods list in every namespace, to
+// identify the CNI; namespaces get/list/create/delete; the CNIs' and
+// kube-proxy's ConfigMaps get, by name; metrics.k8s.io pods get/list;
+// Cilium's ciliumclusterwidenetworkpolicies and Calico's globalnetworksets
+// and globalnetworkpolicies, for the egress-filter scenario where the
+// cluster serves them) with its ClusterRoleBinding, and a Role in
+// namespace (pods, pods/exec, services, secrets, networkpolicies,
+// endpointslices) with its RoleBinding. It does not validate namespace
+// (RBACFor does).
 func RBAC(namespace string) []runtime.Object {
-	docs := rbacDocs(namespace)
+	return objects(rbacDocs(RBACOptions{Namespace: namespace}))
+}
+
+// RBACFor returns the RBAC objects of o, in the order to apply them.
+func RBACFor(o RBACOptions) ([]runtime.Object, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return objects(rbacDocs(o)), nil
+}
+
+func objects(docs []rbacDoc) []runtime.Object {
 	out := make([]runtime.Object, len(docs))
 	for i, d := range docs {
 		out[i] = d.obj
@@ -135,13 +319,25 @@ func RBAC(namespace string) []runtime.Object {
 	return out
 }
 
-// RBACYAML renders RBAC(namespace) as a multi-document YAML, for kubectl
-// apply -f, each object preceded by comments that explain why each of its
-// rules is needed.
+// RBACYAML renders RBAC(namespace) as a multi-document YAML (see
+// RBACYAMLFor).
 func RBACYAML(namespace string) ([]byte, error) {
+	return RBACYAMLFor(RBACOptions{Namespace: namespace})
+}
+
+// RBACYAMLFor renders the RBAC of o as a multi-document YAML, for kubectl
+// apply -f: a header of comments (how to apply it, the Pod Security
+// labels the namespace needs), then each object preceded by comments that
+// explain why each of its rules is needed.
+func RBACYAMLFor(o RBACOptions) ([]byte, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# RBAC for cnibench with its objects in namespace %s, which must exist: kubectl create namespace %s; kubectl apply -f THIS-FILE.\n", namespace, namespace)
-	for _, d := range rbacDocs(namespace) {
+	for _, l := range rbacHeader(o) {
+		b.WriteString("# " + l + "\n")
+	}
+	for _, d := range rbacDocs(o) {
 		y, err := yaml.Marshal(d.obj)
 		if err != nil {
 			return nil, fmt.Errorf("render %T as YAML: %w", d.obj, err)
@@ -153,4 +349,30 @@ func RBACYAML(namespace string) ([]byte, error) {
 		b.Write(y)
 	}
 	return b.Bytes(), nil
+}
+
+// rbacHeader is the comment block that opens RBACYAMLFor's output.
+func rbacHeader(o RBACOptions) []string {
+	ns := o.Namespace
+	var h []string
+	if o.Mode == RBACFull {
+		h = append(h, fmt.Sprintf("RBAC for cnibench with its objects in namespace %s, which must exist: kubectl create namespace %s; kubectl apply -f THIS-FILE.", ns, ns))
+	} else {
+		h = append(h,
+			fmt.Sprintf("Least-privilege RBAC for cnibench in the existing namespace %s: kubectl create namespace %s; kubectl apply -f THIS-FILE.", ns, ns),
+			"Cluster-wide it grants reads only; the runs neither create nor delete namespaces. Not granted, so not available:",
+			"the egress-filter scenario's cilium-policy and calico-networkset mechanisms (cluster-scoped objects), and",
+			"cnibench k8s clean of other namespaces. Pods are listed only in "+strings.Join(o.cniNamespaces(), ", ")+";",
+			"each must exist when this is applied (kubectl reports \"namespaces ... not found\" for the others:",
+			"print only those the cluster has with --cni-namespaces).")
+	}
+	h = append(h,
+		"Pod Security admission: the namespace's labels decide which pods it admits.",
+		"- The full run (the host-network baseline, the mtu, cni, encryption and cni_footprint checks) needs",
+		"  privileged hostNetwork pods with hostPath mounts: kubectl label namespace "+ns+" pod-security.kubernetes.io/enforce=privileged",
+		"- enforce=restricted (or baseline) admits only the pod-network paths: cnibench suite --backend kubernetes",
+		"  --namespace "+ns+" --checks none --no-host-pods. Then skipped: the host-network (node-to-node) baseline, every",
+		"  check (cni, mtu, network_policy, encryption, cni_footprint), and the egress-filter scenario's raw",
+		"  mechanisms (pods with NET_ADMIN and BPF).")
+	return h
 }

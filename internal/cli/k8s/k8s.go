@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cnibench/cnibench/internal/cli/clierr"
 	"github.com/cnibench/cnibench/internal/cli/k8sagent"
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/cluster"
@@ -37,20 +38,65 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 	return cmd
 }
 
-type rbacFlags struct{ Namespace string }
+type rbacFlags struct {
+	Namespace         string
+	ExistingNamespace bool
+	CNINamespaces     string
+}
+
+// options validates the flags into the kube package's options; a bad
+// value is a usage error of one line naming the flag.
+func (f *rbacFlags) options() (kube.RBACOptions, error) {
+	o := kube.RBACOptions{Namespace: f.Namespace}
+	if err := kube.ValidateNamespaceName(f.Namespace); err != nil {
+		return o, clierr.Usagef("--namespace: %v", err)
+	}
+	if f.ExistingNamespace {
+		o.Mode = kube.RBACExistingNamespace
+	}
+	if f.CNINamespaces == "" {
+		return o, nil
+	}
+	if !f.ExistingNamespace {
+		return o, clierr.Usagef("--cni-namespaces: applies to --existing-namespace only (the full RBAC lists pods in every namespace)")
+	}
+	o.CNINamespaces = []string{}
+	for _, ns := range strings.Split(f.CNINamespaces, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" {
+			return o, clierr.Usagef("--cni-namespaces %q: empty element; separate names with single commas, e.g. --cni-namespaces kube-system,cilium", f.CNINamespaces)
+		}
+		if err := kube.ValidateNamespaceName(ns); err != nil {
+			return o, clierr.Usagef("--cni-namespaces: %v", err)
+		}
+		o.CNINamespaces = append(o.CNINamespaces, ns)
+	}
+	return o, nil
+}
 
 func newRBAC(s streams.IOStreams) *cobra.Command {
 	f := &rbacFlags{}
 	cmd := &cobra.Command{
 		Use:   "rbac",
 		Short: "Print the minimal RBAC objects the Kubernetes backend needs (YAML for kubectl apply)",
-		Long: "Rbac prints a ServiceAccount-bound ClusterRole (nodes, pods in kube-system to identify\n" +
-			"the CNI, namespaces, metrics) and a Role in the run's namespace (pods, exec, services,\n" +
-			"secrets, network policies, endpoint slices), each rule commented with why it is needed.",
-		Example: "  cnibench k8s rbac --namespace cnibench | kubectl apply -f -",
-		Args:    cobra.NoArgs,
+		Long: "Rbac prints a ServiceAccount-bound ClusterRole (nodes, pods to identify the CNI,\n" +
+			"namespaces, the CNIs' and kube-proxy's ConfigMaps by name, metrics) and a Role in the\n" +
+			"run's namespace (pods, exec, services, secrets, network policies, endpoint slices),\n" +
+			"each rule commented with why it is needed, and the Pod Security labels the namespace needs.\n\n" +
+			"With --existing-namespace, for a namespace that exists beforehand, the least privilege:\n" +
+			"cluster-wide only reads (nodes, ConfigMaps by name, metrics), pods list only in the CNIs'\n" +
+			"namespaces (--cni-namespaces), no namespace created or deleted, and no cluster-scoped\n" +
+			"policy objects (the egress-filter scenario's cilium-policy and calico-networkset).",
+		Example: "  cnibench k8s rbac --namespace cnibench | kubectl apply -f -\n" +
+			"  kubectl create namespace bench\n" +
+			"  cnibench k8s rbac --namespace bench --existing-namespace --cni-namespaces kube-system,cilium | kubectl apply -f -",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			y, err := kube.RBACYAML(f.Namespace)
+			o, err := f.options()
+			if err != nil {
+				return err
+			}
+			y, err := kube.RBACYAMLFor(o)
 			if err != nil {
 				return err
 			}
@@ -58,7 +104,10 @@ func newRBAC(s streams.IOStreams) *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&f.Namespace, "namespace", cluster.DefaultNamespace, "namespace of the runs (and of the ServiceAccount)")
+	fl := cmd.Flags()
+	fl.StringVar(&f.Namespace, "namespace", cluster.DefaultNamespace, "namespace of the runs (and of the ServiceAccount)")
+	fl.BoolVar(&f.ExistingNamespace, "existing-namespace", false, "least privilege for a namespace that exists beforehand: cluster-wide reads only, no namespace create/delete")
+	fl.StringVar(&f.CNINamespaces, "cni-namespaces", "", "with --existing-namespace: comma-separated namespaces where cnibench may list pods to identify the CNI, each of which must exist (default "+strings.Join(kube.DefaultCNINamespaces(), ",")+")")
 	return cmd
 }
 

@@ -18,13 +18,33 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // `k8s rbac` prints the RBAC objects as kubectl-applicable YAML: the
-// golden file, and five documents of the expected kinds in the namespace.
+// golden file, and documents of the expected kinds in the namespace, for
+// each mode.
 func TestRBAC(t *testing.T) {
-	stdout, stderr, code := clitest.Execute(t, NewCommand, "rbac", "--namespace", "x")
+	tests := []struct {
+		name, golden string
+		args         []string
+		kinds        string
+		// namespaces of the RoleBindings outside x (the CNIs').
+		cniNamespaces []string
+	}{
+		{"full", "rbac.golden", nil, "ServiceAccount,ClusterRole,ClusterRoleBinding,Role,RoleBinding", nil},
+		{"existing namespace", "rbac-existing-namespace.golden", []string{"--existing-namespace", "--cni-namespaces", "kube-system, cilium"},
+			"ServiceAccount,ClusterRole,ClusterRoleBinding,Role,RoleBinding,ClusterRole,RoleBinding,RoleBinding", []string{"kube-system", "cilium"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			testRBAC(t, tt.golden, tt.args, tt.kinds, tt.cniNamespaces)
+		})
+	}
+}
+
+func testRBAC(t *testing.T, goldenName string, args []string, wantKinds string, cniNamespaces []string) {
+	stdout, stderr, code := clitest.Execute(t, NewCommand, append([]string{"rbac", "--namespace", "x"}, args...)...)
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	golden := filepath.Join("testdata", "rbac.golden")
+	golden := filepath.Join("testdata", goldenName)
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
@@ -42,10 +62,16 @@ func TestRBAC(t *testing.T) {
 	}
 
 	docs := strings.Split(stdout, "\n---\n")
-	if !strings.HasPrefix(docs[0], "# ") || strings.Contains(docs[0], "\n") {
-		t.Errorf("preamble %q: want one comment line", docs[0])
+	for _, l := range strings.Split(docs[0], "\n") {
+		if !strings.HasPrefix(l, "# ") {
+			t.Errorf("preamble line %q: want comment lines only", l)
+		}
+	}
+	if !strings.Contains(docs[0], "kubectl label namespace x pod-security.kubernetes.io/enforce=privileged") {
+		t.Errorf("preamble without the Pod Security label:\n%s", docs[0])
 	}
 	var kinds []string
+	var cniBound []string
 	for i, d := range docs[1:] {
 		var obj struct {
 			APIVersion string `json:"apiVersion"`
@@ -80,7 +106,10 @@ func TestRBAC(t *testing.T) {
 		}
 		// Namespaced objects live in x; the cluster-wide ones in none.
 		clusterWide := strings.HasPrefix(obj.Kind, "Cluster")
-		if clusterWide != (obj.Metadata.Namespace == "") || (!clusterWide && obj.Metadata.Namespace != "x") {
+		if obj.Kind == "RoleBinding" && obj.Metadata.Namespace != "x" {
+			// The CNIs' namespaces: pods list only.
+			cniBound = append(cniBound, obj.Metadata.Namespace)
+		} else if clusterWide != (obj.Metadata.Namespace == "") || (!clusterWide && obj.Metadata.Namespace != "x") {
 			t.Errorf("%s in namespace %q", obj.Kind, obj.Metadata.Namespace)
 		}
 		if strings.HasSuffix(obj.Kind, "Binding") && (len(obj.Subjects) != 1 || obj.Subjects[0].Kind != "ServiceAccount" || obj.Subjects[0].Name != "cnibench" || obj.Subjects[0].Namespace != "x") {
@@ -97,8 +126,11 @@ func TestRBAC(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Join(kinds, ","); got != "ServiceAccount,ClusterRole,ClusterRoleBinding,Role,RoleBinding" {
-		t.Errorf("kinds %s", got)
+	if got := strings.Join(kinds, ","); got != wantKinds {
+		t.Errorf("kinds %s, want %s", got, wantKinds)
+	}
+	if strings.Join(cniBound, ",") != strings.Join(cniNamespaces, ",") {
+		t.Errorf("RoleBindings in %v, want %v", cniBound, cniNamespaces)
 	}
 	if !strings.Contains(stdout, "name: cnibench-x\n") {
 		t.Error("the ClusterRoleBinding is not named after the namespace")
@@ -125,6 +157,33 @@ func TestRBACDefaultNamespaceAndArgs(t *testing.T) {
 	// command's of the tree.
 	if _, stderr, code := clitest.Execute(t, NewCommand, "rbac", "extra"); code == 0 || !strings.Contains(stderr, `"extra"`) {
 		t.Errorf("extra argument: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// Bad flags are usage errors (exit 2) of one line naming the flag.
+func TestRBACBadFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		err  string
+	}{
+		{"invalid namespace", []string{"--namespace", "Bad_Name!"}, `--namespace: "Bad_Name!" is not a valid namespace name: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'`},
+		{"empty namespace", []string{"--namespace", ""}, `--namespace: "" is not a valid namespace name`},
+		{"long namespace", []string{"--namespace", strings.Repeat("n", 64)}, "--namespace: " + `"` + strings.Repeat("n", 64) + `" is not a valid namespace name: must be no more than 63 characters`},
+		{"cni namespaces without existing", []string{"--cni-namespaces", "cilium"}, "--cni-namespaces: applies to --existing-namespace only"},
+		{"empty cni namespace", []string{"--existing-namespace", "--cni-namespaces", "cilium,,kube-system"}, `--cni-namespaces "cilium,,kube-system": empty element`},
+		{"invalid cni namespace", []string{"--existing-namespace", "--cni-namespaces", "Kube-System"}, `--cni-namespaces: "Kube-System" is not a valid namespace name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := clitest.Execute(t, NewCommand, append([]string{"rbac"}, tt.args...)...)
+			if code != 2 || stdout != "" {
+				t.Errorf("exit %d, stdout %q", code, stdout)
+			}
+			if !strings.Contains(stderr, tt.err) || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("stderr %q, want one line containing %q", stderr, tt.err)
+			}
+		})
 	}
 }
 
