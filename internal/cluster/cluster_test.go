@@ -587,7 +587,7 @@ func TestCycle(t *testing.T) {
 		if !maps.Equal(m, want) || len(warns) != 0 {
 			t.Errorf("evidence %v (warnings %q), want %v", m, warns, want)
 		}
-		if w := ev.Check(PathHairpin, m); len(w) != 1 || !strings.Contains(w[0], "hairpin: 5 SYN(s) retransmitted") || !strings.Contains(w[0], "2 segment(s) refused by TIME_WAIT") {
+		if w := ev.Check(PathHairpin, m); len(w) != 1 || !strings.Contains(w[0], "hairpin: 3 SYN(s) retransmitted") || !strings.Contains(w[0], "2 segment(s) refused by TIME_WAIT") {
 			t.Errorf("check %q", w)
 		}
 		if w := ev.Check(PathHairpin, map[string]float64{}); w != nil {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/pkg/result"
 )
 
 // The walls of a managed cluster: admission, placement, pairs, resources,
@@ -201,4 +203,35 @@ func TestLoadBalancer(t *testing.T) {
 			t.Errorf("not assigned: args %v why %q", args, why)
 		}
 	}
+}
+
+// TestRunPairsOnCluster: a client run at the pairs path runs in both
+// pairs' client pods and returns their merged result.
+func TestRunPairsOnCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fc := newFakeCluster(t)
+	d := up(t, ctx, fc.backend(func(o *Options) { o.Pairs = 2 }))
+	for _, p := range d.Paths(d.cniName()) {
+		if p.Kind != PathCrossNodePairs {
+			continue
+		}
+		args, _ := p.TargetArgs("tcp_rr")
+		out, se, err := d.Run(ctx, p.Client, append(append([]string{"run"}, args...), "--test", "tcp_rr", "--format", "json"))
+		if err != nil {
+			t.Fatalf("run: %v (%s)", err, se)
+		}
+		var r result.Result
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Config["pairs"] != "2" || len(r.Repeats) == 0 || r.Repeats[0].Metrics[result.Pairs] != 2 {
+			t.Fatalf("merged result config %v repeats %+v", r.Config, r.Repeats)
+		}
+		if n := len(fc.callsOf("/cnibench", "run")); n != 2 {
+			t.Errorf("%d client runs, want one per pair", n)
+		}
+		return
+	}
+	t.Fatal("no pairs path")
 }

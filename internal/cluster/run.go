@@ -15,6 +15,12 @@ import (
 // Run implements backend.Deployment: `cnibench ARGS` by exec in the
 // place's pod (the pod's environment carries the run's token).
 func (d *Deployment) Run(ctx context.Context, pl backend.Place, args []string) ([]byte, []byte, error) {
+	if pp, ok := pl.(pairsPlace); ok {
+		// --pairs: every pair's client at once, one merged result.
+		return runPairs(ctx, pp, args, func(ctx context.Context, p place, a []string) ([]byte, []byte, error) {
+			return d.Run(ctx, p, a)
+		})
+	}
 	p, ok := pl.(place)
 	if !ok {
 		return nil, nil, fmt.Errorf("kubernetes: cannot run at %v", pl)

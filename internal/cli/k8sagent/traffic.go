@@ -76,6 +76,7 @@ type captureFlags struct {
 	Iface    string
 	Duration time.Duration
 	RingSize string
+	Between  []string
 }
 
 func newCapture(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
@@ -116,6 +117,7 @@ func newCapture(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 	fl.DurationVar(&flags.Duration, "duration", 5*time.Second, "how long to capture (SIGTERM ends it early)")
 	fl.StringVar(&flags.RingSize, "ring-size", strconv.Itoa(capture.DefaultRingSize>>20)+"M",
 		"the capture's receive ring, a whole number of megabytes of at least 2M, e.g. 16M")
+	fl.StringArrayVar(&flags.Between, "between", nil, "count apart the frames between two addresses A,B (repeatable): the run's pods and nodes, so that other workloads' frames do not decide the verdict")
 	return cmd
 }
 
@@ -132,5 +134,10 @@ func (f *captureFlags) options() (agent.CaptureOptions, error) {
 		return o, clierr.Usagef("--ring-size %q: must be a whole number of megabytes of at least 2M, e.g. 16M", f.RingSize)
 	}
 	o.Capture.RingSize = ring
+	filter, err := agent.ParseCaptureFilter(f.Between)
+	if err != nil {
+		return o, clierr.Usagef("%v", err)
+	}
+	o.Capture.Filter = filter
 	return o, nil
 }
