@@ -2,6 +2,7 @@
 package run
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -32,7 +33,13 @@ type flagpole struct {
 	Format, Output         string
 	Quiet                  bool
 	Token                  string
+	StopOnStdinEOF         bool
 }
+
+// StopOnStdinEOFFlag is the hidden flag with which a remote launcher (the
+// Kubernetes backend, by exec) can interrupt a run: at the end of its
+// standard input the run stops as on Ctrl-C and reports what it measured.
+const StopOnStdinEOFFlag = "stop-on-stdin-eof"
 
 // NewCommand returns the run command.
 func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
@@ -76,6 +83,8 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 	fl.StringVarP(&f.Output, "output", "o", "", "also write the JSON result to this file")
 	fl.BoolVarP(&f.Quiet, "quiet", "q", false, "no progress on stderr")
 	fl.StringVar(&f.Token, "token", "", "shared secret the server requires (default $"+engine.TokenEnv+"; the variable keeps it out of the process list)")
+	fl.BoolVar(&f.StopOnStdinEOF, StopOnStdinEOFFlag, false, "stop as on Ctrl-C, keeping what was measured, when standard input ends (for a launcher that runs it remotely)")
+	_ = fl.MarkHidden(StopOnStdinEOFFlag)
 	return cmd
 }
 
@@ -148,7 +157,25 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 	if !f.Quiet {
 		cl.Progress = func(e engine.Event) { printProgress(s.ErrOut, cfg, e) }
 	}
-	res, runErr := cl.Run(cmd.Context(), cfg)
+	ctx := cmd.Context()
+	if f.StopOnStdinEOF {
+		if s.In == nil {
+			return clierr.Usagef("--%s: no standard input to watch (drop the flag)", StopOnStdinEOFFlag)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			// Whatever comes is ignored; its end (or a read error)
+			// stops the run.
+			_, _ = io.Copy(io.Discard, s.In)
+			if logger != nil {
+				logger.Debug("standard input ended: stopping the run")
+			}
+			cancel()
+		}()
+	}
+	res, runErr := cl.Run(ctx, cfg)
 	if res == nil {
 		return runErr
 	}
@@ -167,7 +194,7 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 			return err
 		}
 	}
-	if runErr != nil && cmd.Context().Err() != nil {
+	if runErr != nil && ctx.Err() != nil {
 		return fmt.Errorf("%w: kept the %d repeat(s) measured so far", clierr.ErrInterrupted, len(res.Repeats))
 	}
 	return runErr

@@ -2,12 +2,22 @@ package run
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"flag"
+	"io"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/cli/clierr"
+	"github.com/cnibench/cnibench/internal/cli/streams"
+	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -55,4 +65,105 @@ func TestPrintTextGolden(t *testing.T) {
 		_ = os.WriteFile(path+".got", b.Bytes(), 0o644)
 		t.Fatalf("text output differs from %s; see %s.got", path, path)
 	}
+}
+
+// startServer serves cnibench on a loopback port for the test's lifetime.
+func startServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- engine.NewServer(nil).Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("server did not stop within 10s")
+		}
+	})
+	return ln.Addr().String()
+}
+
+// With --stop-on-stdin-eof, the end of standard input interrupts the run,
+// which prints what it measured (interrupted) and exits as on Ctrl-C.
+func TestStopOnStdinEOF(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	addr := startServer(t)
+	tests := []struct {
+		name        string
+		stop        bool
+		wantRepeats int // at least
+		interrupted bool
+	}{
+		{"interrupted by EOF", true, 1, true},
+		{"flag off: EOF ignored", false, 3, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdin, w := io.Pipe()
+			var out bytes.Buffer
+			// Stdin closes as the second repeat starts.
+			errOut := &closeAt{marker: "repeat 2/3", c: w}
+			cmd := NewCommand(slog.New(slog.DiscardHandler), streams.IOStreams{In: stdin, Out: &out, ErrOut: errOut})
+			args := []string{"--target", addr, "--test", engine.TCPRR, "--duration", "300ms", "--warmup", "0s", "--repeat", "3", "--format", "json"}
+			if tt.stop {
+				args = append(args, "--"+StopOnStdinEOFFlag)
+			}
+			cmd.SetArgs(args)
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			cmd.SilenceUsage, cmd.SilenceErrors = true, true
+			err := cmd.ExecuteContext(context.Background())
+			var res result.Result
+			if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil {
+				t.Fatalf("output is not a result: %v (err %v, stderr %s)", jerr, err, errOut.b.String())
+			}
+			if res.Interrupted != tt.interrupted || len(res.Repeats) < tt.wantRepeats {
+				t.Errorf("interrupted %v with %d repeats, want %v with at least %d", res.Interrupted, len(res.Repeats), tt.interrupted, tt.wantRepeats)
+			}
+			if tt.interrupted {
+				if !errors.Is(err, clierr.ErrInterrupted) {
+					t.Errorf("err = %v, want interrupted", err)
+				}
+				if len(res.Repeats) > 2 {
+					t.Errorf("not stopped early: %d repeats", len(res.Repeats))
+				}
+			} else if err != nil {
+				t.Errorf("err = %v", err)
+			}
+		})
+	}
+}
+
+func TestStopOnStdinEOFWithoutStdin(t *testing.T) {
+	cmd := NewCommand(slog.New(slog.DiscardHandler), streams.IOStreams{Out: io.Discard, ErrOut: io.Discard})
+	cmd.SetArgs([]string{"--target", "127.0.0.1:1", "--" + StopOnStdinEOFFlag})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "--stop-on-stdin-eof: no standard input") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// closeAt is a progress writer that closes c at the first write holding
+// marker.
+type closeAt struct {
+	marker string
+	c      io.Closer
+	b      bytes.Buffer
+}
+
+func (w *closeAt) Write(p []byte) (int, error) {
+	w.b.Write(p)
+	if strings.Contains(w.b.String(), w.marker) {
+		w.c.Close()
+	}
+	return len(p), nil
 }
