@@ -1,7 +1,9 @@
 // Package image builds container images of the cnibench binary without
 // docker: one layer with the (static) binary at /cnibench and an empty /tmp,
 // written as a docker-archive tarball (for `ctr -n k8s.io images import`) or
-// pushed to a registry. The same binary always gives the same image digest.
+// pushed to a registry. Several binaries, one per platform, make an OCI image
+// index (BuildIndex), written as an OCI archive (WriteOCIArchive) or pushed
+// (PushIndex). The same binaries always give the same digest.
 package image
 
 import (
