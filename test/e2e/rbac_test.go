@@ -11,9 +11,11 @@ import (
 	"testing"
 
 	authv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -32,7 +34,81 @@ func TestRBACSuffices(t *testing.T) {
 	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	objs := kube.RBAC(ns)
+	saConfig := e.applyRBAC(t, ns, kube.RBAC(ns))
+	e.runAsServiceAccount(t, ns, saConfig, "rbac")
+}
+
+// TestRBACExistingNamespace applies the least-privilege RBAC of `cnibench
+// k8s rbac --existing-namespace` (cluster-wide reads only, pods list only
+// in the CNIs' namespaces the cluster has) to a namespace labelled for
+// privileged pods, checks what it grants and refuses, and runs the suite
+// with every check as its ServiceAccount: no "forbidden", and the
+// namespace left as it was.
+func TestRBACExistingNamespace(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	const ns = "cnibench-rbac-existing"
+	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{kube.PodSecurityEnforceKey: "privileged"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// RoleBindings need their namespace: only the CNI namespaces the
+	// cluster has, as --cni-namespaces prints them.
+	var cniNamespaces []string
+	for _, n := range kube.DefaultCNINamespaces() {
+		if _, err := e.cs.CoreV1().Namespaces().Get(ctx, n, metav1.GetOptions{}); err == nil {
+			cniNamespaces = append(cniNamespaces, n)
+		}
+	}
+	t.Logf("CNI namespaces present: %v", cniNamespaces)
+	objs, err := kube.RBACFor(kube.RBACOptions{Namespace: ns, Mode: kube.RBACExistingNamespace, CNINamespaces: cniNamespaces})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saConfig := e.applyRBAC(t, ns, objs)
+
+	// What the ServiceAccount may and may not do, as the API server's
+	// authorizer says.
+	user := "system:serviceaccount:" + ns + ":" + kube.ServiceAccountName
+	for _, c := range []struct {
+		ns, verb, resource, name string
+		allowed                  bool
+	}{
+		{ns, "get", "namespaces", ns, true}, // its own namespace, through the Role
+		{ns, "create", "pods", "", true},
+		{"kube-system", "list", "pods", "", true},
+		{"kube-system", "get", "configmaps", "kube-proxy", true},
+		{"", "list", "nodes", "", true},
+		{"", "create", "namespaces", "", false},
+		{"", "delete", "namespaces", ns, false},
+		{"", "list", "namespaces", "", false},
+		{"default", "list", "pods", "", false},
+		{"default", "create", "pods", "", false},
+		{"kube-system", "get", "configmaps", "coredns", false},
+		{"", "create", "ciliumclusterwidenetworkpolicies", "", false},
+	} {
+		ra := &authzv1.ResourceAttributes{Namespace: c.ns, Verb: c.verb, Resource: c.resource, Name: c.name}
+		if c.resource == "ciliumclusterwidenetworkpolicies" {
+			ra.Group = "cilium.io"
+		}
+		r, err := e.cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{
+			Spec: authzv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: ra}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status.Allowed != c.allowed {
+			t.Errorf("%s %s %q in namespace %q: allowed %v, want %v (%s)", c.verb, c.resource, c.name, c.ns, r.Status.Allowed, c.allowed, r.Status.Reason)
+		}
+	}
+	e.runAsServiceAccount(t, ns, saConfig, "rbac-existing")
+}
+
+// applyRBAC creates objs (the output of kube.RBAC or kube.RBACFor for ns),
+// removes the cluster-scoped ones and those outside ns, and ns itself, at
+// the end of the test, and returns a kubeconfig of ns's ServiceAccount.
+func (e *env) applyRBAC(t *testing.T, ns string, objs []runtime.Object) string {
+	t.Helper()
+	ctx := context.Background()
 	t.Cleanup(func() {
 		for _, o := range objs {
 			switch o := o.(type) {
@@ -40,6 +116,10 @@ func TestRBACSuffices(t *testing.T) {
 				_ = e.cs.RbacV1().ClusterRoles().Delete(ctx, o.Name, metav1.DeleteOptions{})
 			case *rbacv1.ClusterRoleBinding:
 				_ = e.cs.RbacV1().ClusterRoleBindings().Delete(ctx, o.Name, metav1.DeleteOptions{})
+			case *rbacv1.RoleBinding:
+				if o.Namespace != ns {
+					_ = e.cs.RbacV1().RoleBindings(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{})
+				}
 			}
 		}
 		_ = e.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
@@ -48,15 +128,15 @@ func TestRBACSuffices(t *testing.T) {
 		var err error
 		switch o := o.(type) {
 		case *corev1.ServiceAccount:
-			_, err = e.cs.CoreV1().ServiceAccounts(ns).Create(ctx, o, metav1.CreateOptions{})
+			_, err = e.cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.ClusterRole:
 			_, err = e.cs.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.ClusterRoleBinding:
 			_, err = e.cs.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.Role:
-			_, err = e.cs.RbacV1().Roles(ns).Create(ctx, o, metav1.CreateOptions{})
+			_, err = e.cs.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.RoleBinding:
-			_, err = e.cs.RbacV1().RoleBindings(ns).Create(ctx, o, metav1.CreateOptions{})
+			_, err = e.cs.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		default:
 			t.Fatalf("unexpected RBAC object %T", o)
 		}
@@ -85,12 +165,21 @@ func TestRBACSuffices(t *testing.T) {
 	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
 	kc.Contexts["sa"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
 	kc.CurrentContext = "sa"
-	saConfig := filepath.Join(e.out, "sa.kubeconfig")
+	saConfig := filepath.Join(e.out, ns+".kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, saConfig); err != nil {
 		t.Fatal(err)
 	}
+	return saConfig
+}
 
-	out := filepath.Join(e.out, "rbac")
+// runAsServiceAccount runs the suite with every check in ns as the
+// ServiceAccount of saConfig, into e.out/dir: it must not be refused
+// anything, measure every run, run every check, keep ns (which existed)
+// and leave nothing behind.
+func (e *env) runAsServiceAccount(t *testing.T, ns, saConfig, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	out := filepath.Join(e.out, dir)
 	sa := *e
 	sa.kubeconfig = saConfig
 	so, se, code := run(t, e.bin, sa.suiteArgs(out, "--namespace", ns, "--tests", "tcp_rr", "--repeat", "1", "--footprint-window", "1s")...)
