@@ -50,7 +50,9 @@ type PodSpec struct {
 	// Privileged runs the container privileged (capture and helper pods).
 	Privileged bool
 	// Capabilities are added to an unprivileged container's (e.g.
-	// NET_ADMIN and BPF for a pod that filters its own egress).
+	// NET_ADMIN and BPF for a pod that filters its own egress). Such a pod
+	// drops all the others but runs as root: PodSecurity baseline and
+	// restricted refuse it.
 	Capabilities []corev1.Capability
 	// Ports the pod listens on, declared for TCP and for UDP
 	// (informational: services target port numbers).
@@ -64,6 +66,18 @@ type PodSpec struct {
 	TokenSecret string
 	// ImagePullPolicy defaults to IfNotPresent.
 	ImagePullPolicy corev1.PullPolicy
+	// ImagePullSecrets name the namespace's secrets for a private
+	// registry.
+	ImagePullSecrets []string
+	// ServiceAccount is the pod's service account ("" is the namespace's
+	// default); its token is never mounted.
+	ServiceAccount string
+	// Tolerations let the pod stay on a node with NoExecute taints (and
+	// document the NoSchedule ones it was placed despite; see Placement).
+	Tolerations []corev1.Toleration
+	// Resources are the container's requests and limits (none: BestEffort;
+	// see GuaranteedResources and ParseResources).
+	Resources corev1.ResourceRequirements
 }
 
 // BuildPod returns the pod of s for run runID in namespace ns, labelled
@@ -74,8 +88,14 @@ type PodSpec struct {
 // kubernetes.io/hostname label (which may differ from its name) nor
 // tolerations of its NoSchedule taints, and it fails at once, rather than
 // staying Pending, when the kubelet cannot admit it. The pod runs once
-// (restartPolicy Never), stops within 2 s, has no service account token and
-// no resource requests.
+// (restartPolicy Never), stops within 2 s, has no service account token,
+// s's tolerations, image pull secrets, service account and resources.
+//
+// Pods neither privileged nor on the host network nor with added
+// capabilities pass PodSecurity "restricted": they run as NonRootID, with
+// no privilege escalation, no capabilities and seccomp RuntimeDefault; the
+// others keep what they need (see securityContexts), and
+// RestrictedViolations says which rules each breaks.
 func BuildPod(ns, runID string, s PodSpec) *corev1.Pod {
 	l := runLabels(runID)
 	if s.Role != "" {
@@ -92,17 +112,15 @@ func BuildPod(ns, runID string, s PodSpec) *corev1.Pod {
 		Command:         []string{"/cnibench"},
 		Args:            append([]string(nil), s.Args...),
 		ImagePullPolicy: pull,
+		Resources:       *s.Resources.DeepCopy(),
 	}
 	for _, p := range s.Ports {
 		c.Ports = append(c.Ports,
 			corev1.ContainerPort{ContainerPort: p, Protocol: corev1.ProtocolTCP},
 			corev1.ContainerPort{ContainerPort: p, Protocol: corev1.ProtocolUDP})
 	}
-	if s.Privileged {
-		c.SecurityContext = &corev1.SecurityContext{Privileged: new(true)}
-	} else if len(s.Capabilities) > 0 {
-		c.SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: slices.Clone(s.Capabilities)}}
-	}
+	podSC, containerSC := securityContexts(s)
+	c.SecurityContext = containerSC
 	if s.TokenSecret != "" {
 		c.Env = append(c.Env, corev1.EnvVar{Name: TokenEnv, ValueFrom: &corev1.EnvVarSource{
 			SecretKeyRef: &corev1.SecretKeySelector{
@@ -129,19 +147,19 @@ func BuildPod(ns, runID string, s PodSpec) *corev1.Pod {
 			AutomountServiceAccountToken:  new(false),
 			EnableServiceLinks:            new(false),
 			HostNetwork:                   s.HostNetwork,
+			ServiceAccountName:            s.ServiceAccount,
+			Tolerations:                   slices.Clone(s.Tolerations),
+			SecurityContext:               podSC,
 			Containers:                    []corev1.Container{c},
 			Volumes:                       vols,
 		},
 	}
+	for _, name := range s.ImagePullSecrets {
+		p.Spec.ImagePullSecrets = append(p.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: name})
+	}
 	if s.HostNetwork {
 		// Keep cluster DNS (the default policy would use the node's).
 		p.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
-	} else {
-		// icmp_echo's ICMP datagram sockets: ping_group_range is a
-		// namespaced sysctl Kubernetes counts as safe (allowed by every
-		// kubelet without --allowed-unsafe-sysctls); runtimes default it
-		// to "1 0", no group.
-		p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ping_group_range", Value: "0 2147483647"}}}
 	}
 	return p
 }

@@ -51,7 +51,7 @@ func TestBuildPod(t *testing.T) {
 
 	p = BuildPod("ns", "r1", PodSpec{Name: "cli", Node: "w2", Image: "i", ImagePullPolicy: corev1.PullNever})
 	c = p.Spec.Containers[0]
-	if c.SecurityContext != nil || p.Spec.HostNetwork || p.Spec.DNSPolicy != "" || c.Env != nil || c.ImagePullPolicy != corev1.PullNever || p.Spec.Volumes != nil {
+	if c.SecurityContext.Privileged != nil || p.Spec.HostNetwork || p.Spec.DNSPolicy != "" || c.Env != nil || c.ImagePullPolicy != corev1.PullNever || p.Spec.Volumes != nil {
 		t.Errorf("plain pod: %+v", p)
 	}
 	if _, ok := p.Labels[RoleKey]; ok {
