@@ -270,7 +270,8 @@ func (b *Backend) Up(ctx context.Context, spec backend.Spec) (backend.Deployment
 		return nil, err
 	}
 	d := &Deployment{b: b, runID: id, ns: b.o.Namespace, log: b.o.Logger.With("run", id)}
-	if err := d.up(ctx, spec); err != nil {
+	// The kube package's calls log to the run's logger.
+	if err := d.up(d.kctx(ctx), spec); err != nil {
 		return d, err
 	}
 	return d, nil
