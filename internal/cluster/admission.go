@@ -4,40 +4,62 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/cnibench/cnibench/internal/kube"
 )
 
-// admit dry-runs every pod of plans on the API server (every admission
-// plugin and webhook runs; nothing is stored) and returns the pods to
-// create: a refused privileged host pod is left out, with d.noHost saying
-// why (the baseline and the checks that need it are skipped with that
-// reason); a refused pod-network pod is an error naming the pod, the rule
-// and the fix, before anything runs.
+// admit dry-runs every pod of plans on the API server (kube.Preflight:
+// every admission plugin and webhook runs, nothing is stored) and returns
+// the pods to create: a refused privileged host pod is left out, with
+// d.noHost saying why and how to allow it (the baseline and the checks
+// that need it are skipped with that reason); a refused pod-network pod
+// is an error naming the pod, the rule and the fix, before anything runs.
+// --no-host-pods leaves the host pods out from the start.
 func (d *Deployment) admit(ctx context.Context, plans []podPlan) ([]podPlan, error) {
+	if d.b.o.NoHostPods {
+		d.noHost = "--no-host-pods: the privileged hostNetwork pods were not asked for"
+	}
+	var objs []kube.Object
+	for _, pl := range plans {
+		why, without := "the pod network's "+pl.short, ""
+		if pl.host {
+			if d.noHost != "" {
+				continue
+			}
+			why, without = "the node-to-node baseline and the host checks (mtu, encryption, cni_footprint)", "--no-host-pods"
+		}
+		objs = append(objs, kube.Object{Obj: pl.pod, Why: why, Without: without})
+	}
+	rep := kube.Preflight(ctx, d.b.cs, objs)
 	var keep []podPlan
 	var hostWhy []string
 	for _, pl := range plans {
-		err := d.dryRun(ctx, pl)
-		if err == nil {
+		if pl.host && d.noHost != "" {
+			continue
+		}
+		r, ok := rep.Result("Pod/" + pl.pod.Name)
+		if !ok || r.Verdict != kube.Refused {
+			// Admitted, or not checked (a timeout): the create decides.
+			if ok && r.Verdict == kube.NotChecked {
+				d.log.Warn("admission dry run not checked", "pod", pl.short, "why", r.Reason)
+			}
 			keep = append(keep, pl)
 			continue
 		}
-		if !refusal(err) {
-			return nil, fmt.Errorf("dry-run pod %s/%s: %w", d.ns, pl.pod.Name, err)
-		}
-		why := admissionReason(err)
 		if pl.host {
-			d.log.Warn("host pod refused by admission; the baseline and the host checks are skipped", "pod", pl.short, "why", why)
-			hostWhy = append(hostWhy, pl.short+": "+why)
+			d.log.Warn("host pod refused by admission; the baseline and the host checks are skipped", "pod", pl.short, "by", r.By, "why", r.Reason)
+			hostWhy = append(hostWhy, pl.short+": "+r.Reason)
+			if len(hostWhy) == 1 {
+				hostWhy[0] += "; " + r.Fix
+			}
 			continue
 		}
-		return nil, fmt.Errorf("namespace %s refuses pod %s (%s): %s; %s", d.ns, pl.short, pl.pod.Name, why, admissionFix(d.ns, why, false))
+		return nil, fmt.Errorf("namespace %s refuses pod %s (%s): %s; %s", d.ns, pl.short, pl.pod.Name, r.Reason, r.Fix)
 	}
 	if len(hostWhy) > 0 {
-		d.noHost = "the namespace's admission refuses the privileged hostNetwork pods (" + strings.Join(hostWhy, "; ") + "); " + admissionFix(d.ns, strings.Join(hostWhy, " "), true)
+		d.noHost = "the namespace's admission refuses the privileged hostNetwork pods (" + strings.Join(hostWhy, "; ") + ")"
+	}
+	if d.noHost != "" {
 		// Without one host pod the other has nothing to pair with.
 		var out []podPlan
 		for _, pl := range keep {
@@ -50,50 +72,3 @@ func (d *Deployment) admit(ctx context.Context, plans []podPlan) ([]podPlan, err
 	return keep, nil
 }
 
-// dryRun creates pl's pod in a server-side dry run.
-func (d *Deployment) dryRun(ctx context.Context, pl podPlan) error {
-	ctx, cancel := context.WithTimeout(ctx, dryRunTimeout)
-	defer cancel()
-	_, err := d.b.cs.CoreV1().Pods(d.ns).Create(ctx, pl.pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-	return err
-}
-
-// refusal tells whether err is admission's (or validation's) refusal of
-// an object, as opposed to a failure to ask.
-func refusal(err error) bool {
-	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-		return true
-	}
-	// RBAC's Forbidden ("cannot create resource") is not admission's: the
-	// run cannot go on without the verb.
-	return apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "cannot create resource")
-}
-
-// admissionReason is the refusal's message without the object's name.
-func admissionReason(err error) string {
-	msg := err.Error()
-	if i := strings.Index(msg, "is forbidden: "); i >= 0 {
-		msg = msg[i+len("is forbidden: "):]
-	}
-	return firstLine(msg)
-}
-
-// admissionFix says how to get the refused pods admitted; host says they
-// are the privileged host pods (which a run can do without).
-func admissionFix(ns, why string, host bool) string {
-	switch {
-	case strings.Contains(why, "PodSecurity"):
-		if host {
-			return "to measure the node-to-node baseline and run the host checks, label the namespace pod-security.kubernetes.io/enforce=privileged (kubectl label ns " + ns + " pod-security.kubernetes.io/enforce=privileged --overwrite)"
-		}
-		return "cnibench's pod-network pods meet PodSecurity restricted; check that the image runs as a non-root user and the namespace's policy version (pod-security.kubernetes.io/enforce-version)"
-	case strings.Contains(why, "security context constraint"):
-		return "on OpenShift grant an SCC to the pods' service account: oc adm policy add-scc-to-user privileged -z default -n " + ns
-	case strings.Contains(why, "admission webhook"):
-		return "ask the cluster's policy owner for an exception for namespace " + ns + " (the webhook is named in the message)"
-	}
-	return "see docs/kubernetes.md (first run on a managed cluster)"
-}
-
-// dryRunTimeout bounds each dry run (webhooks included).
-const dryRunTimeout = 30 * time.Second

@@ -83,6 +83,10 @@ type Options struct {
 	// for at most LBTimeout).
 	LoadBalancer bool
 	LBTimeout    time.Duration
+	// NoHostPods runs without the privileged hostNetwork pods (for a
+	// namespace whose policy refuses them): no node-to-node baseline, and
+	// the checks that read the nodes are skipped.
+	NoHostPods bool
 	// HostPort is the node-to-node server's port on the server node.
 	HostPort int
 	// CNIConfDir is the nodes' CNI configuration directory; "{node}" in

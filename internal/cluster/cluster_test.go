@@ -756,7 +756,7 @@ func TestCycle(t *testing.T) {
 					t.Fatalf("%s: %d runs recorded", p.Kind, len(calls)-before)
 				}
 				c := calls[len(calls)-1]
-				if c.ns != ns || c.pod != p.Client.(place).pod || !slices.Equal(c.cmd[1:], args) {
+				if c.ns != ns || c.pod != p.Client.(place).pod || !slices.Equal(c.cmd, append([]string{"/cnibench", "run", stopOnStdinEOF}, args[1:]...)) {
 					t.Errorf("%s: ran %q in %s", p.Kind, c.cmd, c.pod)
 				}
 				w := map[string][2]string{

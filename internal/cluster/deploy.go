@@ -582,7 +582,7 @@ func (d *Deployment) cniLabels() map[string]string {
 // Down implements backend.Deployment: it removes every object of the run
 // and the namespace if the run created it, and waits until they are gone.
 func (d *Deployment) Down(ctx context.Context) error {
-	return kube.DeleteRun(ctx, d.b.cs, d.ns, d.runID, d.createdNS, 2*time.Minute)
+	return kube.DeleteRun(d.kctx(ctx), d.b.cs, d.ns, d.runID, d.createdNS, 2*time.Minute)
 }
 
 // lineWatcher closes seen at the first line written to it that starts

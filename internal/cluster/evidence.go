@@ -63,6 +63,9 @@ func (d *Deployment) readCounters() (map[string]agent.Netstat, []string) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, p := range counterPods {
+		if p.node && d.noHost != "" {
+			continue // no host pods: the pods' counters only
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

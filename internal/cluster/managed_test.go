@@ -32,6 +32,7 @@ func TestUpRestrictedNamespace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	fc := newFakeCluster(t)
+	fc.enforce = true
 	fc.admission = map[string]string{podHostA: psRestricted, podHostB: psRestricted}
 	b := fc.backend(nil)
 	d := up(t, ctx, b)
@@ -49,6 +50,24 @@ func TestUpRestrictedNamespace(t *testing.T) {
 		if strings.Contains(o, podHostA) || strings.Contains(o, podHostB) {
 			t.Errorf("host pod created: %s", o)
 		}
+	}
+	// The checks that read the nodes are skipped with the reason; the
+	// others run.
+	for _, f := range d.Findings(ctx, measured) {
+		switch f.Check {
+		case "mtu", "encryption", "cni_footprint":
+			if f.Verdict != "skipped" || !strings.Contains(f.Summary, "PodSecurity") {
+				t.Errorf("%s: %s %q, want skipped with the reason", f.Check, f.Verdict, f.Summary)
+			}
+		default:
+			if f.Verdict == "skipped" {
+				t.Errorf("%s skipped: %s", f.Check, f.Summary)
+			}
+		}
+	}
+	// The path counters are the pods' only.
+	if _, warns := d.Evidence(d.cniName()).End(); len(warns) > 0 {
+		t.Errorf("evidence warnings %q", warns)
 	}
 	if err := d.Down(ctx); err != nil {
 		t.Fatal(err)
