@@ -25,7 +25,7 @@ var SystemNamespaces = []string{"kube-system", "kube-flannel", "calico-system", 
 // operatorNamespaces are further namespaces of CNIs' pods that
 // ListSystemPods lists: OVN-Kubernetes on OpenShift. (DefaultCNINamespaces
 // names them in the RBAC.)
-var operatorNamespaces = []string{"openshift-ovn-kubernetes"}
+var operatorNamespaces = []string{"openshift-ovn-kubernetes", "tigera-operator"}
 
 // PodRef identifies a pod of the CNI.
 type PodRef struct {
@@ -131,6 +131,13 @@ func ListSystemPods(ctx context.Context, cs kubernetes.Interface) ([]corev1.Pod,
 	for _, ns := range append(slices.Clone(SystemNamespaces), operatorNamespaces...) {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if apierrors.IsForbidden(err) && ns != "kube-system" {
+			// A least-privilege account (cnibench k8s rbac
+			// --existing-namespace) may read only the CNI namespaces
+			// it was given.
+			logger(ctx).Debug("pods not listed", "namespace", ns, "err", err)
 			continue
 		}
 		if err != nil {

@@ -127,8 +127,10 @@ func rule(group, resource string, verbs []string, why string) ruleWhy {
 // (for their mode) and kube-proxy's.
 func configMapNames() []string {
 	names := modeConfigMaps()
-	if !slices.Contains(names, KubeProxyConfigMap) {
-		names = append(names, KubeProxyConfigMap)
+	for _, n := range append([]string{KubeProxyConfigMap}, IdentityConfigMaps()...) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
 	}
 	return names
 }
