@@ -330,6 +330,13 @@ func summary(states []nodeState) string {
 	if len(why) > 0 {
 		out += " (" + strings.Join(why, "; ") + ")"
 	}
+	for _, s := range states {
+		if strings.HasPrefix(s.why, "tainted ") {
+			// A dedicated, tainted node pool is used by tolerating it.
+			out += "; to use tainted nodes pass --tolerations with their taints (e.g. --tolerations " + strings.TrimPrefix(strings.SplitN(s.why, ",", 2)[0], "tainted ") + ")"
+			break
+		}
+	}
 	return out
 }
 

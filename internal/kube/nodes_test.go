@@ -33,7 +33,7 @@ func TestSelectNodes(t *testing.T) {
 		{name: "client selector", nodes: []runtime.Object{w3, cp, w2, w1}, choice: NodeChoice{Client: "node-role=bench"}, client: "w2", server: "w3"},
 		{name: "both selectors", nodes: []runtime.Object{w3, cp, w2, w1}, choice: NodeChoice{Client: "node-role=bench", Server: "node-role=bench"}, client: "w2", server: "w3"},
 		{name: "too few usable", nodes: bad,
-			err: []string{"1 of 5 nodes usable", "cp tainted node-role.kubernetes.io/control-plane:NoSchedule", "w2 not Ready", "w3 cordoned", "w4 tainted gpu:NoExecute", "--client-node/--server-node"}},
+			err: []string{"1 of 5 nodes usable", "cp tainted node-role.kubernetes.io/control-plane:NoSchedule", "w2 not Ready", "w3 cordoned", "w4 tainted gpu:NoExecute", "--client-node/--server-node", "to use tainted nodes pass --tolerations with their taints (e.g. --tolerations gpu:NoExecute)"}},
 		{name: "no nodes", err: []string{"0 of 0 nodes usable"}},
 		{name: "same name", nodes: []runtime.Object{w1, w2}, choice: NodeChoice{Client: "w1", Server: "w1"}, err: []string{"must run on different nodes"}},
 		{name: "unknown name", nodes: []runtime.Object{w1, w2}, choice: NodeChoice{Client: "nope"}, err: []string{`--client-node "nope": no such node`}},
