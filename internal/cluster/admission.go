@@ -71,4 +71,3 @@ func (d *Deployment) admit(ctx context.Context, plans []podPlan) ([]podPlan, err
 	}
 	return keep, nil
 }
-

@@ -87,6 +87,9 @@ type Options struct {
 	// namespace whose policy refuses them): no node-to-node baseline, and
 	// the checks that read the nodes are skipped.
 	NoHostPods bool
+	// IPFamily is the pod network's IP families to measure: ipv4 (""),
+	// ipv6 or dual.
+	IPFamily string
 	// HostPort is the node-to-node server's port on the server node.
 	HostPort int
 	// CNIConfDir is the nodes' CNI configuration directory; "{node}" in
@@ -240,6 +243,9 @@ func (o Options) Validate() error {
 	}
 	if o.Pairs < 0 || o.Pairs > maxPairs {
 		return fmt.Errorf("--pairs %d: must be between 1 and %d", o.Pairs, maxPairs)
+	}
+	if err := validFamily(o.IPFamily); err != nil {
+		return err
 	}
 	if o.ServiceAccount != "" {
 		if errs := validation.IsDNS1123Subdomain(o.ServiceAccount); len(errs) > 0 {

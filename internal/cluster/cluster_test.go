@@ -142,6 +142,9 @@ func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 		}
 		svc.Spec.ClusterIP = clusterIP
 		svc.Spec.ClusterIPs = []string{clusterIP}
+		if slices.Contains(svc.Spec.IPFamilies, corev1.IPv6Protocol) {
+			svc.Spec.ClusterIPs = append(svc.Spec.ClusterIPs, "fd00:96::77")
+		}
 		sl := &discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Name: svc.Name + "-abcde", Namespace: svc.Namespace, Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name}},
 			AddressType: discoveryv1.AddressTypeIPv4,
@@ -639,7 +642,7 @@ func TestCycle(t *testing.T) {
 			// path, so that tunnelled paths pair with the baseline.
 			// The nodes have no zone label (and the fake's no node facts).
 			if p.Labels["client_node"] != w.clientNode || p.Labels["server_node"] != w.srvNode || p.Labels["mtu"] != "1500" ||
-				p.Labels["client_zone"] != "unknown" || p.Labels["server_zone"] != "unknown" || len(p.Labels) != 5 {
+				p.Labels["client_zone"] != "unknown" || p.Labels["server_zone"] != "unknown" || p.Labels["ip_family"] != "ipv4" || len(p.Labels) != 6 {
 				t.Errorf("%s: labels %v", p.Kind, p.Labels)
 			}
 			if a, why := p.TargetArgs(engine.TCPRR); strings.Join(a, " ") != w.tcp || why != "" {

@@ -141,9 +141,10 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 			d.log.Info("placement", "note", n)
 		}
 	}
-	serverIP := kube.NodeInternalIP(server)
+	fams := families(b.o.IPFamily)
+	serverIP := nodeIPOf(server, fams[0])
 	if serverIP == "" {
-		return fmt.Errorf("node %s has no InternalIP address for the node-to-node path", server.Name)
+		return fmt.Errorf("node %s has no %s InternalIP for the node-to-node path (its addresses: %s); choose --ip-family to match the cluster", server.Name, fams[0], nodeAddrs(server))
 	}
 	if d.createdNS, err = kube.EnsureNamespace(ctx, b.cs, d.ns, d.runID); err != nil {
 		return err
@@ -190,6 +191,13 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 			return errs[0]
 		}
 		return fmt.Errorf("%w (and %d more of the run's pods failed)", errs[0], len(errs)-1)
+	}
+	for _, f := range fams {
+		for _, short := range slices.Sorted(maps.Keys(d.pods)) {
+			if p := d.pods[short]; !p.Spec.HostNetwork && podIPOf(p, f) == "" {
+				return fmt.Errorf("--ip-family %s: pod %s has no %s address (its addresses: %s): the cluster's pod network is not %s", b.o.IPFamily, short, f, podAddrs(p), f)
+			}
+		}
 	}
 	if err := d.createServices(ctx); err != nil {
 		return err
@@ -286,11 +294,12 @@ func (d *Deployment) createServices(ctx context.Context) error {
 		{Name: "http", Port: httpPort, TargetPort: intstr.FromInt32(httpPort), Protocol: corev1.ProtocolTCP},
 	}
 	sel := map[string]string{"cnibench.io/service": d.runID}
-	svc, err := kube.CreateService(ctx, b.cs, d.ns, d.runID, d.name(svcName), sel, ports, corev1.ServiceTypeNodePort)
+	fam := withFamilies(families(b.o.IPFamily))
+	svc, err := kube.CreateService(ctx, b.cs, d.ns, d.runID, d.name(svcName), sel, ports, corev1.ServiceTypeNodePort, fam)
 	if err != nil {
 		d.nodePortWhy = "the cluster refused a NodePort service: " + firstLine(err.Error())
 		d.log.Warn("no NodePort service", "err", err)
-		if svc, err = kube.CreateService(ctx, b.cs, d.ns, d.runID, d.name(svcName), sel, ports, corev1.ServiceTypeClusterIP); err != nil {
+		if svc, err = kube.CreateService(ctx, b.cs, d.ns, d.runID, d.name(svcName), sel, ports, corev1.ServiceTypeClusterIP, fam); err != nil {
 			return err
 		}
 	}
@@ -376,9 +385,10 @@ func (d *Deployment) cniName() string {
 	return "cni-" + d.cni.Name
 }
 
-// buildPaths lists the runnable paths.
+// buildPaths lists the runnable paths: the pod network's once per IP
+// family (--ip-family), the pairs and LoadBalancer paths, and the
+// node-to-node baseline at serverIP (the first family's).
 func (d *Deployment) buildPaths(serverIP string) {
-	port := strconv.Itoa(engine.DefaultPort)
 	podMTU, nodeMTU := 0, 0
 	if d.podIf != nil {
 		podMTU = d.podIf.DefaultRouteMTU()
@@ -386,36 +396,10 @@ func (d *Deployment) buildPaths(serverIP string) {
 	if d.nodeIf != nil {
 		nodeMTU = d.nodeIf.AddrMTU()
 	}
-	nodes := nodeLabels
-	cli := place{d.ns, d.name(podCliA)}
-	pod := func(kind, target string, srvNode *corev1.Node) backend.Path {
-		return backend.Path{Kind: kind, Client: cli, Target: target, PathMTU: podMTU, PodMTU: podMTU, Labels: withMTU(nodes(d.client, srvNode), nodeMTU)}
-	}
-	svcIP, srvB := d.svc.Spec.ClusterIP, d.pods[podSrvB].Status.PodIP
-	viaService := func(p backend.Path, ip string, bench int32) backend.Path {
-		p.Target, p.Args = ip, serviceArgs(ip, bench, httpPort)
-		return p
-	}
-	nodePort := backend.Path{Kind: PathPodToNodePort, Client: cli, Target: serverIP, PathMTU: podMTU, PodMTU: podMTU,
-		Labels: withMTU(nodes(d.client, d.server), nodeMTU)}
-	bench, web := nodePorts(d.svc)
-	switch {
-	case d.nodePortWhy != "":
-		why := d.nodePortWhy
-		nodePort.Args = func(string) ([]string, string) { return nil, why }
-	case bench == 0 || web == 0:
-		nodePort.Args = func(string) ([]string, string) { return nil, "the NodePort service was given no node ports" }
-	default:
-		nodePort.Args = serviceArgs(serverIP, bench, web)
-	}
-	d.paths = []backend.Path{
-		pod(PathSameNode, net.JoinHostPort(d.pods[podSrvA].Status.PodIP, port), d.client),
-		pod(PathCrossNode, net.JoinHostPort(srvB, port), d.server),
-		viaService(pod(PathPodToEndpoint, "", d.server), srvB, servicePort),
-		viaService(pod(PathPodToService, "", d.server), svcIP, svcPort),
-		viaService(backend.Path{Kind: PathHairpin, Client: place{d.ns, d.name(podSrvB)}, PathMTU: podMTU, PodMTU: podMTU,
-			Labels: withMTU(nodes(d.server, d.server), nodeMTU)}, svcIP, hairpinPort),
-		nodePort,
+	fams := families(d.b.o.IPFamily)
+	d.paths = nil
+	for _, f := range fams {
+		d.paths = append(d.paths, d.familyPaths(f, familySuffix(f, fams), podMTU, nodeMTU)...)
 	}
 	if p := d.pairsPath(podMTU, nodeMTU); p != nil {
 		d.paths = append(d.paths, *p)
@@ -426,9 +410,81 @@ func (d *Deployment) buildPaths(serverIP string) {
 	if d.noHost != "" {
 		return
 	}
+	l := withMTU(nodeLabels(d.client, d.server), nodeMTU)
+	l["ip_family"] = fams[0]
 	d.baseline = []backend.Path{{Kind: PathNodeToNode, Client: place{d.ns, d.name(podHostA)},
-		Target: net.JoinHostPort(serverIP, strconv.Itoa(d.b.o.HostPort)), PathMTU: nodeMTU, PodMTU: nodeMTU,
-		Labels: withMTU(nodes(d.client, d.server), nodeMTU)}}
+		Target: net.JoinHostPort(serverIP, strconv.Itoa(d.b.o.HostPort)), PathMTU: nodeMTU, PodMTU: nodeMTU, Labels: l}}
+}
+
+// familyPaths are the pod network's paths over IP family f, their names
+// suffixed with suffix.
+func (d *Deployment) familyPaths(f, suffix string, podMTU, nodeMTU int) []backend.Path {
+	port := strconv.Itoa(engine.DefaultPort)
+	labels := func(c, s *corev1.Node) map[string]string {
+		l := withMTU(nodeLabels(c, s), nodeMTU)
+		l["ip_family"] = f
+		return l
+	}
+	cli := place{d.ns, d.name(podCliA)}
+	pod := func(kind, target string, srvNode *corev1.Node) backend.Path {
+		return backend.Path{Kind: kind + suffix, Client: cli, Target: target, PathMTU: podMTU, PodMTU: podMTU, Labels: labels(d.client, srvNode)}
+	}
+	svcIP, srvB := serviceIPOf(d.svc, f), podIPOf(d.pods[podSrvB], f)
+	viaService := func(p backend.Path, ip string, bench int32) backend.Path {
+		p.Target, p.Args = ip, serviceArgs(ip, bench, httpPort)
+		if ip == "" {
+			why := "the service has no " + f + " cluster IP"
+			p.Args = func(string) ([]string, string) { return nil, why }
+		}
+		return p
+	}
+	serverIP := nodeIPOf(d.server, f)
+	nodePort := backend.Path{Kind: PathPodToNodePort + suffix, Client: cli, Target: serverIP, PathMTU: podMTU, PodMTU: podMTU,
+		Labels: labels(d.client, d.server)}
+	bench, web := nodePorts(d.svc)
+	switch {
+	case d.nodePortWhy != "":
+		why := d.nodePortWhy
+		nodePort.Args = func(string) ([]string, string) { return nil, why }
+	case bench == 0 || web == 0:
+		nodePort.Args = func(string) ([]string, string) { return nil, "the NodePort service was given no node ports" }
+	case serverIP == "":
+		why := "node " + d.server.Name + " has no " + f + " InternalIP"
+		nodePort.Args = func(string) ([]string, string) { return nil, why }
+	default:
+		nodePort.Args = serviceArgs(serverIP, bench, web)
+	}
+	return []backend.Path{
+		pod(PathSameNode, net.JoinHostPort(podIPOf(d.pods[podSrvA], f), port), d.client),
+		pod(PathCrossNode, net.JoinHostPort(srvB, port), d.server),
+		viaService(pod(PathPodToEndpoint, "", d.server), srvB, servicePort),
+		viaService(pod(PathPodToService, "", d.server), svcIP, svcPort),
+		viaService(backend.Path{Kind: PathHairpin + suffix, Client: place{d.ns, d.name(podSrvB)}, PathMTU: podMTU, PodMTU: podMTU,
+			Labels: labels(d.server, d.server)}, svcIP, hairpinPort),
+		nodePort,
+	}
+}
+
+// nodeAddrs and podAddrs list addresses for errors.
+func nodeAddrs(n *corev1.Node) string {
+	var out []string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			out = append(out, a.Address)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func podAddrs(p *corev1.Pod) string {
+	var out []string
+	for _, ip := range p.Status.PodIPs {
+		out = append(out, ip.IP)
+	}
+	if len(out) == 0 {
+		return p.Status.PodIP
+	}
+	return strings.Join(out, ", ")
 }
 
 // pairsPath is the cross-node-pairs path of --pairs N (nil for one
@@ -449,10 +505,11 @@ func (d *Deployment) pairsPath(podMTU, nodeMTU int) *backend.Path {
 		if p.Reuse {
 			name += " (again)"
 		}
-		pp.pairs = append(pp.pairs, pairPlace{place: place{d.ns, d.name(cli)}, target: net.JoinHostPort(d.pods[srv].Status.PodIP, port), name: name})
+		pp.pairs = append(pp.pairs, pairPlace{place: place{d.ns, d.name(cli)}, target: net.JoinHostPort(podIPOf(d.pods[srv], families(d.b.o.IPFamily)[0]), port), name: name})
 	}
 	l := withMTU(nodeLabels(d.client, d.server), nodeMTU)
 	l["pairs"] = strconv.Itoa(len(d.pairs))
+	l["ip_family"] = families(d.b.o.IPFamily)[0]
 	zones := map[string]bool{}
 	for _, p := range d.pairs {
 		zones[zoneLabel(p.Client)+"→"+zoneLabel(p.Server)] = true

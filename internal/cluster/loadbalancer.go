@@ -39,7 +39,8 @@ func (d *Deployment) loadBalancer(ctx context.Context, sel map[string]string) {
 		{Name: "bench", Port: svcPort, TargetPort: intstr.FromInt32(svcPort), Protocol: corev1.ProtocolTCP},
 		{Name: "http", Port: httpPort, TargetPort: intstr.FromInt32(httpPort), Protocol: corev1.ProtocolTCP},
 	}
-	svc, err := kube.CreateService(ctx, b.cs, d.ns, d.runID, d.name("lb"), sel, ports, corev1.ServiceTypeLoadBalancer)
+	svc, err := kube.CreateService(ctx, b.cs, d.ns, d.runID, d.name("lb"), sel, ports, corev1.ServiceTypeLoadBalancer,
+		withFamilies(families(b.o.IPFamily)[:1]))
 	if err != nil {
 		d.lbWhy = "the cluster refused a LoadBalancer service: " + firstLine(err.Error())
 		return

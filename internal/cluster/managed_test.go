@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -253,4 +254,65 @@ func TestRunPairsOnCluster(t *testing.T) {
 		return
 	}
 	t.Fatal("no pairs path")
+}
+
+// TestIPFamilies: --ip-family dual measures every pod path over both
+// families (the IPv6 ones named -ipv6) with a RequireDualStack service;
+// ipv6 on a single-stack IPv4 cluster fails in one line.
+func TestIPFamilies(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v6 := map[string]string{"n1": "fd00::1", "n2": "fd00::2"}
+	n1, n2 := testNode("n1", n1IP), testNode("n2", n2IP)
+	for _, n := range []*corev1.Node{n1, n2} {
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: v6[n.Name]})
+	}
+	dual := func(fc *fakeCluster) {
+		// The kubelet's second address (the allocator gives the IPv6 cluster IP).
+		fc.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+			p.Status.PodIPs = []corev1.PodIP{{IP: podIPs[p.Labels["cnibench.io/pod"]]}, {IP: "fd00:10::" + strconv.Itoa(len(p.Name))}}
+			return false, nil, nil
+		})
+		fc.cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			svc := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
+			if svc.Spec.IPFamilyPolicy == nil || *svc.Spec.IPFamilyPolicy != corev1.IPFamilyPolicyRequireDualStack || len(svc.Spec.IPFamilies) != 2 {
+				t.Errorf("service %s families %v policy %v, want RequireDualStack", svc.Name, svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy)
+			}
+			return false, nil, nil
+		})
+	}
+	fc := newFakeCluster(t)
+	// Replace the nodes by dual-stack ones.
+	for _, n := range []*corev1.Node{n1, n2} {
+		if _, err := fc.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dual(fc)
+	d := up(t, ctx, fc.backend(func(o *Options) { o.IPFamily = FamilyDual }))
+	got := map[string]backend.Path{}
+	for _, p := range d.Paths(d.cniName()) {
+		got[p.Kind] = p
+	}
+	for _, k := range []string{PathCrossNode, PathPodToService, PathHairpin, PathPodToNodePort} {
+		p4, p6 := got[k], got[k+"-ipv6"]
+		if p4.Labels["ip_family"] != FamilyIPv4 || p6.Labels["ip_family"] != FamilyIPv6 {
+			t.Errorf("%s: families %q and %q", k, p4.Labels["ip_family"], p6.Labels["ip_family"])
+		}
+		a6, why := p6.TargetArgs("tcp_rr")
+		if why != "" || !strings.Contains(strings.Join(a6, " "), "[fd00:") {
+			t.Errorf("%s-ipv6: args %v why %q: want an IPv6 target", k, a6, why)
+		}
+	}
+
+	// IPv6 on an IPv4-only cluster: one line, naming the flag.
+	fc4 := newFakeCluster(t)
+	dep, err := fc4.backend(func(o *Options) { o.IPFamily = FamilyIPv6 }).Up(ctx, backend.Spec{Token: testToken})
+	if err == nil || !strings.Contains(err.Error(), "--ip-family") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("ipv6 on IPv4: %v", err)
+	}
+	if dep != nil {
+		_ = dep.Down(ctx)
+	}
 }

@@ -14,8 +14,9 @@ import (
 
 // CreateService creates service name of type typ (e.g. ClusterIP,
 // NodePort) in namespace ns for run runID, in front of the pods that
-// selector matches.
-func CreateService(ctx context.Context, cs kubernetes.Interface, ns, runID, name string, selector map[string]string, ports []corev1.ServicePort, typ corev1.ServiceType) (*corev1.Service, error) {
+// selector matches; each of opts may change the service before it is
+// created (e.g. its IP families).
+func CreateService(ctx context.Context, cs kubernetes.Interface, ns, runID, name string, selector map[string]string, ports []corev1.ServicePort, typ corev1.ServiceType, opts ...func(*corev1.Service)) (*corev1.Service, error) {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: runLabels(runID)},
 		Spec: corev1.ServiceSpec{
@@ -23,6 +24,9 @@ func CreateService(ctx context.Context, cs kubernetes.Interface, ns, runID, name
 			Selector: selector,
 			Ports:    ports,
 		},
+	}
+	for _, o := range opts {
+		o(svc)
 	}
 	svcs := cs.CoreV1().Services(ns)
 	got, err := createOwn(ctx, "create service "+ns+"/"+name, svc,

@@ -45,12 +45,13 @@ type kubeFlags struct {
 	LoadBalancer    bool
 	LBTimeout       time.Duration
 	NoHostPods      bool
+	IPFamily        string
 }
 
 // kubeOnly are the flags that apply to --backend kubernetes only.
 var kubeOnly = []string{"kubeconfig", "context", "namespace", "image", "image-pull-policy", "client-node", "server-node", "host-port",
 	"cni-conf-dir", "cni-pods", "checks", "cluster-name", "footprint-window", "cluster-scale", "placement", "tolerations", "node-arch",
-	"pairs", "pod-resources", "image-pull-secret", "service-account", "load-balancer", "load-balancer-timeout", "no-host-pods"}
+	"pairs", "pod-resources", "image-pull-secret", "service-account", "load-balancer", "load-balancer-timeout", "no-host-pods", "ip-family"}
 
 func (k *kubeFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
@@ -77,6 +78,7 @@ func (k *kubeFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&k.ServiceAccount, "service-account", "", "kubernetes: service account of the pods (default: the namespace's default; its token is never mounted)")
 	fl.BoolVar(&k.LoadBalancer, "load-balancer", false, "kubernetes: add the pod-to-loadbalancer path through a LoadBalancer service (on a cloud this provisions a billed load balancer)")
 	fl.DurationVar(&k.LBTimeout, "load-balancer-timeout", cluster.DefaultLBTimeout, "kubernetes: how long to wait for the LoadBalancer service's address")
+	fl.StringVar(&k.IPFamily, "ip-family", cluster.FamilyIPv4, "kubernetes: the IP families to measure the pod network over: ipv4, ipv6, or dual (every pod path twice, the IPv6 ones named …-ipv6; services RequireDualStack)")
 	fl.BoolVar(&k.NoHostPods, "no-host-pods", false, "kubernetes: do not deploy the privileged hostNetwork pods (no node-to-node baseline; the mtu, encryption and cni_footprint checks are skipped); without it, pods the namespace's admission refuses are left out the same way, with the reason")
 	fl.BoolVar(&k.ClusterScale, "cluster-scale", false, "kubernetes: the cluster may take a scenario's thousands of objects (services above 1000 per point, deny sets above 10000 rules; see docs/kubernetes.md)")
 }
@@ -147,6 +149,7 @@ func (k *kubeFlags) options() (cluster.Options, error) {
 	}
 	o.LBTimeout = k.LBTimeout
 	o.NoHostPods = k.NoHostPods
+	o.IPFamily = k.IPFamily
 	if err := o.Validate(); err != nil {
 		return o, clierr.Usagef("%v", err)
 	}
