@@ -136,9 +136,12 @@ func SelectPairs(ctx context.Context, cs kubernetes.Interface, c NodeChoice, pl 
 	if _, err := ParsePlacement(string(pol)); err != nil {
 		return nil, err
 	}
-	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
+	var list *corev1.NodeList
+	if err := call(ctx, "list nodes", func(ctx context.Context) (err error) {
+		list, err = cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	states := make([]nodeState, len(list.Items))
 	for i := range list.Items {
