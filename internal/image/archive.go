@@ -68,30 +68,7 @@ func WriteOCIArchive(idx v1.ImageIndex, ref string, path string) (err error) {
 		return fmt.Errorf("staging the OCI layout: %w", err)
 	}
 
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = tarDir(f, stage); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return writeFile(path, func(w io.Writer) error { return tarDir(w, stage) })
 }
 
 // tarDir writes the tree under dir to w as a tar with paths relative to dir

@@ -346,6 +346,13 @@ func WriteTarball(img v1.Image, ref string, path string) (err error) {
 	if _, ok := r.(name.Tag); !ok {
 		return fmt.Errorf("image reference %q: a tarball needs a tag (e.g. %s), not a digest", ref, DefaultRef())
 	}
+	return writeFile(path, func(w io.Writer) error { return tarball.Write(r, img, w) })
+}
+
+// writeFile writes path atomically: write fills a temporary file beside
+// it (mode 0644), which is synced and renamed over path; on error nothing
+// is left behind.
+func writeFile(path string, write func(io.Writer) error) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
@@ -357,7 +364,7 @@ func WriteTarball(img v1.Image, ref string, path string) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	if err = tarball.Write(r, img, f); err != nil {
+	if err = write(f); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = f.Chmod(0o644); err != nil {
