@@ -73,10 +73,17 @@ func (d *Deployment) checkCNI() result.Finding {
 		}
 	}
 	f.Evidence = append(f.Evidence, d.upErrors...)
+	// What else identifies the cluster (its version, kube-proxy's mode,
+	// its name), and where each comes from.
+	f.Evidence = append(f.Evidence, d.b.factsEvidence...)
+	f.Evidence = append(f.Evidence, d.proxyModeEvidence...)
 	switch {
-	case d.cni.Name == "":
+	case d.cni.Name == "" || d.cni.Name == "unknown":
 		f.Verdict = "unknown"
 		f.Summary = "the CNI could not be identified from the kube-system pods or the nodes' CNI configuration"
+		if d.noHost != "" {
+			f.Summary += " (not read: no host pods)"
+		}
 	default:
 		f.Summary = "the cluster's CNI is " + d.cni.Name
 		if d.cni.Version != "" {

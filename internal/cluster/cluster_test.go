@@ -285,6 +285,10 @@ func (f *fakeCluster) Exec(ctx context.Context, ns, podName, container string, c
 		return out(agent.Capture{Schema: agent.SchemaCapture, Iface: flag(args, "--iface"), DurationNS: int64(5 * time.Second),
 			Frames: 3000, In: 1500, Out: 1500, MarkerFrames: 1400, ByProtocol: map[string]uint64{"udp/8472": 2990, "arp": 10},
 			MarkerByProtocol: map[string]uint64{"udp/8472": 1400}, ScannedFraction: 1, IfaceCoverage: 1})
+	case "proxy-mode":
+		// The node's kube-proxy answers (as the local cluster's, a
+		// process, not a pod: the API shows none).
+		return out(agent.ProxyMode{Schema: agent.SchemaProxyMode, Mode: "iptables"})
 	case "netstat":
 		// Counters grow by one step per reading: the client pod's SYN
 		// retransmissions by 3, srv-b's PAWS rejects by 2, each node's
@@ -575,7 +579,7 @@ func TestCycle(t *testing.T) {
 		// With the cluster's identity: the fake API server's version,
 		// and no kube-proxy pod.
 		if l := d.Labels(); l["backend"] != "kubernetes" || l["cluster"] != "kind-test" || l["cni"] != "flannel" ||
-			l["k8s_version"] == "" || l["kube_proxy_mode"] != "none" || len(l) != 5 {
+			l["k8s_version"] == "" || l["kube_proxy_mode"] != "iptables" || len(l) != 5 {
 			t.Errorf("labels %v", l)
 		}
 		if d.Paths("cni-calico") != nil || d.Paths("") != nil {
@@ -981,7 +985,7 @@ func TestFindingsFootprint(t *testing.T) {
 	}
 	// Every run carries the CNI, its version and mode.
 	if l := d.Labels(); !maps.Equal(l, map[string]string{"backend": "kubernetes", "cluster": "kind-test", "cni": "flannel", "cni_version": "v0.25.1", "cni_mode": "vxlan",
-		"k8s_version": l["k8s_version"], "kube_proxy_mode": "none"}) {
+		"k8s_version": l["k8s_version"], "kube_proxy_mode": "iptables"}) {
 		t.Errorf("labels %v", l)
 	}
 	if dp := d.Datapaths()[1]; dp.Description != "the cluster's pod network (CNI flannel v0.25.1: vxlan) on cluster kind-test" {

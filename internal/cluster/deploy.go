@@ -99,6 +99,10 @@ type Deployment struct {
 	lb     *corev1.Service
 	lbAddr string
 	lbWhy  string
+	// proxyMode is kube-proxy's mode as the client node's kube-proxy
+	// answers it ("" if it did not), and what was asked.
+	proxyMode         string
+	proxyModeEvidence []string
 	// resConfig describes the pods' resources (pod_cpu, pod_memory,
 	// pod_qos) in the runs' config.
 	resConfig map[string]string
@@ -339,6 +343,15 @@ func (d *Deployment) gatherFacts(ctx context.Context) {
 			note("inspect the server node's interfaces", err)
 		} else {
 			d.nodeIfB = &nb
+		}
+		var pm agent.ProxyMode
+		if err := d.agentJSON(ctx, podHostA, []string{"proxy-mode"}, &pm); err != nil {
+			note("ask the client node's kube-proxy for its mode", err)
+		} else if pm.Mode != "" {
+			d.proxyMode = pm.Mode
+			d.proxyModeEvidence = append(d.proxyModeEvidence, "kube-proxy on "+d.client.Name+" answers mode "+pm.Mode+" ("+agent.KubeProxyMetricsURL+")")
+		} else {
+			d.proxyModeEvidence = append(d.proxyModeEvidence, "no kube-proxy answered on "+d.client.Name+": "+pm.Error)
 		}
 		var conf agent.CNIConf
 		if err := d.agentJSON(ctx, podHostA, []string{"cni-conf", "--dir", hostCNIConf}, &conf); err != nil {
@@ -620,6 +633,11 @@ func (d *Deployment) Reset(context.Context, string) (int, error) {
 func (d *Deployment) Labels() map[string]string {
 	l := map[string]string{"backend": Name, "cluster": d.b.cluster}
 	maps.Copy(l, d.b.facts.Labels())
+	if d.proxyMode != "" {
+		// The node's kube-proxy itself, wherever it runs (a DaemonSet, a
+		// systemd unit): it overrides what the API shows of it.
+		l["kube_proxy_mode"] = d.proxyMode
+	}
 	maps.Copy(l, d.cniLabels())
 	return l
 }

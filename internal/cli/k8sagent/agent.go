@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -43,6 +44,7 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 		newEgressFilter(logger, s),
 		newCapture(logger, s),
 		newNetstat(logger, s),
+		newProxyMode(logger, s),
 	)
 	return cmd
 }
@@ -107,4 +109,21 @@ func newNetstat(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func newProxyMode(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
+	var url string
+	cmd := &cobra.Command{
+		Use:   "proxy-mode",
+		Short: "Print kube-proxy's mode as the node's kube-proxy answers it (run in a host-network pod)",
+		Long: "proxy-mode asks kube-proxy's metrics endpoint (" + agent.KubeProxyMetricsURL + ")\n" +
+			"for its mode, within 3 s: it answers whatever runs kube-proxy (a DaemonSet, a\n" +
+			"systemd unit). Nothing answering is not an error: the JSON says why. Schema " + agent.SchemaProxyMode + ".",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return writeJSON(s, agent.ReadProxyMode(cmd.Context(), url, 3*time.Second))
+		},
+	}
+	cmd.Flags().StringVar(&url, "url", agent.KubeProxyMetricsURL, "kube-proxy's proxyMode URL")
+	return cmd
 }

@@ -30,7 +30,7 @@ func TestCommandTree(t *testing.T) {
 	for _, sub := range c.Commands() {
 		names = append(names, sub.Name())
 	}
-	want := []string{"capture", "cgroup", "cni-conf", "connect", "egress-filter", "idle", "inspect", "netstat", "watch"}
+	want := []string{"capture", "cgroup", "cni-conf", "connect", "egress-filter", "idle", "inspect", "netstat", "proxy-mode", "watch"}
 	if !slices.Equal(names, want) {
 		t.Errorf("subcommands %v, want %v", names, want)
 	}
