@@ -169,6 +169,12 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 	if plans, err = d.admit(ctx, plans); err != nil {
 		return err
 	}
+	if d.noHost != "" {
+		// Fewer pods per node: resize the shares to the pods that run.
+		if err := d.resize(plans); err != nil {
+			return err
+		}
+	}
 	d.pods = map[string]*corev1.Pod{}
 	var mu sync.Mutex
 	var errs []error
@@ -278,6 +284,30 @@ func (d *Deployment) podPlans(serverIP, secret string) ([]podPlan, error) {
 		out = append(out, podPlan{short: p.short, host: s.HostNetwork, pod: kube.BuildPod(d.ns, d.runID, s)})
 	}
 	return out, nil
+}
+
+// resize gives plans' pods the resources sized to them alone (after
+// admission left the host pods out). With given resources or none it
+// changes nothing.
+func (d *Deployment) resize(plans []podPlan) error {
+	if d.b.o.ResourcesMode != ResourcesAuto && d.b.o.ResourcesMode != "" {
+		return nil
+	}
+	podsOn := map[string]int{}
+	for _, p := range plans {
+		podsOn[p.pod.Spec.NodeName]++
+	}
+	res, conf, err := d.resources(podsOn)
+	if err != nil {
+		return err
+	}
+	d.resConfig = conf
+	for _, p := range plans {
+		for i := range p.pod.Spec.Containers {
+			p.pod.Spec.Containers[i].Resources = *res.DeepCopy()
+		}
+	}
+	return nil
 }
 
 // pairPod is the short name of pair n's client or server pod.

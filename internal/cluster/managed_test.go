@@ -35,8 +35,27 @@ func TestUpRestrictedNamespace(t *testing.T) {
 	fc := newFakeCluster(t)
 	fc.enforce = true
 	fc.admission = map[string]string{podHostA: psRestricted, podHostB: psRestricted}
+	// Two-CPU nodes: with the host pods, n1 would hold three pods (500m
+	// each); without them it holds two (800m each).
+	for _, n := range []string{"n1", "n2"} {
+		node, err := fc.cs.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+		if _, err := fc.cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	b := fc.backend(nil)
 	d := up(t, ctx, b)
+	if got := d.resConfig["pod_cpu"]; got != "800m" {
+		t.Errorf("pod_cpu %q, want 800m: sized to the pods that run", got)
+	}
+	cli, err := fc.pod(ctx, DefaultNamespace, d.name(podCliA))
+	if err != nil || cli.Spec.Containers[0].Resources.Limits.Cpu().String() != "800m" {
+		t.Errorf("cli-a's resources %v (%v)", cli.Spec.Containers[0].Resources, err)
+	}
 	if !strings.Contains(d.noHost, "PodSecurity") || !strings.Contains(d.noHost, "pod-security.kubernetes.io/enforce=privileged") {
 		t.Errorf("noHost %q: want the refusal and the fix", d.noHost)
 	}
