@@ -663,10 +663,15 @@ func (d *Deployment) Reset(context.Context, string) (int, error) {
 func (d *Deployment) Labels() map[string]string {
 	l := map[string]string{"backend": Name, "cluster": d.b.cluster}
 	maps.Copy(l, d.b.facts.Labels())
-	if d.proxyMode != "" {
+	switch {
+	case d.proxyMode != "":
 		// The node's kube-proxy itself, wherever it runs (a DaemonSet, a
 		// systemd unit): it overrides what the API shows of it.
 		l["kube_proxy_mode"] = d.proxyMode
+	case d.noHost != "" && l["kube_proxy_mode"] == kube.KubeProxyNone:
+		// No kube-proxy pod, and no host pod to ask the node: a
+		// kube-proxy outside pods may still run.
+		l["kube_proxy_mode"] = "unknown: no kube-proxy pod, node not asked"
 	}
 	maps.Copy(l, d.cniLabels())
 	return l

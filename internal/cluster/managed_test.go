@@ -49,6 +49,10 @@ func TestUpRestrictedNamespace(t *testing.T) {
 	}
 	b := fc.backend(nil)
 	d := up(t, ctx, b)
+	// The fake has no kube-proxy pod, and the node cannot be asked.
+	if got := d.Labels()["kube_proxy_mode"]; got != "unknown: no kube-proxy pod, node not asked" {
+		t.Errorf("kube_proxy_mode %q", got)
+	}
 	if got := d.resConfig["pod_cpu"]; got != "800m" {
 		t.Errorf("pod_cpu %q, want 800m: sized to the pods that run", got)
 	}
