@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/cnibench/cnibench/internal/kube"
 )
 
 // The pods' resources. By default (--pod-resources auto) every pod of the
@@ -127,35 +129,19 @@ func qosOf(r corev1.ResourceRequirements) corev1.PodQOSClass {
 	return corev1.PodQOSGuaranteed
 }
 
-// ParseResources parses --pod-resources: auto, none, or
-// cpu=QUANTITY,memory=QUANTITY (both: requests equal limits, Guaranteed).
+// ParseResources parses --pod-resources: auto (also ""), or what
+// kube.ParseResources takes (none; cpu=Q,memory=Q, Guaranteed; the same
+// with requests-only, Burstable).
 func ParseResources(s string) (ResourcesMode, corev1.ResourceRequirements, error) {
-	const help = "use auto, none, or cpu=QUANTITY,memory=QUANTITY (e.g. cpu=2,memory=1Gi)"
-	switch strings.TrimSpace(s) {
-	case "", string(ResourcesAuto):
+	if t := strings.TrimSpace(s); t == "" || t == string(ResourcesAuto) {
 		return ResourcesAuto, corev1.ResourceRequirements{}, nil
-	case string(ResourcesNone):
-		return ResourcesNone, corev1.ResourceRequirements{}, nil
 	}
-	q := corev1.ResourceList{}
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		name := corev1.ResourceName(k)
-		if !ok || (name != corev1.ResourceCPU && name != corev1.ResourceMemory) {
-			return "", corev1.ResourceRequirements{}, fmt.Errorf("--pod-resources %q: %q is not cpu=… or memory=…; %s", s, kv, help)
-		}
-		if _, dup := q[name]; dup {
-			return "", corev1.ResourceRequirements{}, fmt.Errorf("--pod-resources %q: %s given twice; %s", s, k, help)
-		}
-		v = strings.TrimSpace(v)
-		qty, err := resource.ParseQuantity(v)
-		if err != nil || qty.Sign() <= 0 {
-			return "", corev1.ResourceRequirements{}, fmt.Errorf("--pod-resources %q: %s=%s is not a positive quantity; %s", s, k, v, help)
-		}
-		q[name] = qty
+	r, err := kube.ParseResources(s)
+	if err != nil {
+		return "", r, fmt.Errorf("%w (or auto)", err)
 	}
-	if len(q) != 2 {
-		return "", corev1.ResourceRequirements{}, fmt.Errorf("--pod-resources %q: give both cpu and memory (Guaranteed QoS needs both); %s", s, help)
+	if len(r.Requests) == 0 && len(r.Limits) == 0 {
+		return ResourcesNone, r, nil
 	}
-	return ResourcesGiven, corev1.ResourceRequirements{Requests: q, Limits: q.DeepCopy()}, nil
+	return ResourcesGiven, r, nil
 }

@@ -34,7 +34,7 @@ const (
 // kube-proxy's KubeProxyConfiguration, and the key that holds it: kubeadm's
 // and Amazon EKS's.
 var kubeProxyConfigMaps = []struct{ name, key string }{
-	{"kube-proxy", "config.conf"},
+	{KubeProxyConfigMap, "config.conf"},
 	{"kube-proxy-config", "config"},
 }
 

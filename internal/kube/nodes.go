@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// ControlPlaneLabel marks control-plane nodes, which SelectNodes uses only
+// ControlPlaneLabel marks control-plane nodes, which SelectPairs uses only
 // when there are not enough other nodes.
 const ControlPlaneLabel = "node-role.kubernetes.io/control-plane"
 
@@ -78,17 +78,6 @@ func isControlPlane(n *corev1.Node) bool {
 	return ok
 }
 
-// SelectNodes chooses the client and the server node with the default
-// Placement (same zone, linux, amd64 or arm64, no taint tolerated): it is
-// the first pair of SelectPairs(ctx, cs, c, Placement{}, 1).
-func SelectNodes(ctx context.Context, cs kubernetes.Interface, c NodeChoice) (client, server *corev1.Node, err error) {
-	pairs, err := SelectPairs(ctx, cs, c, Placement{}, 1)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pairs[0].Client, pairs[0].Server, nil
-}
-
 // NodePair is one (client, server) pair of nodes of SelectPairs.
 type NodePair struct {
 	// Client and Server are the two nodes; they always differ.
@@ -123,8 +112,8 @@ type NodePair struct {
 // then A→C, B→A, C→B: every node is client and server once per round
 // before any pair repeats. When every allowed pair has been given, the list
 // starts again from the first, and those pairs say Reuse (with two nodes:
-// A→B, B→A, A→B (reuse), …). The first pair of the list is SelectNodes'
-// choice.
+// A→B, B→A, A→B (reuse), …). The first pair is the client and server of
+// a one-pair run.
 //
 // Errors are one line: why each node is unusable, or, when only the zone
 // policy stands in the way, the candidates by zone.

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -48,7 +49,7 @@ func TestSelectNodes(t *testing.T) {
 			for _, o := range tt.nodes {
 				objs = append(objs, o.DeepCopyObject())
 			}
-			c, s, err := SelectNodes(context.Background(), fake.NewClientset(objs...), tt.choice)
+			c, s, err := selectNodes(context.Background(), fake.NewClientset(objs...), tt.choice)
 			if tt.err != nil {
 				if err == nil {
 					t.Fatalf("got %s/%s, want error", c.Name, s.Name)
@@ -246,4 +247,15 @@ func TestNodeFacts(t *testing.T) {
 			t.Errorf("NodeFacts(%s) = %v, want %v", tt.n.Name, got, tt.want)
 		}
 	}
+}
+
+// selectNodes chooses the client and the server node with the default
+// Placement (same zone, linux, amd64 or arm64, no taint tolerated): it is
+// the first pair of SelectPairs(ctx, cs, c, Placement{}, 1).
+func selectNodes(ctx context.Context, cs kubernetes.Interface, c NodeChoice) (client, server *corev1.Node, err error) {
+	pairs, err := SelectPairs(ctx, cs, c, Placement{}, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pairs[0].Client, pairs[0].Server, nil
 }

@@ -29,7 +29,7 @@ const (
 // DefaultArches are the node architectures cnibench's image is built for.
 var DefaultArches = []string{"amd64", "arm64"}
 
-// Placement constrains the nodes SelectNodes and SelectPairs choose. The
+// Placement constrains the nodes SelectPairs chooses. The
 // zero value is the default: same zone, linux nodes of DefaultArches, no
 // taint tolerated.
 type Placement struct {
@@ -120,27 +120,6 @@ func ParseTolerations(s string) ([]corev1.Toleration, error) {
 		out = append(out, t)
 	}
 	return out, nil
-}
-
-// FormatTolerations is the inverse of ParseTolerations, for logs and
-// results (tolerations it cannot express are written Go-style).
-func FormatTolerations(ts []corev1.Toleration) string {
-	var parts []string
-	for _, t := range ts {
-		s := t.Key
-		switch t.Operator {
-		case corev1.TolerationOpExists:
-		case "", corev1.TolerationOpEqual:
-			s += "=" + t.Value
-		default:
-			s += string(t.Operator) + t.Value
-		}
-		if t.Effect != "" {
-			s += ":" + string(t.Effect)
-		}
-		parts = append(parts, s)
-	}
-	return strings.Join(parts, ",")
 }
 
 // untolerated returns n's NoSchedule and NoExecute taints no toleration of

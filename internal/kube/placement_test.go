@@ -104,3 +104,23 @@ func TestUntolerated(t *testing.T) {
 		}
 	}
 }
+
+// FormatTolerations is the inverse of ParseTolerations (tolerations it cannot express are written Go-style).
+func FormatTolerations(ts []corev1.Toleration) string {
+	var parts []string
+	for _, t := range ts {
+		s := t.Key
+		switch t.Operator {
+		case corev1.TolerationOpExists:
+		case "", corev1.TolerationOpEqual:
+			s += "=" + t.Value
+		default:
+			s += string(t.Operator) + t.Value
+		}
+		if t.Effect != "" {
+			s += ":" + string(t.Effect)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ",")
+}

@@ -29,11 +29,8 @@ var (
 )
 
 func mustGuaranteed(cpu, mem string) corev1.ResourceRequirements {
-	r, err := GuaranteedResources(cpu, mem)
-	if err != nil {
-		panic(err)
-	}
-	return r
+	l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+	return corev1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
 }
 
 func TestBuildPodGolden(t *testing.T) {
@@ -216,16 +213,6 @@ func TestParseResources(t *testing.T) {
 		if err != nil || !equalResources(got, tt.want) {
 			t.Errorf("ParseResources(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
 		}
-	}
-}
-
-func TestGuaranteedResources(t *testing.T) {
-	r, err := GuaranteedResources("250m", "256Mi")
-	if err != nil || !r.Requests.Cpu().Equal(resource.MustParse("250m")) || !r.Limits.Memory().Equal(resource.MustParse("256Mi")) {
-		t.Errorf("GuaranteedResources = %+v, %v", r, err)
-	}
-	if _, err := GuaranteedResources("1", "lots"); err == nil || !strings.Contains(err.Error(), `memory "lots" is not a quantity`) {
-		t.Errorf("err = %v", err)
 	}
 }
 

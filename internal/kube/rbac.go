@@ -127,7 +127,7 @@ func rule(group, resource string, verbs []string, why string) ruleWhy {
 // (for their mode) and kube-proxy's.
 func configMapNames() []string {
 	names := modeConfigMaps()
-	for _, n := range append([]string{KubeProxyConfigMap}, IdentityConfigMaps()...) {
+	for _, n := range IdentityConfigMaps() {
 		if !slices.Contains(names, n) {
 			names = append(names, n)
 		}

@@ -129,13 +129,6 @@ func Retryable(err error) bool {
 	return false
 }
 
-// Call is call for the API calls made outside this package (e.g. the
-// cluster backend's dry runs): fn, named what ("create pod ns/name"), is
-// bounded and retried as ctx's RetryPolicy says, and its error names what.
-func Call(ctx context.Context, what string, fn func(ctx context.Context) error) error {
-	return call(ctx, what, fn)
-}
-
 // call runs fn, an API call named what ("create pod ns/name"), under ctx's
 // RetryPolicy: each attempt with its own deadline, retryable errors
 // retried with backoff. Its error names what, and, if it retried, the

@@ -73,7 +73,7 @@ func (k *kubeFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&k.Tolerations, "tolerations", "", "kubernetes: taints the pods tolerate, so that tainted (dedicated) nodes can be used: key[=value][:Effect],… (e.g. dedicated=bench:NoSchedule)")
 	fl.StringVar(&k.NodeArch, "node-arch", strings.Join(kube.DefaultArches, ","), "kubernetes: node architectures (kubernetes.io/arch) the image runs on; other nodes are not used")
 	fl.IntVar(&k.Pairs, "pairs", 1, "kubernetes: client/server pairs measured at once on the cross-node-pairs path (aggregate and spread per pair; 1: no such path)")
-	fl.StringVar(&k.PodResources, "pod-resources", string(cluster.ResourcesAuto), "kubernetes: the pods' requests and limits: auto (Guaranteed, the same CPU share for every pod, sized to the nodes' allocatable CPU, at most 2 CPUs), none (BestEffort), or cpu=Q,memory=Q (Guaranteed)")
+	fl.StringVar(&k.PodResources, "pod-resources", string(cluster.ResourcesAuto), "kubernetes: the pods' requests and limits: auto (Guaranteed, the same CPU share for every pod, sized to the nodes' allocatable CPU, at most 2 CPUs), none (BestEffort), cpu=Q,memory=Q (Guaranteed), or cpu=Q,memory=Q,requests-only (Burstable: no cap)")
 	fl.StringSliceVar(&k.PullSecrets, "image-pull-secret", nil, "kubernetes: secret(s) of the namespace to pull --image with (kubectl create secret docker-registry …); repeatable")
 	fl.StringVar(&k.ServiceAccount, "service-account", "", "kubernetes: service account of the pods (default: the namespace's default; its token is never mounted)")
 	fl.BoolVar(&k.LoadBalancer, "load-balancer", false, "kubernetes: add the pod-to-loadbalancer path through a LoadBalancer service (on a cloud this provisions a billed load balancer)")

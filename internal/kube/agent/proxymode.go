@@ -55,17 +55,10 @@ func ReadProxyMode(ctx context.Context, url string, timeout time.Duration) Proxy
 	default:
 		mode := strings.TrimSpace(string(b))
 		if mode == "" || strings.ContainsAny(mode, " \n<") {
-			out.Error = fmt.Sprintf("%s answered %q, not a proxy mode", url, firstLineOf(mode))
+			out.Error = fmt.Sprintf("%s answered %.40q, not a proxy mode", url, mode)
 		} else {
 			out.Mode = mode
 		}
 	}
 	return out
-}
-
-func firstLineOf(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
