@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -112,4 +113,26 @@ func familySuffix(f string, fams []string) string {
 		return "-ipv6"
 	}
 	return ""
+}
+
+// nodeAddrs and podAddrs list addresses for errors.
+func nodeAddrs(n *corev1.Node) string {
+	var out []string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			out = append(out, a.Address)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func podAddrs(p *corev1.Pod) string {
+	var out []string
+	for _, ip := range p.Status.PodIPs {
+		out = append(out, ip.IP)
+	}
+	if len(out) == 0 {
+		return p.Status.PodIP
+	}
+	return strings.Join(out, ", ")
 }
