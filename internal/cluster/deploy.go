@@ -120,8 +120,8 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 	if err != nil {
 		return err
 	}
-	plans, err := d.podPlans(serverIP, secret)
-	if err != nil {
+	plans := d.podPlans(serverIP, secret)
+	if err := d.sizePods(plans); err != nil {
 		return err
 	}
 	// Admission first: every pod is created in a server-side dry run, so
@@ -134,7 +134,7 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 	}
 	if d.noHost != "" {
 		// Fewer pods per node: resize the shares to the pods that run.
-		if err := d.resize(plans); err != nil {
+		if err := d.sizePods(plans); err != nil {
 			return err
 		}
 	}
@@ -191,7 +191,7 @@ type podPlan struct {
 
 // podPlans are the run's pods: the five of one pair, and a client and a
 // server for each further pair of --pairs.
-func (d *Deployment) podPlans(serverIP, secret string) ([]podPlan, error) {
+func (d *Deployment) podPlans(serverIP, secret string) []podPlan {
 	b := d.b
 	client, server := d.client, d.server
 	port := strconv.Itoa(engine.DefaultPort)
@@ -223,15 +223,6 @@ func (d *Deployment) podPlans(serverIP, secret string) ([]podPlan, error) {
 			plan{pairPod("cli", i+2), kube.PodSpec{Role: "client", Node: p.Client.Name, Args: []string{"k8s", "agent", "idle"}}},
 			plan{pairPod("srv", i+2), kube.PodSpec{Role: "server", Node: p.Server.Name, Args: []string{"serve", "--listen", ":" + port}, Ports: []int32{int32(engine.DefaultPort)}}})
 	}
-	podsOn := map[string]int{}
-	for _, p := range plans {
-		podsOn[p.spec.Node]++
-	}
-	res, resConf, err := d.resources(podsOn)
-	if err != nil {
-		return nil, err
-	}
-	d.resConfig = resConf
 	var out []podPlan
 	for _, p := range plans {
 		s := p.spec
@@ -239,23 +230,18 @@ func (d *Deployment) podPlans(serverIP, secret string) ([]podPlan, error) {
 		s.Image, s.ImagePullPolicy, s.TokenSecret = b.o.Image, b.o.PullPolicy, secret
 		s.Tolerations = b.o.Placement.Tolerations
 		s.ImagePullSecrets, s.ServiceAccount = b.o.ImagePullSecrets, b.o.ServiceAccount
-		s.Resources = res
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
 		}
 		s.Labels["cnibench.io/pod"] = p.short
 		out = append(out, podPlan{short: p.short, host: s.HostNetwork, pod: kube.BuildPod(d.ns, d.runID, s)})
 	}
-	return out, nil
+	return out
 }
 
-// resize gives plans' pods the resources sized to them alone (after
-// admission left the host pods out). With given resources or none it
-// changes nothing.
-func (d *Deployment) resize(plans []podPlan) error {
-	if d.b.o.ResourcesMode != ResourcesAuto && d.b.o.ResourcesMode != "" {
-		return nil
-	}
+// sizePods gives plans' pods their resources (d.resources), sized to
+// these pods: called again when admission left the host pods out.
+func (d *Deployment) sizePods(plans []podPlan) error {
 	podsOn := map[string]int{}
 	for _, p := range plans {
 		podsOn[p.pod.Spec.NodeName]++

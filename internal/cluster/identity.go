@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -65,7 +66,7 @@ func orUnknown(s string) string {
 
 // identify reads the cluster's facts and names the cluster (never
 // empty), once per backend: every deployment of a run shares them.
-func (b *Backend) identify(ctx context.Context, log interface{ Info(string, ...any) }) {
+func (b *Backend) identify(ctx context.Context, log *slog.Logger) {
 	b.identOnce.Do(func() {
 		facts, ev := kube.ClusterFacts(ctx, b.cs)
 		b.facts, b.factsEvidence = facts, ev
