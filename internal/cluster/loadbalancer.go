@@ -2,15 +2,12 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -47,41 +44,13 @@ func (d *Deployment) loadBalancer(ctx context.Context, sel map[string]string) {
 	}
 	d.lb = svc
 	d.log.Info("waiting for the LoadBalancer service's address", "timeout", b.o.LBTimeout)
-	var last *corev1.Service
-	err = wait.PollUntilContextTimeout(ctx, lbPollInterval, b.o.LBTimeout, true, func(ctx context.Context) (bool, error) {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		s, err := b.cs.CoreV1().Services(d.ns).Get(cctx, svc.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil // passing: look again until the timeout
-		}
-		last = s
-		return lbAddress(s) != "", nil
-	})
+	addr, err := kube.WaitLoadBalancer(ctx, b.cs, d.ns, svc.Name, lbPollInterval, b.o.LBTimeout)
 	if err != nil {
-		d.lbWhy = fmt.Sprintf("the cluster gave the LoadBalancer service no address within %v (no load-balancer controller, or its quota)", b.o.LBTimeout)
-		if last != nil && len(last.Status.Conditions) > 0 {
-			c := last.Status.Conditions[len(last.Status.Conditions)-1]
-			d.lbWhy += ": " + c.Reason + " " + c.Message
-		}
+		d.lbWhy = firstLine(err.Error())
 		return
 	}
-	d.lbAddr = lbAddress(last)
+	d.lbAddr = addr
 	d.log.Info("LoadBalancer address", "address", d.lbAddr)
-}
-
-// lbAddress is a LoadBalancer service's first ingress address: its IP,
-// else its host name (AWS's load balancers have names only); "" if none.
-func lbAddress(s *corev1.Service) string {
-	for _, in := range s.Status.LoadBalancer.Ingress {
-		if in.IP != "" {
-			return in.IP
-		}
-		if in.Hostname != "" {
-			return in.Hostname
-		}
-	}
-	return ""
 }
 
 // lbPath is the pod-to-loadbalancer path (nil without --load-balancer).

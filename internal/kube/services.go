@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -91,4 +92,58 @@ func readyEndpoints(slices []discoveryv1.EndpointSlice) int {
 		}
 	}
 	return best
+}
+
+// WaitLoadBalancer waits, at most timeout polling every interval, until
+// LoadBalancer service ns/name has an address: its first ingress IP, else
+// its host name (AWS's load balancers have names only). It returns the
+// address, or an error saying how long it waited and the service's last
+// condition. Passing API errors are "not yet".
+func WaitLoadBalancer(ctx context.Context, cs kubernetes.Interface, ns, name string, interval, timeout time.Duration) (string, error) {
+	var last *corev1.Service
+	addr := ""
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+		var s *corev1.Service
+		transient, err := once(ctx, "get service "+ns+"/"+name, func(ctx context.Context) (err error) {
+			s, err = cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+			return err
+		})
+		if transient {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		last, addr = s, lbAddress(s)
+		return addr != "", nil
+	})
+	switch {
+	case err == nil:
+		return addr, nil
+	case wait.Interrupted(err) && ctx.Err() == nil:
+		msg := fmt.Sprintf("the cluster gave the LoadBalancer service no address within %v (no load-balancer controller, or its quota)", timeout)
+		if last != nil && len(last.Status.Conditions) > 0 {
+			c := last.Status.Conditions[len(last.Status.Conditions)-1]
+			msg += ": " + c.Reason + " " + c.Message
+		}
+		return "", errors.New(msg)
+	case wait.Interrupted(err):
+		return "", fmt.Errorf("wait for the address of service %s/%s: %w", ns, name, ctx.Err())
+	default:
+		return "", err
+	}
+}
+
+// lbAddress is a LoadBalancer service's first ingress address: its IP,
+// else its host name; "" if none.
+func lbAddress(s *corev1.Service) string {
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			return in.IP
+		}
+		if in.Hostname != "" {
+			return in.Hostname
+		}
+	}
+	return ""
 }
