@@ -5,7 +5,6 @@ import (
 	"context"
 	"debug/elf"
 	"encoding/base64"
-	"encoding/binary"
 	"io"
 	"log"
 	"net/http"
@@ -21,33 +20,12 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/cnibench/cnibench/internal/image/imagetest"
 )
 
-// fakeELF writes a minimal static ELF64 little-endian executable header for
-// machine, followed by payload, and returns its path. It does not run, but
-// it is what Build reads: the same bytes always give the same image.
-func fakeELF(t *testing.T, dir, file string, machine elf.Machine, payload string) string {
-	t.Helper()
-	var b bytes.Buffer
-	b.Write([]byte{0x7f, 'E', 'L', 'F', byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT), 0})
-	b.Write(make([]byte, 8))
-	le := binary.LittleEndian
-	for _, v := range []any{
-		uint16(elf.ET_EXEC), uint16(machine), uint32(elf.EV_CURRENT),
-		uint64(0x401000), uint64(0), uint64(0), // entry, phoff, shoff
-		uint32(0), uint16(64), uint16(56), uint16(0), uint16(64), uint16(0), uint16(0),
-	} {
-		if err := binary.Write(&b, le, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b.WriteString(payload)
-	p := filepath.Join(dir, file)
-	if err := os.WriteFile(p, b.Bytes(), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+// fakeELF is imagetest.FakeELF.
+var fakeELF = imagetest.FakeELF
 
 func TestParseBinary(t *testing.T) {
 	tests := []struct {

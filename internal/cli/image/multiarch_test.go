@@ -2,9 +2,7 @@ package image
 
 import (
 	"archive/tar"
-	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"flag"
 	"io"
 	"log"
@@ -20,35 +18,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/cnibench/cnibench/internal/buildinfo"
+	"github.com/cnibench/cnibench/internal/image/imagetest"
 	"github.com/cnibench/cnibench/internal/cli/clitest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// fakeELF writes a minimal static ELF64 little-endian executable header for
-// machine followed by payload: what the image reads, reproducibly (it does
-// not run).
-func fakeELF(t *testing.T, dir, file string, machine elf.Machine, payload string) string {
-	t.Helper()
-	var b bytes.Buffer
-	b.Write([]byte{0x7f, 'E', 'L', 'F', byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT), 0})
-	b.Write(make([]byte, 8))
-	for _, v := range []any{
-		uint16(elf.ET_EXEC), uint16(machine), uint32(elf.EV_CURRENT),
-		uint64(0x401000), uint64(0), uint64(0),
-		uint32(0), uint16(64), uint16(56), uint16(0), uint16(64), uint16(0), uint16(0),
-	} {
-		if err := binary.Write(&b, binary.LittleEndian, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b.WriteString(payload)
-	p := filepath.Join(dir, file)
-	if err := os.WriteFile(p, b.Bytes(), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+// fakeELF is imagetest.FakeELF.
+var fakeELF = imagetest.FakeELF
 
 // fixedBuild makes the image labels (version, revision) fixed for the test.
 func fixedBuild(t *testing.T) {
