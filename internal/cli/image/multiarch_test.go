@@ -18,8 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/cnibench/cnibench/internal/buildinfo"
-	"github.com/cnibench/cnibench/internal/image/imagetest"
 	"github.com/cnibench/cnibench/internal/cli/clitest"
+	"github.com/cnibench/cnibench/internal/image/imagetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
