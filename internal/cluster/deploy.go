@@ -57,9 +57,8 @@ type Deployment struct {
 	// noHost is why the privileged host pods do not run ("" if they do):
 	// the baseline and the checks that need them are skipped with it.
 	noHost string
-	// lb is the LoadBalancer service and its address (--load-balancer);
+	// lbAddr is the LoadBalancer service's address (--load-balancer);
 	// lbWhy why the path cannot run ("" if it can).
-	lb     *corev1.Service
 	lbAddr string
 	lbWhy  string
 	// proxyMode is kube-proxy's mode as the client node's kube-proxy

@@ -42,7 +42,6 @@ func (d *Deployment) loadBalancer(ctx context.Context, sel map[string]string) {
 		d.lbWhy = "the cluster refused a LoadBalancer service: " + firstLine(err.Error())
 		return
 	}
-	d.lb = svc
 	d.log.Info("waiting for the LoadBalancer service's address", "timeout", b.o.LBTimeout)
 	addr, err := kube.WaitLoadBalancer(ctx, b.cs, d.ns, svc.Name, lbPollInterval, b.o.LBTimeout)
 	if err != nil {
