@@ -146,7 +146,13 @@ ts control-plane
 
 # ---------- nodes ----------
 sysctls_changed() { [ "$(sysctl $KUBELET_SYSCTLS 2>/dev/null | sed 's/ = /=/')" != "$(cat "$LC_RUN/sysctl.orig")" ]; }
-node_ready() { kc get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True; }
+# Ready, and the node controller has lifted the taints it set while the node
+# was not (node.kubernetes.io/not-ready:NoExecute outlives the condition by
+# up to one node-monitor period: a run started then finds the node unusable).
+node_ready() {
+  kc get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True &&
+    ! kc get node "$1" -o jsonpath='{range .spec.taints[*]}{.key}{"\n"}{end}' | grep -q '^node\.kubernetes\.io/'
+}
 start_node() {
   local N=$1 D=$LC_STATE/$1 S=$LC_RUN/$1 CG=$CGROOT-$1
   mkdir -p "$D/containerd" "$D/kubelet" "$D/cni" "$D/pod-logs" "$D/opt" "$S"

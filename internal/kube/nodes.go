@@ -67,6 +67,11 @@ func usability(n *corev1.Node, pl Placement) (why string, taintOnly bool, notes 
 		return fmt.Sprintf("arch %s: the image has no such platform (it has %s)", arch, strings.Join(pl.arches(), ", ")), false, nil
 	}
 	if taints, noExecute := untolerated(n, pl.Tolerations); len(taints) > 0 {
+		if !slices.ContainsFunc(taints, func(t string) bool { return !isConditionTaint(t) }) {
+			// Not a dedicated pool: a passing state to wait out, not to tolerate.
+			return "under node-condition taint " + strings.Join(taints, ",") +
+				" (set by the node controller while the node is not ready, unreachable or under pressure; wait until it clears)", !noExecute, nil
+		}
 		return "tainted " + strings.Join(taints, ","), !noExecute, nil
 	}
 	return "", false, notes

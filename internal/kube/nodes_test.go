@@ -23,6 +23,7 @@ func TestSelectNodes(t *testing.T) {
 		choice         NodeChoice
 		client, server string
 		err            []string // substrings of the error
+		notErr         []string // not in the error
 	}{
 		{name: "auto", nodes: []runtime.Object{w3, cp, w2, w1}, client: "w1", server: "w2"},
 		{name: "auto prefers workers", nodes: []runtime.Object{cpOpen, w2}, client: "w2", server: "cp"},
@@ -36,6 +37,10 @@ func TestSelectNodes(t *testing.T) {
 		{name: "too few usable", nodes: bad,
 			err: []string{"1 of 5 nodes usable", "cp tainted node-role.kubernetes.io/control-plane:NoSchedule", "w2 not Ready", "w3 cordoned", "w4 tainted gpu:NoExecute", "--client-node/--server-node", "to use tainted nodes pass --tolerations with their taints (e.g. --tolerations gpu:NoExecute)"}},
 		{name: "no nodes", err: []string{"0 of 0 nodes usable"}},
+		// Ready, but the node controller has not yet lifted its taint: wait, do not tolerate.
+		{name: "condition taint", nodes: []runtime.Object{w1, node("w2", taint(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute))},
+			err:    []string{"1 of 2 nodes usable", "w2 under node-condition taint node.kubernetes.io/not-ready:NoExecute", "wait until it clears"},
+			notErr: []string{"--tolerations"}},
 		{name: "same name", nodes: []runtime.Object{w1, w2}, choice: NodeChoice{Client: "w1", Server: "w1"}, err: []string{"must run on different nodes"}},
 		{name: "unknown name", nodes: []runtime.Object{w1, w2}, choice: NodeChoice{Client: "nope"}, err: []string{`--client-node "nope": no such node`}},
 		{name: "named not ready", nodes: bad, choice: NodeChoice{Server: "w2"}, err: []string{`--server-node "w2": node is not Ready`}},
@@ -60,6 +65,11 @@ func TestSelectNodes(t *testing.T) {
 				for _, want := range tt.err {
 					if !strings.Contains(err.Error(), want) {
 						t.Errorf("error %q lacks %q", err, want)
+					}
+				}
+				for _, bad := range tt.notErr {
+					if strings.Contains(err.Error(), bad) {
+						t.Errorf("error %q has %q", err, bad)
 					}
 				}
 				return

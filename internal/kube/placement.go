@@ -146,6 +146,23 @@ func untolerated(n *corev1.Node, ts []corev1.Toleration) (taints []string, noExe
 	return taints, noExecute
 }
 
+// conditionTaints are the taints the node lifecycle controller and the
+// kubelet set from a node's conditions (the well-known
+// node.kubernetes.io/… taints other than out-of-service).
+var conditionTaints = []string{
+	corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, corev1.TaintNodeUnschedulable,
+	corev1.TaintNodeMemoryPressure, corev1.TaintNodeDiskPressure, corev1.TaintNodeNetworkUnavailable,
+	corev1.TaintNodePIDPressure,
+}
+
+// isConditionTaint tells whether t, as untolerated formats it
+// (key[=value]:Effect), is one of conditionTaints.
+func isConditionTaint(t string) bool {
+	key, _, _ := strings.Cut(t, ":")
+	key, _, _ = strings.Cut(key, "=")
+	return slices.Contains(conditionTaints, key)
+}
+
 // NodeZone returns n's zone: its topology.kubernetes.io/zone label, else
 // its legacy failure-domain.beta.kubernetes.io/zone label, else "".
 func NodeZone(n *corev1.Node) string {

@@ -20,6 +20,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -271,10 +272,27 @@ func repeatErrors(r result.Run) []string {
 	return out
 }
 
-// waitPods waits until the run's pods exist in namespace cnibench.
-func (e *env) waitPods(t *testing.T, n int) {
+// startSuite starts cmd; the returned channel gets its Wait result.
+func startSuite(t *testing.T, cmd *exec.Cmd) <-chan error {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return done
+}
+
+// waitPods waits until n of the run's pods run in namespace cnibench; it
+// fails at once, with the suite's stderr, if the suite exits first.
+func (e *env) waitPods(t *testing.T, n int, done <-chan error, stderr *bytes.Buffer) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			return false, fmt.Errorf("the suite exited before its pods ran (%v): %s", err, stderr.String())
+		default:
+		}
 		l, err := e.cs.CoreV1().Pods("cnibench").List(ctx, metav1.ListOptions{LabelSelector: kube.ManagedByKey + "=" + kube.ManagedBy})
 		if err != nil {
 			return false, nil
@@ -300,14 +318,10 @@ func TestInterruptedRunCleansUp(t *testing.T) {
 	cmd := exec.Command(e.bin, e.suiteArgs(out, "--checks", "none", "--repeat", "50")...)
 	var se bytes.Buffer
 	cmd.Stderr = &se
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	e.waitPods(t, 5)
+	done := startSuite(t, cmd)
+	e.waitPods(t, 5, done, &se)
 	time.Sleep(3 * time.Second) // a few cells measured
 	_ = cmd.Process.Signal(syscall.SIGINT)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
 	case <-time.After(3 * time.Minute):
@@ -333,17 +347,17 @@ func TestCleanAfterCrash(t *testing.T) {
 	e := setup(t)
 	out := filepath.Join(e.out, "crashed")
 	cmd := exec.Command(e.bin, e.suiteArgs(out, "--checks", "none", "--repeat", "50")...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	e.waitPods(t, 5)
+	var se bytes.Buffer
+	cmd.Stderr = &se
+	done := startSuite(t, cmd)
+	e.waitPods(t, 5, done, &se)
 	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	<-done
 	if len(e.leftovers(t)) == 0 {
 		t.Fatal("a killed run left nothing: the test proves nothing")
 	}
-	so, se, code := run(t, e.bin, "k8s", "clean", "--kubeconfig", e.kubeconfig)
-	t.Logf("clean:\n%s%s", so, se)
+	so, cse, code := run(t, e.bin, "k8s", "clean", "--kubeconfig", e.kubeconfig)
+	t.Logf("clean:\n%s%s", so, cse)
 	if code != 0 {
 		t.Fatalf("clean exit %d", code)
 	}
