@@ -33,6 +33,23 @@ type Client struct {
 	// Token is sent in the hello to a server that requires one (--token,
 	// CNIBENCH_TOKEN).
 	Token string
+	// Window, if set, is told when each repeat's measured window opens and
+	// closes (a CPU profiler samples exactly the window).
+	Window WindowHook
+}
+
+// WindowHook watches the measured windows of a run. WindowOpen is called
+// just before the window's first edge is taken, WindowClose just after
+// its last edge (before the server's stats are asked for), with the
+// repeat's index (0-based); WindowClose may add metrics to the repeat
+// once it is measured, through AddMetrics. A hook's errors are its own:
+// it records them as warnings of the result it is given.
+type WindowHook interface {
+	WindowOpen(repeat int)
+	WindowClose(repeat int)
+	// AddMetrics adds the hook's figures for the repeat to rep and its
+	// warnings to res; called once per measured repeat.
+	AddMetrics(repeat int, rep *result.Repeat, res *result.Result)
 }
 
 // control is an open control connection.
@@ -354,6 +371,9 @@ func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.
 	// Open the window: client edge, flows to the measured phase, then the
 	// server's edge.
 	in := windowIn{Test: cfg.Test, External: ct.external(), BootID: ReadBootID()}
+	if cl.Window != nil {
+		cl.Window.WindowOpen(idx)
+	}
 	in.E0 = w.edge()
 	w.phase.Store(phaseMeasured)
 	if _, err := ct.call(&Msg{Type: MsgStart}, MsgStarted, ctlTimeout); err != nil {
@@ -364,6 +384,9 @@ func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.
 	// Close the window.
 	w.phase.Store(phaseAfter)
 	in.E1 = w.edge()
+	if cl.Window != nil {
+		cl.Window.WindowClose(idx)
+	}
 	window := in.E1.At.Sub(in.E0.At)
 	if !full && window < cfg.Duration/10 {
 		return nil, ctx.Err()
@@ -422,6 +445,9 @@ func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.
 		if e := w.err(); e != nil {
 			rep.Error += ": " + e.Error()
 		}
+	}
+	if cl.Window != nil {
+		cl.Window.AddMetrics(idx, rep, res)
 	}
 	cl.progress(Event{Repeat: idx + 1, Repeats: cfg.Repeat, Phase: "done", Elapsed: total, Total: total, Metrics: m})
 	return rep, nil
