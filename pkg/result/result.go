@@ -117,6 +117,8 @@ type Run struct {
 	Summary     map[string]stats.Summary `json:"summary"`
 	Warnings    []string                 `json:"warnings,omitempty"`
 	Interrupted bool                     `json:"interrupted,omitempty"`
+	// Profile summarises the cell's CPU profile (suite --cpu-profile).
+	Profile *Profile `json:"profile,omitempty"`
 }
 
 // Skip records a cell (or a whole datapath) that was not measured, and why.
