@@ -14,7 +14,11 @@
 //   - egress is a local pod's host-side veth: bpf_redirect_peer() moves the
 //     skb straight to the pod's eth0 ingress, skipping the node's IP stack,
 //     netfilter (PREROUTING/FORWARD/POSTROUTING, conntrack) and the per-CPU
-//     backlog queue of a normal veth transmit;
+//     backlog queue of a normal veth transmit; or, when loaded with
+//     `redirect_host` set (Calico eBPF style), bpf_redirect() to the egress
+//     of that host-side veth: still no IP stack or netfilter, but the skb is
+//     transmitted by veth_xmit and reaches the pod through the per-CPU
+//     backlog (process_backlog), as any veth transmit does;
 //   - egress is the node's uplink: bpf_redirect_neigh() transmits on the
 //     uplink and lets the kernel fill in L2 from its neighbour table
 //     (resolving it if needed), again skipping netfilter;
@@ -59,6 +63,11 @@
 // Set by the loader before loading: 1 = bare redirect, no CT or policy.
 volatile const __u32 bare = 0;
 
+// Set by the loader before loading: 1 = deliver to a local pod with
+// bpf_redirect() to the egress of its host-side veth instead of
+// bpf_redirect_peer() (the verifier removes the branch not taken).
+volatile const __u32 redirect_host = 0;
+
 // Values of the `ifaces` map. Keep in sync with hostrouting_linux.go.
 enum iface_kind {
 	IFACE_POD = 1,
@@ -78,7 +87,8 @@ enum counter_idx {
 	CNT_CT_ESTABLISHED = 8, // CT hit in the original direction
 	CNT_CT_REPLY = 9,       // CT hit in the reply direction
 	CNT_POLICY_DENIED = 10, // dropped by the policy map
-	CNT_MAX = 11,
+	CNT_REDIRECT_HOST = 11, // sent to a local pod's host-side veth egress with bpf_redirect
+	CNT_MAX = 12,
 };
 
 // Values of the `policy` map. Keep in sync with hostrouting_linux.go.
@@ -327,12 +337,25 @@ int host_routing(struct __sk_buff *skb)
 	if (*kind == IFACE_POD && rc == BPF_FIB_LKUP_RET_SUCCESS) {
 		// Rewrite L2 as the node's router would (source: the host-side
 		// veth, destination: the pod's eth0 from the neighbour table).
-		// The pod's stack would accept the frame anyway, because
-		// redirect_peer scrubs the skb to PACKET_HOST, but captures in
-		// the pod then show the same MACs as without the program.
+		// With redirect_peer the pod's stack would accept the frame
+		// anyway, because redirect_peer scrubs the skb to PACKET_HOST,
+		// but captures in the pod then show the same MACs as without the
+		// program. With bpf_redirect to the host veth's egress the
+		// rewrite is required: the pod's eth0 classifies the frame by its
+		// destination MAC (eth_type_trans) and drops PACKET_OTHERHOST.
 		ip_decrease_ttl(iph);
 		__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
 		__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
+		if (redirect_host) {
+			// Egress of the host-side veth (flags 0): dev_queue_xmit ->
+			// veth_xmit -> the pod's eth0 through netif_rx and the
+			// per-CPU backlog. No netfilter hook of the node's IP
+			// stack is on this path.
+			ret = bpf_redirect(oif, 0);
+			if (ret != TC_ACT_REDIRECT)
+				return count(CNT_DROP, TC_ACT_SHOT);
+			return count(CNT_REDIRECT_HOST, TC_ACT_REDIRECT);
+		}
 		ret = bpf_redirect_peer(oif, 0);
 		if (ret != TC_ACT_REDIRECT)
 			return count(CNT_DROP, TC_ACT_SHOT);
@@ -343,8 +366,9 @@ int host_routing(struct __sk_buff *skb)
 	// (NO_NEIGH: we have no destination MAC to write). redirect_neigh
 	// transmits on oif and lets the kernel resolve/fill L2 from its
 	// neighbour table; once resolved, later packets to that pod take the
-	// redirect_peer path above. With Calico-style static neighbour entries
-	// for pods this branch is only taken for the uplink.
+	// redirect_peer (or redirect_host) path above. With Calico-style
+	// static neighbour entries for pods this branch is only taken for the
+	// uplink.
 	//
 	// The next hop from the FIB result (the gateway, or the destination for
 	// a directly connected route) is passed explicitly. With a NULL params

@@ -1,8 +1,10 @@
 // Package hostrouting is cnibench's model of Cilium's "BPF host routing":
 // a tc program on the node's pod-facing veths and on its uplink that looks
 // the destination up in the node's FIB (bpf_fib_lookup) and then hands the
-// packet straight to the destination pod (bpf_redirect_peer) or out of the
-// uplink (bpf_redirect_neigh), bypassing the node's IP forwarding path and
+// packet straight to the destination pod (bpf_redirect_peer, or with
+// Options.RedirectHost bpf_redirect to the egress of the pod's host-side
+// veth, as Calico's eBPF dataplane does) or out of the uplink
+// (bpf_redirect_neigh), bypassing the node's IP forwarding path and
 // netfilter. Everything the program cannot handle is passed to the stack
 // unchanged.
 //
@@ -25,6 +27,11 @@ type Counters struct {
 	// RedirectPeer counts packets handed to a local pod with
 	// bpf_redirect_peer (node stack and netfilter bypassed).
 	RedirectPeer uint64
+	// RedirectHost counts packets sent to a local pod with bpf_redirect to
+	// the egress of its host-side veth (Options.RedirectHost): node stack
+	// and netfilter bypassed, but the veth transmit and the pod's per-CPU
+	// backlog kept.
+	RedirectHost uint64
 	// RedirectNeigh counts packets transmitted with bpf_redirect_neigh:
 	// to the uplink, or to a local pod whose neighbour entry is not
 	// resolved yet.
@@ -59,9 +66,15 @@ type Options struct {
 	// Bare loads the redirect alone: no connection-tracking map lookup and
 	// update, no policy map lookup (an upper bound, not a model of Cilium).
 	Bare bool
+	// RedirectHost delivers packets for a local pod with bpf_redirect to
+	// the egress of the pod's host-side veth (veth_xmit, then the pod's
+	// per-CPU backlog), as Calico's eBPF dataplane does, instead of
+	// bpf_redirect_peer into the pod's eth0. The uplink path
+	// (bpf_redirect_neigh) is the same either way.
+	RedirectHost bool
 }
 
 // Total is the number of packets the program has seen.
 func (c Counters) Total() uint64 {
-	return c.RedirectPeer + c.RedirectNeigh + c.Pass + c.Drop + c.PolicyDenied
+	return c.RedirectPeer + c.RedirectHost + c.RedirectNeigh + c.Pass + c.Drop + c.PolicyDenied
 }

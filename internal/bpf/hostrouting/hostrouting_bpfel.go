@@ -48,6 +48,7 @@ const (
 	hostroutingMapPolicy       = "policy"
 	hostroutingProgHostRouting = "host_routing"
 	hostroutingVarBare         = "bare"
+	hostroutingVarRedirectHost = "redirect_host"
 )
 
 // loadHostrouting returns the embedded CollectionSpec for hostrouting.
@@ -109,7 +110,8 @@ type hostroutingMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type hostroutingVariableSpecs struct {
-	Bare *ebpf.VariableSpec `ebpf:"bare"`
+	Bare         *ebpf.VariableSpec `ebpf:"bare"`
+	RedirectHost *ebpf.VariableSpec `ebpf:"redirect_host"`
 }
 
 // hostroutingObjects contains all objects after they have been loaded into the kernel.
@@ -151,7 +153,8 @@ func (m *hostroutingMaps) Close() error {
 //
 // It can be passed to loadHostroutingObjects or ebpf.CollectionSpec.LoadAndAssign.
 type hostroutingVariables struct {
-	Bare *ebpf.Variable `ebpf:"bare"`
+	Bare         *ebpf.Variable `ebpf:"bare"`
+	RedirectHost *ebpf.Variable `ebpf:"redirect_host"`
 }
 
 // hostroutingPrograms contains all programs after they have been loaded into the kernel.

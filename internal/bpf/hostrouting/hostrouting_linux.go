@@ -46,6 +46,7 @@ const (
 	cntCTEstablished
 	cntCTReply
 	cntPolicyDenied
+	cntRedirectHost
 	cntMax
 )
 
@@ -75,12 +76,15 @@ var legacyFilterHandle = netlink.MakeHandle(0, 1)
 // Program is the host-routing program loaded for one node namespace.
 // It is safe for concurrent use.
 type Program struct {
-	mu       sync.Mutex
-	objs     *hostroutingObjects
-	bare     bool
-	legacy   bool // use clsact + cls_bpf instead of TCX
-	attached []attachment
-	byIndex  map[int]bool
+	mu   sync.Mutex
+	objs *hostroutingObjects
+	bare bool
+	// redirectHost: local pods are reached with bpf_redirect to their
+	// host-side veth's egress instead of bpf_redirect_peer.
+	redirectHost bool
+	legacy       bool // use clsact + cls_bpf instead of TCX
+	attached     []attachment
+	byIndex      map[int]bool
 }
 
 type attachment interface {
@@ -97,7 +101,7 @@ func Probe() error {
 	if err := features.HaveProgramType(ebpf.SchedCLS); err != nil {
 		return fmt.Errorf("%w: tc (sched_cls) BPF programs: %w", ErrNotSupported, err)
 	}
-	for _, h := range []asm.BuiltinFunc{asm.FnFibLookup, asm.FnRedirectNeigh, asm.FnRedirectPeer} {
+	for _, h := range []asm.BuiltinFunc{asm.FnFibLookup, asm.FnRedirectNeigh, asm.FnRedirectPeer, asm.FnRedirect} {
 		if err := features.HaveProgramHelper(ebpf.SchedCLS, h); err != nil {
 			return fmt.Errorf("%w: BPF helper %s: %w", ErrNotSupported, h, err)
 		}
@@ -141,16 +145,18 @@ func Load(opts Options) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse hostrouting BPF objects: %w", err)
 	}
-	bare := uint32(0)
-	if opts.Bare {
-		bare = 1
-	}
-	v, ok := spec.Variables[hostroutingVarBare]
-	if !ok {
-		return nil, fmt.Errorf("hostrouting BPF objects have no %q variable", hostroutingVarBare)
-	}
-	if err := v.Set(bare); err != nil {
-		return nil, fmt.Errorf("set hostrouting variable %s: %w", hostroutingVarBare, err)
+	for name, on := range map[string]bool{hostroutingVarBare: opts.Bare, hostroutingVarRedirectHost: opts.RedirectHost} {
+		v, ok := spec.Variables[name]
+		if !ok {
+			return nil, fmt.Errorf("hostrouting BPF objects have no %q variable", name)
+		}
+		val := uint32(0)
+		if on {
+			val = 1
+		}
+		if err := v.Set(val); err != nil {
+			return nil, fmt.Errorf("set hostrouting variable %s: %w", name, err)
+		}
 	}
 	var objs hostroutingObjects
 	if err := spec.LoadAndAssign(&objs, nil); err != nil {
@@ -162,12 +168,17 @@ func Load(opts Options) (*Program, error) {
 		}
 		return nil, fmt.Errorf("load hostrouting BPF objects: %w", err)
 	}
-	return &Program{objs: &objs, bare: opts.Bare, byIndex: map[int]bool{}}, nil
+	return &Program{objs: &objs, bare: opts.Bare, redirectHost: opts.RedirectHost, byIndex: map[int]bool{}}, nil
 }
 
 // Bare reports whether the program was loaded without connection tracking
 // and policy.
 func (p *Program) Bare() bool { return p.bare }
+
+// RedirectHost reports whether local pods are reached with bpf_redirect to
+// the egress of their host-side veth (Options.RedirectHost) rather than with
+// bpf_redirect_peer.
+func (p *Program) RedirectHost() bool { return p.redirectHost }
 
 // SetPolicy sets the verdict for packets from src: allowed or denied. A
 // source no prefix covers is allowed. Only the full model (not Bare) looks
@@ -217,7 +228,8 @@ func (p *Program) CTEntries() (int, error) {
 
 // AttachFromPod attaches the program at tc ingress of a host-side pod veth
 // and registers it as a pod device, so that traffic routed to it from the
-// other hooks is redirected into the pod with bpf_redirect_peer. The caller
+// other hooks is redirected into the pod with bpf_redirect_peer (or, with
+// Options.RedirectHost, to the egress of this veth with bpf_redirect). The caller
 // must be running in the node's network namespace (on a locked OS thread).
 func (p *Program) AttachFromPod(ifindex int) error {
 	return p.attach(ifindex, ifacePod, "pod veth")
@@ -310,6 +322,7 @@ func (p *Program) Counters() (Counters, error) {
 	}
 	c := Counters{
 		RedirectPeer:  raw[cntRedirectPeer],
+		RedirectHost:  raw[cntRedirectHost],
 		RedirectNeigh: raw[cntRedirectNeigh],
 		PassNotIPv4:   raw[cntPassNotIPv4],
 		PassFIB:       raw[cntPassFIB],

@@ -28,6 +28,9 @@ func Load(Options) (*Program, error) { return nil, errNotSupportedOnOS }
 // Bare reports false on this platform.
 func (p *Program) Bare() bool { return false }
 
+// RedirectHost reports false on this platform.
+func (p *Program) RedirectHost() bool { return false }
+
 // SetPolicy always fails with ErrNotSupported on this platform.
 func (p *Program) SetPolicy(src netip.Prefix, _ bool) error {
 	return fmt.Errorf("set hostrouting policy %s: %w", src, errNotSupportedOnOS)
