@@ -10,12 +10,16 @@ import (
 )
 
 func init() {
-	Register(func() Datapath { return newEBPFHostRouting(false) })
-	Register(func() Datapath { return newEBPFHostRouting(true) })
+	Register(func() Datapath { return newEBPFHostRouting(hostrouting.Options{}) })
+	Register(func() Datapath { return newEBPFHostRouting(hostrouting.Options{Bare: true}) })
+	Register(func() Datapath { return newEBPFHostRouting(hostrouting.Options{RedirectHost: true}) })
 }
 
 // CounterReporter is implemented by datapaths that count what they did (per
 // node), for tests and reports. Keys look like "node1.redirect_peer".
+// The eBPF host-routing datapaths report redirect_peer, redirect_host,
+// redirect_neigh, pass, pass_fib and drop, and unless bare ct_new,
+// ct_established, ct_reply and policy_denied.
 type CounterReporter interface {
 	Counters() (map[string]uint64, error)
 }
@@ -26,17 +30,21 @@ type CounterReporter interface {
 // bpf_redirect_peer / bpf_redirect_neigh after a bpf_fib_lookup, bypassing
 // the node's forwarding path and netfilter. The full model also looks every
 // redirected packet up in a BPF connection-tracking map (and updates it) and
-// in a policy map, as Cilium does; the bare variant only redirects.
+// in a policy map, as Cilium does; the bare variant only redirects. The
+// redirect variant (ebpf-host-routing-redirect) is the full model with one
+// difference: packets for a local pod are sent with bpf_redirect to the
+// egress of the pod's host-side veth (Calico eBPF style: veth_xmit, then the
+// pod's per-CPU backlog) instead of bpf_redirect_peer.
 type ebpfHostRouting struct {
 	*Routed
-	bare bool
+	opts hostrouting.Options
 
 	mu    sync.Mutex
 	progs [2]*hostrouting.Program
 }
 
-func newEBPFHostRouting(bare bool) *ebpfHostRouting {
-	e := &ebpfHostRouting{bare: bare}
+func newEBPFHostRouting(opts hostrouting.Options) *ebpfHostRouting {
+	e := &ebpfHostRouting{opts: opts}
 	cfg := RoutedConfig{
 		Name: "ebpf-host-routing",
 		Description: "veth-routing topology with Cilium-style BPF host routing (tc ingress, fib lookup, redirect_peer/neigh): " +
@@ -49,13 +57,23 @@ func newEBPFHostRouting(bare bool) *ebpfHostRouting {
 		Teardown:  e.teardown,
 		Claims:    &PathClaims{BPF: true, NftForward: true},
 	}
-	if bare {
+	switch {
+	case opts.Bare:
 		cfg.Name = "ebpf-host-routing-bare"
 		cfg.Description = "ebpf-host-routing without the BPF conntrack and policy maps: the bare redirect, an upper bound " +
 			"rather than a model of Cilium; kernel conntrack and nft forward bypassed"
 		cfg.PacketPath = "client pod eth0 -> veth -> node1 tc ingress BPF (fib lookup, redirect_neigh) -> wire0 -> " +
 			"node2 wire0 tc ingress BPF (fib lookup, redirect_peer) -> server pod eth0; node IP stack, nft forward and " +
 			"kernel conntrack bypassed (same node: client pod veth tc ingress BPF -> redirect_peer -> server pod)"
+	case opts.RedirectHost:
+		cfg.Name = "ebpf-host-routing-redirect"
+		cfg.Description = "ebpf-host-routing (same BPF conntrack and policy maps) delivering to local pods Calico-eBPF-style: " +
+			"bpf_redirect to the host-side veth's egress (veth_xmit, then the pod's backlog) instead of bpf_redirect_peer; " +
+			"kernel conntrack and nft forward bypassed"
+		cfg.PacketPath = "client pod eth0 -> veth -> node1 tc ingress BPF (CT map, policy map, fib lookup, redirect_neigh) -> wire0 -> " +
+			"node2 wire0 tc ingress BPF (CT map, policy map, fib lookup, redirect to host veth egress) -> host veth xmit -> " +
+			"server pod eth0 (per-CPU backlog); node IP stack, nft forward and kernel conntrack bypassed (same node: client pod " +
+			"veth tc ingress BPF -> redirect to the server pod's host veth egress -> server pod eth0 (per-CPU backlog))"
 	}
 	e.Routed = NewRouted(cfg)
 	return e
@@ -80,14 +98,14 @@ func (e *ebpfHostRouting) nodeReady(ctx context.Context, env *Env, node RoutedNo
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p, err := hostrouting.Load(hostrouting.Options{Bare: e.bare})
+	p, err := hostrouting.Load(e.opts)
 	if err != nil {
 		return fmt.Errorf("load BPF host routing for %s: %w", node.NS.Name, err)
 	}
 	e.mu.Lock()
 	e.progs[node.Index] = p
 	e.mu.Unlock()
-	if !e.bare {
+	if !e.opts.Bare {
 		// The pods' policy: traffic from the pod supernet allowed, as an
 		// allow-all-pods network policy would (a hit in the policy map).
 		if err := p.SetPolicy(PodSupernet, true); err != nil {
@@ -143,11 +161,12 @@ func (e *ebpfHostRouting) Counters() (map[string]uint64, error) {
 		}
 		n := fmt.Sprintf("node%d.", i+1)
 		out[n+"redirect_peer"] = c.RedirectPeer
+		out[n+"redirect_host"] = c.RedirectHost
 		out[n+"redirect_neigh"] = c.RedirectNeigh
 		out[n+"pass"] = c.Pass
 		out[n+"pass_fib"] = c.PassFIB
 		out[n+"drop"] = c.Drop
-		if !e.bare {
+		if !e.opts.Bare {
 			out[n+"ct_new"] = c.CTNew
 			out[n+"ct_established"] = c.CTEstablished
 			out[n+"ct_reply"] = c.CTReply
