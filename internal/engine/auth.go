@@ -43,7 +43,7 @@ func newHello(cfg Config, token string) *Hello {
 		// Sizes the client only knows after connecting (udp_stream's
 		// datagram size follows the path MTU) are reserved as 1 byte: the
 		// setup then grows the reservation.
-		Reserve: &Setup{Test: cfg.Test, Flows: cfg.Flows, ReqSize: max(cfg.ReqSize, 1), RespSize: max(cfg.RespSize, 1),
+		Reserve: &Setup{Test: dataTest(cfg.Test), Flows: cfg.Flows, ReqSize: max(cfg.ReqSize, 1), RespSize: max(cfg.RespSize, 1),
 			MsgSize: max(cfg.MsgSize, 1), HTTPBody: cfg.HTTPBody, TimeoutMillis: cfg.Timeout.Milliseconds()},
 	}
 }

@@ -197,6 +197,13 @@ func (cl *Client) Run(ctx context.Context, cfg Config) (*result.Result, error) {
 		}
 		defer ct.c.Close()
 	}
+	var ld *loadSession
+	if cfg.Test == TCPRRLoaded {
+		if ld, err = dialLoad(ctx, ip.String(), port, cfg, cl.Token); err != nil {
+			return nil, err
+		}
+		defer ld.close()
+	}
 
 	// The path MTU, before the first repeat: udp_stream's datagrams fit it
 	// unless --message-size says otherwise.
@@ -232,7 +239,7 @@ func (cl *Client) Run(ctx context.Context, cfg Config) (*result.Result, error) {
 		res.Warnings = append(res.Warnings, "busy polling was on: the client spun on non-blocking sockets, so latency excludes wake-ups and client CPU is inflated")
 	}
 	for i := 0; i < cfg.Repeat; i++ {
-		rep, err := cl.repeat(ctx, ct, cfg, ip, port, i, res, pre, targets)
+		rep, err := cl.repeat(ctx, ct, ld, cfg, ip, port, i, res, pre, targets)
 		if rep != nil {
 			res.Repeats = append(res.Repeats, *rep)
 		}
@@ -316,9 +323,11 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.Addr, extPort, idx int, res *result.Result, svcPre []byte, targets []netip.AddrPort) (*result.Repeat, error) {
+// repeat runs one repeat; ld is tcp_rr_loaded's load session (nil for
+// the other tests).
+func (cl *Client) repeat(ctx context.Context, ct *control, ld *loadSession, cfg Config, ip netip.Addr, extPort, idx int, res *result.Result, svcPre []byte, targets []netip.AddrPort) (*result.Repeat, error) {
 	ctlTimeout := cfg.Timeout + 5*time.Second
-	setup := &Setup{Test: cfg.Test, Flows: cfg.Flows, ReqSize: cfg.ReqSize, RespSize: cfg.RespSize,
+	setup := &Setup{Test: dataTest(cfg.Test), Flows: cfg.Flows, ReqSize: cfg.ReqSize, RespSize: cfg.RespSize,
 		MsgSize: cfg.MsgSize, HTTPBody: cfg.HTTPBody, TimeoutMillis: cfg.Timeout.Milliseconds()}
 	r, err := ct.call(&Msg{Type: MsgSetup, Setup: setup}, MsgReady, ctlTimeout)
 	if err != nil {
@@ -332,7 +341,16 @@ func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.
 		_, _ = ct.call(&Msg{Type: MsgTeardown}, MsgDone, ctlTimeout)
 	}()
 
-	w := newWorkload(cfg)
+	if ld != nil {
+		// The load first, so the rr flows' warm-up runs under it.
+		defer ld.end(ctlTimeout)
+		if err := ld.start(ip, ctlTimeout); err != nil {
+			return nil, err
+		}
+	}
+	wcfg := cfg
+	wcfg.Test = dataTest(cfg.Test)
+	w := newWorkload(wcfg)
 	w.cookie = r.Ready.Cookie
 	w.svcPreamble = svcPre
 	w.targets = targets
@@ -375,6 +393,9 @@ func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.
 		cl.Window.WindowOpen(idx)
 	}
 	in.E0 = w.edge()
+	if ld != nil {
+		ld.openEdge()
+	}
 	w.phase.Store(phaseMeasured)
 	if _, err := ct.call(&Msg{Type: MsgStart}, MsgStarted, ctlTimeout); err != nil {
 		return nil, fmt.Errorf("%w: %w", errControl, err)
@@ -386,6 +407,10 @@ func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.
 	in.E1 = w.edge()
 	if cl.Window != nil {
 		cl.Window.WindowClose(idx)
+	}
+	if ld != nil {
+		ld.closeEdge()
+		in.Load = &ld.in
 	}
 	window := in.E1.At.Sub(in.E0.At)
 	if !full && window < cfg.Duration/10 {
@@ -428,8 +453,12 @@ func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.
 	}
 	m := rep.Metrics
 	sec := window.Seconds()
-	if in.Srv.Sessions > 1 {
-		addWarning(res, fmt.Sprintf("the server ran up to %d sessions at once during a window: its CPU figures include other tests", in.Srv.Sessions))
+	ownSessions := 1
+	if ld != nil {
+		ownSessions = 2 // the rr session and the load's
+	}
+	if in.Srv.Sessions > ownSessions {
+		addWarning(res, fmt.Sprintf("the server ran up to %d sessions at once during a window (this run's: %d): its CPU figures include other tests", in.Srv.Sessions, ownSessions))
 	}
 	if w.portsOut.Load() {
 		addWarning(res, "connect failed with EADDRNOTAVAIL: the client ran out of ephemeral ports (TIME_WAIT); set net.ipv4.tcp_tw_reuse=1 or widen net.ipv4.ip_local_port_range")
@@ -443,6 +472,12 @@ func (cl *Client) repeat(ctx context.Context, ct *control, cfg Config, ip netip.
 	if in.E1.Cnt.Trans == in.E0.Cnt.Trans && in.E1.Cnt.TxBytes == in.E0.Cnt.TxBytes {
 		rep.Error = "no traffic completed in the measured window"
 		if e := w.err(); e != nil {
+			rep.Error += ": " + e.Error()
+		}
+	}
+	if ld != nil && rep.Error == "" && in.Load.E1.Cnt.TxBytes == in.Load.E0.Cnt.TxBytes {
+		rep.Error = "the load's tcp_stream flows moved no data in the measured window"
+		if e := ld.err(); e != nil {
 			rep.Error += ": " + e.Error()
 		}
 	}

@@ -27,7 +27,13 @@ const (
 	UDPRR     = result.TestUDPRR
 	HTTP      = result.TestHTTP
 	ICMPEcho  = result.TestICMPEcho
+	// TCPRRLoaded is tcp_rr measured while LoadFlows tcp_stream flows load
+	// the same path (loaded.go).
+	TCPRRLoaded = result.TestTCPRRLoaded
 )
+
+// DefaultLoadFlows is tcp_rr_loaded's default number of load flows.
+const DefaultLoadFlows = 4
 
 // Tests lists every test the engine runs: all of result.Tests.
 var Tests = result.Tests
@@ -85,6 +91,10 @@ type Config struct {
 	BusyPoll bool
 	// Timeout bounds a single blocking socket operation.
 	Timeout time.Duration
+	// LoadFlows is tcp_rr_loaded's number of tcp_stream flows loading the
+	// path while the rr flows are measured (--load-flows; 0 means
+	// DefaultLoadFlows). Other tests refuse it.
+	LoadFlows int
 }
 
 // Defaults returns cfg with unset fields filled in.
@@ -134,7 +144,20 @@ func Defaults(cfg Config) Config {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
 	}
+	if cfg.LoadFlows == 0 && cfg.Test == TCPRRLoaded {
+		cfg.LoadFlows = DefaultLoadFlows
+	}
 	return cfg
+}
+
+// dataTest is the test a session sets up on the server for cfg's test:
+// tcp_rr_loaded's measured flows are tcp_rr's (its load is a tcp_stream
+// session of its own, loaded.go).
+func dataTest(test string) string {
+	if test == TCPRRLoaded {
+		return TCPRR
+	}
+	return test
 }
 
 // FieldError is a configuration error naming the offending field (as a
@@ -176,6 +199,9 @@ func (cfg Config) Validate() error {
 	}
 	if cfg.Service != "" {
 		if cfg.Test != TCPRR && cfg.Test != TCPCRR && cfg.Test != TCPStream {
+			if cfg.Test == TCPRRLoaded {
+				return &FieldError{"service", cfg.Service, "tcp_rr_loaded needs one cnibench server for its load session; use --target"}
+			}
 			return &FieldError{"service", cfg.Service, "only tcp_rr, tcp_crr and tcp_stream take --service; drop it or use --test tcp_rr"}
 		}
 		if cfg.Target != "" {
@@ -251,6 +277,12 @@ func (cfg Config) validateRest() error {
 	if cfg.Timeout < 10*time.Millisecond {
 		return &FieldError{"timeout", cfg.Timeout.String(), "must be at least 10ms"}
 	}
+	switch {
+	case cfg.Test == TCPRRLoaded && (cfg.LoadFlows < 1 || cfg.LoadFlows > MaxFlows):
+		return &FieldError{"load-flows", strconv.Itoa(cfg.LoadFlows), fmt.Sprintf("must be between 1 and %d tcp_stream flows loading the path", MaxFlows)}
+	case cfg.Test != TCPRRLoaded && cfg.LoadFlows != 0:
+		return &FieldError{"load-flows", strconv.Itoa(cfg.LoadFlows), "only tcp_rr_loaded takes --load-flows; drop it or use --test tcp_rr_loaded"}
+	}
 	return nil
 }
 
@@ -320,6 +352,13 @@ func (cfg Config) Map() map[string]string {
 	case TCPRR, TCPCRR:
 		m["request_size"] = strconv.Itoa(cfg.ReqSize)
 		m["response_size"] = strconv.Itoa(cfg.RespSize)
+	case TCPRRLoaded:
+		m["request_size"] = strconv.Itoa(cfg.ReqSize)
+		m["response_size"] = strconv.Itoa(cfg.RespSize)
+		m["load_flows"] = strconv.Itoa(cfg.LoadFlows)
+		m["load_test"] = TCPStream
+		m["message_size"] = strconv.Itoa(cfg.MsgSize)
+		m["socket_model"] += "; the load is a second session's tcp_stream flows, each a blocking socket on its own OS thread"
 	case HTTP:
 		if cfg.URL != "" {
 			m["url"] = cfg.URL

@@ -132,10 +132,6 @@ type clientCounters struct {
 	TxBytes, Trans, Measured, Errors uint64
 	// icmp_echo's requests sent and lost, late and mismatched replies.
 	Sent, Lost, Late, Mismatched uint64
-	Retrans                      uint64
-	// RetransErr counts sockets whose TCP_INFO could not be read (the
-	// retransmit figure is then not measured).
-	RetransErr int
 }
 
 func (w *workload) snapshot() clientCounters {
@@ -150,15 +146,6 @@ func (w *workload) snapshot() clientCounters {
 		c.Lost += f.lost.Load()
 		c.Late += f.late.Load()
 		c.Mismatched += f.mismatched.Load()
-		if w.cfg.Test == TCPStream {
-			if fd := f.fd.Load(); fd >= 0 {
-				if r, err := tcpRetrans(int(fd)); err == nil {
-					c.Retrans += uint64(r)
-				} else {
-					c.RetransErr++
-				}
-			}
-		}
 	}
 	return c
 }
@@ -221,10 +208,14 @@ func (p *pacer) wait(units float64, stop *atomic.Bool) {
 }
 
 // edge reads the client's side of one edge of the measured window: the
-// flows' counters and when they were read, the process's and the host's
-// CPU, and the namespace's IP fragmentation counters.
+// flows' counters (and TCP_INFO of long-lived TCP flows) and when they
+// were read, the process's and the host's CPU, and the namespace's IP
+// fragmentation counters.
 func (w *workload) edge() clientEdge {
 	e := clientEdge{Cnt: w.snapshot(), At: time.Now()}
+	if readsTCPInfo(w.cfg.Test) {
+		e.TCP = w.tcpEdge()
+	}
 	e.CPU, e.CPUErr = readProcCPU()
 	e.Host, e.HostErr = ReadProcStat()
 	e.Frag, e.FragErr = ReadIPFrag()

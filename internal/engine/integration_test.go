@@ -126,6 +126,9 @@ func checkResult(t *testing.T, res *result.Result, test string) {
 	if res.Config["path_mtu"] == "" {
 		t.Error("path_mtu not recorded")
 	}
+	if readsTCPInfo(dataTest(test)) {
+		checkTCPInfo(t, res, med)
+	}
 	if IsStream(test) {
 		if v := med(result.ThroughputBitsPerSec); v <= 0 {
 			t.Errorf("throughput = %v", v)
@@ -147,7 +150,14 @@ func checkResult(t *testing.T, res *result.Result, test string) {
 	if !(0 < p50 && p50 <= p90 && p90 <= p99 && p99 <= p999 && p999 <= mx) {
 		t.Errorf("latency percentiles out of order: %v %v %v %v %v", p50, p90, p99, p999, mx)
 	}
-	if v := med(result.CPUUsPerTrans); v <= 0 {
+	if test == TCPRRLoaded {
+		if v := med(result.LoadThroughputBitsPerSec); v <= 0 {
+			t.Errorf("load throughput = %v", v)
+		}
+		if _, ok := res.Summary[result.CPUUsPerTrans]; ok {
+			t.Error("tcp_rr_loaded reports cpu_us_per_trans, though its CPU is mostly the load's")
+		}
+	} else if v := med(result.CPUUsPerTrans); v <= 0 {
 		t.Errorf("cpu_us_per_trans = %v", v)
 	}
 	if test == TCPCRR || test == HTTP {
@@ -307,5 +317,30 @@ func TestInterruptKeepsMeasuredRepeats(t *testing.T) {
 	}
 	if res.Summary[result.TransPerSec].N != 2 {
 		t.Fatalf("summary n = %d", res.Summary[result.TransPerSec].N)
+	}
+}
+
+// checkTCPInfo: the TCP_INFO figures of a long-lived TCP test are there
+// and sane (an RTT on loopback is positive and below a second).
+func checkTCPInfo(t *testing.T, res *result.Result, med func(string) float64) {
+	t.Helper()
+	srtt, mx, minRTT := med(result.TCPSRTTUsMedian), med(result.TCPSRTTUsMax), med(result.TCPMinRTTUs)
+	if !(0 < minRTT && srtt <= mx && mx < 1e6) {
+		t.Errorf("TCP RTTs out of order: min %v, srtt median %v, max %v µs", minRTT, srtt, mx)
+	}
+	if v := med(result.TCPSndCwndSegmentsMedian); v < 1 {
+		t.Errorf("snd_cwnd median = %v segments", v)
+	}
+	if v := med(result.TCPRetransmits); v < 0 {
+		t.Errorf("tcp_retransmits = %v", v)
+	}
+	if v := med(result.TCPRetransmitPct); v < 0 || v > 100 {
+		t.Errorf("tcp_retransmit_pct = %v", v)
+	}
+	if _, ok := res.Summary[result.TCPRTTVarUsMedian]; !ok {
+		t.Error("no tcp_rttvar_us_median")
+	}
+	if _, ok := res.Summary[result.TCPDeliveryRateBitsPerSec]; !ok {
+		t.Error("no tcp_delivery_rate_bits_per_sec")
 	}
 }

@@ -229,6 +229,10 @@ func ValidateSetup(s *Setup) error {
 	if !ValidTest(s.Test) {
 		return fmt.Errorf("unknown test %q", s.Test)
 	}
+	if s.Test == TCPRRLoaded {
+		// The client runs it as a tcp_rr session and a tcp_stream one.
+		return fmt.Errorf("test %q is set up as %q plus a %q session", s.Test, TCPRR, TCPStream)
+	}
 	maxFlows := MaxFlows
 	if s.Test == HTTP {
 		maxFlows = MaxHTTPFlows

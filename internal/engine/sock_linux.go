@@ -249,15 +249,6 @@ func writeSmall(fd int, buf []byte) error {
 	return writeFull(fd, buf[off:], false)
 }
 
-// tcpRetrans returns the connection's total retransmitted segments.
-func tcpRetrans(fd int) (uint32, error) {
-	ti, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
-	if err != nil {
-		return 0, err
-	}
-	return ti.Total_retrans, nil
-}
-
 // pathMTU returns the path MTU the kernel uses for a connected socket.
 func pathMTU(fd int, v6 bool) (int, error) {
 	if v6 {

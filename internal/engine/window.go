@@ -21,6 +21,8 @@ type clientEdge struct {
 	HostErr error
 	Frag    IPFrag
 	FragErr error
+	// TCP is TCP_INFO of the flows' sockets (tcp_stream, tcp_rr).
+	TCP tcpEdge
 }
 
 // windowIn is one repeat's measurements.
@@ -37,6 +39,8 @@ type windowIn struct {
 	// BootID is the client host's boot id (ReadBootID).
 	BootID    string
 	Lat, Conn Percentiles
+	// Load is tcp_rr_loaded's load over the same window (nil otherwise).
+	Load *loadIn
 }
 
 // windowOut is a repeat's metrics, the run's warnings about them, and
@@ -74,6 +78,12 @@ func windowMetrics(in windowIn) windowOut {
 	case ICMPEcho:
 		icmpMetrics(&o, in)
 	}
+	if in.Test == TCPStream || in.Test == TCPRR || in.Test == TCPRRLoaded {
+		tcpInfoMetrics(&o, in.E0.TCP, in.E1.TCP)
+	}
+	if in.Load != nil {
+		loadMetrics(&o, *in.Load)
+	}
 	if in.Test == UDPStream || in.Test == UDPRR || in.Test == ICMPEcho {
 		fragMetrics(&o, in)
 	}
@@ -85,6 +95,11 @@ func windowMetrics(in windowIn) windowOut {
 		units = m[result.ThroughputBitsPerSec]
 	}
 	cpuMetrics(&o, in, sec, units)
+	if in.Test == TCPRRLoaded {
+		// The hosts' busy CPU is mostly the load's: per rr transaction it
+		// would mislead.
+		delete(m, result.CPUUsPerTrans)
+	}
 	return o
 }
 
@@ -95,12 +110,6 @@ func tcpStreamMetrics(o *windowOut, in windowIn, tx uint64, sec float64) {
 	if !in.External && in.Srv.WallMicros > 0 {
 		m[result.ThroughputRxBitsPerSec] = float64(in.Srv.RxBytes) * 8 / (float64(in.Srv.WallMicros) / 1e6)
 	}
-	if in.E0.Cnt.RetransErr+in.E1.Cnt.RetransErr > 0 {
-		o.warn("TCP retransmits not measured: TCP_INFO could not be read on %d socket(s)", in.E0.Cnt.RetransErr+in.E1.Cnt.RetransErr)
-		return
-	}
-	r := float64(in.E1.Cnt.Retrans) - float64(in.E0.Cnt.Retrans)
-	m[result.TCPRetransmits] = max(r, 0)
 }
 
 // udpStreamMetrics: the headline is the receiver's goodput; the sent rate,

@@ -112,11 +112,13 @@ func TestWindowMetrics(t *testing.T) {
 		name: "unreadable TCP_INFO leaves retransmits out",
 		in: func() windowIn {
 			e0, e1 := edges(0)
-			e1.Cnt.TxBytes, e1.Cnt.RetransErr = 1000, 1
+			e1.Cnt.TxBytes = 1000
+			unread := tcpEdge{Flows: []tcpInfo{{FD: -1}}, Unread: 1, Err: errors.New("getsockopt TCP_INFO: EBADF")}
+			e0.TCP, e1.TCP = unread, unread
 			return windowIn{Test: TCPStream, E0: e0, E1: e1, Srv: SrvStats{WallMicros: 10e6, RxBytes: 1000}}
 		},
-		absent:  []string{result.TCPRetransmits},
-		warning: "retransmits not measured",
+		absent:  []string{result.TCPRetransmits, result.TCPSRTTUsMedian},
+		warning: "TCP_INFO could not be read on 2 client socket(s)",
 	}, {
 		// A server on another host: its CPU is reported as remote and
 		// counted in the cost per transaction.

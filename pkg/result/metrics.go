@@ -82,6 +82,22 @@ const (
 	PairStartSkewMs = "pair_start_skew_ms"
 )
 
+// TCP_INFO figures of the client's flows (tcp_stream, tcp_rr and
+// tcp_rr_loaded's rr flows) at the window's close, and its counters'
+// deltas over the window; tcp_rr_loaded's load.
+const (
+	TCPRetransmitPct          = "tcp_retransmit_pct"
+	TCPSRTTUsMedian           = "tcp_srtt_us_median"
+	TCPSRTTUsMax              = "tcp_srtt_us_max"
+	TCPRTTVarUsMedian         = "tcp_rttvar_us_median"
+	TCPMinRTTUs               = "tcp_min_rtt_us"
+	TCPSndCwndSegmentsMedian  = "tcp_snd_cwnd_segments_median"
+	TCPDeliveryRateBitsPerSec = "tcp_delivery_rate_bits_per_sec"
+	LoadThroughputBitsPerSec  = "load_throughput_bits_per_sec"
+	LoadTCPRetransmits        = "load_tcp_retransmits"
+	LoadTCPSRTTUsMedian       = "load_tcp_srtt_us_median"
+)
+
 // Metrics documents every metric cnibench reports. docs/results.md mirrors it.
 var Metrics = map[string]MetricInfo{
 	Pairs:                              {"pairs", Neutral, "kubernetes --pairs N: client/server pairs measured at once in the cell (rates and counts are their sum; latencies the worst pair's)"},
@@ -111,7 +127,17 @@ var Metrics = map[string]MetricInfo{
 	DatagramsLost:                      {"datagrams", LowerIsBetter, "UDP datagrams sent in the measured window that never arrived: datagrams_sent − datagrams_received, counted after the receiver's queues drained"},
 	DatagramsDuplicated:                {"datagrams", LowerIsBetter, "UDP datagrams of the measured window that arrived more than once (extra copies)"},
 	DatagramsReordered:                 {"datagrams", LowerIsBetter, "UDP datagrams of the measured window that arrived after a later one of their flow (out of order, as iperf3 counts)"},
-	TCPRetransmits:                     {"segments", LowerIsBetter, "TCP segments retransmitted by the senders during the window (TCP_INFO total_retrans)"},
+	TCPRetransmits:                     {"segments", LowerIsBetter, "TCP segments the client's flows retransmitted during the window (TCP_INFO total_retrans, delta summed over the flows; tcp_stream, tcp_rr, tcp_rr_loaded's rr flows)"},
+	TCPRetransmitPct:                   {"%", LowerIsBetter, "tcp_retransmits in percent of the segments the client's flows sent during the window (TCP_INFO segs_out delta, pure ACKs included)"},
+	TCPSRTTUsMedian:                    {"µs", LowerIsBetter, "smoothed RTT the kernel keeps for the client's flows (TCP_INFO rtt) at the window's close, median over the flows"},
+	TCPSRTTUsMax:                       {"µs", LowerIsBetter, "smoothed RTT (TCP_INFO rtt) of the client's flow with the largest one at the window's close"},
+	TCPRTTVarUsMedian:                  {"µs", LowerIsBetter, "RTT variance the kernel keeps for the client's flows (TCP_INFO rttvar, the mean deviation) at the window's close, median over the flows"},
+	TCPMinRTTUs:                        {"µs", LowerIsBetter, "smallest RTT any client flow saw over its life (TCP_INFO min_rtt at the window's close, the smallest over the flows): the path's RTT without queueing"},
+	TCPSndCwndSegmentsMedian:           {"segments", Neutral, "congestion window of the client's flows (TCP_INFO snd_cwnd) at the window's close, median over the flows"},
+	TCPDeliveryRateBitsPerSec:          {"bit/s", Neutral, "the kernel's estimate of the client's flows' recent delivery rate (TCP_INFO delivery_rate, bits/s) at the window's close, summed over the flows; application-limited for rr"},
+	LoadThroughputBitsPerSec:           {"bit/s", Neutral, "tcp_rr_loaded: payload bits per second the load's tcp_stream flows wrote during the measured window (how loaded the path was)"},
+	LoadTCPRetransmits:                 {"segments", LowerIsBetter, "tcp_rr_loaded: TCP segments the load's tcp_stream flows retransmitted during the window (TCP_INFO total_retrans delta)"},
+	LoadTCPSRTTUsMedian:                {"µs", LowerIsBetter, "tcp_rr_loaded: smoothed RTT (TCP_INFO rtt) of the load's tcp_stream flows at the window's close, median over the flows (the queue the load builds)"},
 	Errors:                             {"errors", LowerIsBetter, "failed transactions (connect or I/O errors, bad HTTP status)"},
 	ClientCPUPct:                       {"% of a core", LowerIsBetter, "client process user+sys CPU time over the window (getrusage), 100 = one core"},
 	ServerCPUPct:                       {"% of a core", LowerIsBetter, "server process user+sys CPU time over the window (getrusage), 100 = one core"},
@@ -218,6 +244,9 @@ var Metrics = map[string]MetricInfo{
 // unknown names (guessing the unit from the name).
 func Info(name string) MetricInfo {
 	if m, ok := Metrics[name]; ok {
+		return m
+	}
+	if m, ok := profileMetricInfo(name); ok {
 		return m
 	}
 	switch {

@@ -12,10 +12,13 @@ const (
 	TestUDPRR     = "udp_rr"
 	TestHTTP      = "http"
 	TestICMPEcho  = "icmp_echo"
+	// TestTCPRRLoaded is the loaded-latency test: tcp_rr's latency measured
+	// while tcp_stream flows load the same path (the bufferbloat question).
+	TestTCPRRLoaded = "tcp_rr_loaded"
 )
 
 // Tests lists every test name.
-var Tests = []string{TestTCPStream, TestTCPRR, TestTCPCRR, TestUDPStream, TestUDPRR, TestHTTP, TestICMPEcho}
+var Tests = []string{TestTCPStream, TestTCPRR, TestTCPCRR, TestUDPStream, TestUDPRR, TestHTTP, TestICMPEcho, TestTCPRRLoaded}
 
 // IsStream reports whether test is a bulk-transfer test: its primary metric
 // is throughput rather than a transaction rate.

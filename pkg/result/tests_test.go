@@ -14,6 +14,7 @@ func TestIsStream(t *testing.T) {
 		{TestUDPRR, false},
 		{TestHTTP, false},
 		{TestICMPEcho, false},
+		{TestTCPRRLoaded, false}, // its headline is the rr flow's, under load
 		{"", false},
 		{"TCP_STREAM", false},
 		{"sctp_stream", false}, // not a cnibench test, whatever its suffix

@@ -1,0 +1,19 @@
+package engine
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// readTCPInfo reads a connected TCP socket's TCP_INFO.
+func readTCPInfo(fd int) (tcpInfo, error) {
+	ti, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		return tcpInfo{}, fmt.Errorf("getsockopt TCP_INFO: %w", err)
+	}
+	return tcpInfo{
+		FD: fd, RTTUs: ti.Rtt, RTTVarUs: ti.Rttvar, MinRTT: ti.Min_rtt, SndCwnd: ti.Snd_cwnd,
+		TotalRetrans: ti.Total_retrans, SegsOut: ti.Segs_out, DeliveryRate: ti.Delivery_rate,
+	}, nil
+}
