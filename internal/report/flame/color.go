@@ -8,7 +8,8 @@ import (
 	"strings"
 )
 
-// family is the kind of code a frame is, guessed from its name.
+// family is the kind of code a frame is: by its name's prefix, then by
+// its location's mapping, then guessed from its name.
 type family int
 
 const (
@@ -38,6 +39,10 @@ func familyOf(n *node) family {
 		return famBPF
 	case strings.HasPrefix(name, "[unknown]"):
 		return famUnknown
+	case n.hint == hintKernel:
+		return famKernel
+	case n.hint == hintUser:
+		return famUser
 	case kernelRE.MatchString(name):
 		return famKernel
 	default:

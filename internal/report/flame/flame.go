@@ -142,23 +142,54 @@ func Fold(p *profile.Profile) []Stack {
 	return out
 }
 
-// stackOf returns the frame names of sample s, root first.
-func stackOf(s *profile.Sample, buf []string) []string {
+// hint is what a frame's location says of its code: kernel (the kernel's
+// mapping "[kernel.kallsyms]", or a module's function file "[module]"),
+// user space (any other mapping), or nothing (no mapping).
+type hint uint8
+
+const (
+	hintNone hint = iota
+	hintKernel
+	hintUser
+)
+
+func hintOf(loc *profile.Location, f *profile.Function) hint {
+	if f != nil && strings.HasPrefix(f.Filename, "[") && strings.HasSuffix(f.Filename, "]") {
+		return hintKernel
+	}
+	if loc.Mapping == nil || loc.Mapping.File == "" {
+		return hintNone
+	}
+	if strings.HasPrefix(loc.Mapping.File, "[kernel") {
+		return hintKernel
+	}
+	return hintUser
+}
+
+// frameRef is one frame of a sample's stack.
+type frameRef struct {
+	name string
+	hint hint
+}
+
+// stackOf returns the frames of sample s, root first.
+func stackOf(s *profile.Sample, buf []frameRef) []frameRef {
 	buf = buf[:0]
 	for i := len(s.Location) - 1; i >= 0; i-- {
 		loc := s.Location[i]
 		if loc == nil {
-			buf = append(buf, "[unknown]")
+			buf = append(buf, frameRef{name: "[unknown]"})
 			continue
 		}
 		if len(loc.Line) == 0 {
-			buf = append(buf, unknownName(loc))
+			buf = append(buf, frameRef{unknownName(loc), hintOf(loc, nil)})
 			continue
 		}
 		// Line[0] is the innermost inlined function: callers first.
 		for j := len(loc.Line) - 1; j >= 0; j-- {
+			f := loc.Line[j].Function
 			name := ""
-			if f := loc.Line[j].Function; f != nil {
+			if f != nil {
 				name = f.Name
 				if name == "" {
 					name = f.SystemName
@@ -167,7 +198,7 @@ func stackOf(s *profile.Sample, buf []string) []string {
 			if name == "" {
 				name = unknownName(loc)
 			}
-			buf = append(buf, name)
+			buf = append(buf, frameRef{name, hintOf(loc, f)})
 		}
 	}
 	return buf

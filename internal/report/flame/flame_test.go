@@ -299,3 +299,36 @@ func TestLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestFamilies(t *testing.T) {
+	kernel := &profile.Mapping{ID: 1, File: "[kernel.kallsyms]"}
+	libc := &profile.Mapping{ID: 2, File: "/usr/lib/x86_64-linux-gnu/libc.so.6"}
+	for _, tc := range []struct {
+		name     string
+		mapping  *profile.Mapping
+		filename string
+		want     family
+	}{
+		{"tcp_v4_rcv", nil, "", famKernel},
+		{"tcp_v4_rcv", kernel, "[kernel.kallsyms]", famKernel},
+		{"ip_finish_output2.isra.0", nil, "", famKernel},
+		{"nf_conntrack_in", kernel, "[nf_conntrack]", famKernel},
+		{"memcpy", libc, "/usr/lib/x86_64-linux-gnu/libc.so.6", famUser},
+		{"odd.name", kernel, "", famKernel},
+		{"github.com/cnibench/cnibench/internal/engine.(*client).run", nil, "", famUser},
+		{"runtime.goexit", nil, "", famUser},
+		{"std::vector<int>::push_back", nil, "", famUser},
+		{"bpf_prog:hostrouting_ingress", kernel, "[bpf]", famBPF},
+		{"[unknown] libc.so.6", libc, "", famUnknown},
+		{"comm:swapper/0", nil, "", famProcess},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fn := &profile.Function{ID: 1, Name: tc.name, Filename: tc.filename}
+			loc := &profile.Location{ID: 1, Mapping: tc.mapping, Line: []profile.Line{{Function: fn}}}
+			root := build(&profile.Profile{Sample: []*profile.Sample{{Location: []*profile.Location{loc}, Value: []int64{1}}}})
+			if got := familyOf(root.sorted[0]); got != tc.want {
+				t.Errorf("family %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 // node is one frame of the call tree: a name at a path from the root.
 type node struct {
 	name        string
+	hint        hint // the largest of the locations' hints: order-independent
 	total, self int64
 	children    map[string]*node
 	sorted      []*node // children by name, set by finish
@@ -51,7 +52,7 @@ func build(p *profile.Profile) *node {
 	if p == nil {
 		return root
 	}
-	var buf []string
+	var buf []frameRef
 	for _, s := range p.Sample {
 		if s == nil || len(s.Value) == 0 || s.Value[0] <= 0 {
 			continue
@@ -63,8 +64,9 @@ func build(p *profile.Profile) *node {
 		buf = stackOf(s, buf)
 		n := root
 		n.total += v
-		for _, name := range buf {
-			n = n.child(name)
+		for _, f := range buf {
+			n = n.child(f.name)
+			n.hint = max(n.hint, f.hint)
 			n.total += v
 		}
 		n.self += v
