@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/report/reporttest"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -97,5 +98,34 @@ func TestBrowser(t *testing.T) {
 		if err := os.WriteFile(*screenshot, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestBrowserFlamegraphs renders a report with CPU profiles in headless
+// Chromium: the CPU section's stacked charts and an inline flamegraph (an
+// svg of class flame with its frames) are in the rendered DOM.
+func TestBrowserFlamegraphs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping the browser test in -short mode")
+	}
+	bin := testutil.NeedAnyProgram(t, "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
+	dir := t.TempDir()
+	set := reporttest.ProfiledSet(reporttest.ProfileOptions{Datapaths: []string{"veth-routing", "ebpf-host-routing"}, Tests: []string{"tcp_rr"}})
+	if err := reporttest.WriteProfiles(set, dir); err != nil {
+		t.Fatal(err)
+	}
+	htmlPath, _, err := WriteFiles(set, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := string(runChromium(t, bin, "--dump-dom", "file://"+htmlPath))
+	if !strings.Contains(dom, `<section id="cpu">`) || !strings.Contains(dom, "chart-stacked") {
+		t.Fatalf("the rendered DOM lacks the CPU section or its stacked chart (%d bytes)", len(dom))
+	}
+	if n := len(inlineFlameRE.FindAllString(dom, -1)); n != 3 {
+		t.Errorf("rendered DOM has %d inline flamegraphs, want 3 (two cells and their differential)", n)
+	}
+	if !strings.Contains(dom, `class="f" data-s=`) || !strings.Contains(dom, "nf_hook_slow") {
+		t.Error("the inline flamegraphs have no frames")
 	}
 }

@@ -177,6 +177,8 @@ type model struct {
 	tests      []string
 	defaultMTU string
 	main       []*result.Run // scenario "" and the default MTU
+	cpu        *[]*cpuGroup  // the CPU-profiled cells (cpuGroups, computed once)
+	flames     *Flamegraphs  // rendered flamegraphs (nil: none)
 }
 
 func newModel(set *result.Set) *model {

@@ -1,8 +1,9 @@
 // Package report renders a cnibench/results/v1 set as a self-contained
-// HTML page (inline SVG charts, no scripts, no external resources), as
-// Markdown for pasting into a GitHub issue, and as a terminal table. All
-// three show the same tables; the output is deterministic (sorted keys,
-// no timestamps other than the set's own).
+// HTML page (inline SVG charts, no external resources; no scripts except
+// the CPU flamegraphs' own, see Flamegraphs), as Markdown for pasting into
+// a GitHub issue, and as a terminal table. All three show the same tables;
+// the output is deterministic (sorted keys, no timestamps other than the
+// set's own).
 package report
 
 import (
@@ -39,6 +40,10 @@ type block struct {
 	// Detail blocks are left out of the terminal output (which points to
 	// the HTML and Markdown reports for them).
 	Detail bool
+	// Raw is trusted HTML (rendered flamegraphs), shown only in the HTML.
+	Raw string
+	// Links are shown only in Markdown, as a list of links.
+	Links []link
 }
 
 type chart interface {
@@ -68,9 +73,11 @@ func txt(s string) cell { return cell{Text: s} }
 
 const noteMark = "*"
 
-// build assembles the document for set.
-func build(set *result.Set) *document {
+// build assembles the document for set; fg (may be nil) adds the
+// flamegraphs.
+func build(set *result.Set, fg *Flamegraphs) *document {
 	m := newModel(set)
+	m.flames = fg
 	d := &document{Title: "cnibench report"}
 	d.Subtitle = subtitle(set)
 	d.Sections = append(d.Sections, m.summarySection())
@@ -83,6 +90,9 @@ func build(set *result.Set) *document {
 		if s, ok := m.testSection(test); ok {
 			d.Sections = append(d.Sections, s)
 		}
+	}
+	if s, ok := m.cpuSection(); ok {
+		d.Sections = append(d.Sections, s)
 	}
 	d.Sections = append(d.Sections, m.mtuSections()...)
 	d.Sections = append(d.Sections, m.scenarioSections()...)

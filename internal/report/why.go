@@ -328,7 +328,11 @@ func signedPct(p float64) string {
 // why returns the statements for a datapath, in rule order.
 func (m *model) why(dp string) []string {
 	e := &evidence{m: m, dp: dp, runs: filter(m.main, map[string]string{LabelDatapath: dp})}
-	return e.statements(whyRules)
+	out := e.statements(whyRules)
+	if s := m.cpuWhy(dp); s != "" {
+		out = append(out, s)
+	}
+	return out
 }
 
 func (e *evidence) statements(rules []whyRule) []string {
@@ -367,8 +371,12 @@ func (m *model) whyBlocks() []block {
 	if len(items) == 0 {
 		return nil
 	}
+	intro := "Why, from this run's evidence (counters are totals over the measured repeats at the default MTU; changes vs baseline are geometric means over the cells both measured, stated when at least 5 % and outside the 95 % interval; a statement is left out when its evidence was not measured):"
+	if len(m.cpuGroups()) > 0 {
+		intro = strings.TrimSuffix(intro, "):") + "; CPU profile: the symbol families whose share of the samples differs from the reference datapath's by at least 2 pp, significantly — see CPU profiles):"
+	}
 	return []block{
-		{Para: "Why, from this run's evidence (counters are totals over the measured repeats at the default MTU; changes vs baseline are geometric means over the cells both measured, stated when at least 5 % and outside the 95 % interval; a statement is left out when its evidence was not measured):"},
+		{Para: intro},
 		{List: items},
 	}
 }
