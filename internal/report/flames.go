@@ -63,7 +63,7 @@ func LoadFlamegraphs(set *result.Set, resultsDir, outDir string) *Flamegraphs {
 				continue
 			}
 			who := show(dp) + ", " + groupTitle(g.Labels)
-			p, err := readProfile(resultsDir, r.Profile.File)
+			p, err := ReadProfile(resultsDir, r.Profile.File)
 			if err != nil {
 				fg.notes = append(fg.notes, who+": "+err.Error())
 				continue
@@ -165,9 +165,10 @@ func (fg *Flamegraphs) render(outDir, name, label string, o flame.Options, draw 
 	return gr, nil
 }
 
-// readProfile reads a gzipped pprof file named relative to dir; the name
-// must stay inside dir (a results file does not point elsewhere).
-func readProfile(dir, file string) (*pprof.Profile, error) {
+// ReadProfile reads a run's pprof file (Run.Profile.File) named relative
+// to dir, the results file's directory; the name must stay inside dir (a
+// results file does not point elsewhere).
+func ReadProfile(dir, file string) (*pprof.Profile, error) {
 	if !filepath.IsLocal(file) {
 		return nil, fmt.Errorf("profile file %q is not a path inside the results file's directory: not read", file)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 	"github.com/cnibench/cnibench/internal/cli/streams"
+	"github.com/cnibench/cnibench/internal/report"
 	cmp "github.com/cnibench/cnibench/internal/report/compare"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -21,6 +22,7 @@ type flags struct {
 	metrics  []string
 	match    []string
 	format   string
+	flame    string
 }
 
 // NewCommand returns the compare command.
@@ -49,6 +51,12 @@ confidence interval, the change in percent and the p-value of a two-sided
 Mann-Whitney U test; "~" marks differences that are not significant (p > 0.05).
 Warnings (too few repeats, noisy samples, outliers) are footnotes.
 
+CPU-profile shares (cpu_share_<family>, % of all samples; suite --cpu-profile)
+are compared like other metrics, their change in percentage points ("+18.0 pp").
+A profiled cell (label cpu_profile=on) never matches an unprofiled one; a note
+counts such cells. --flamegraph DIR writes a differential flamegraph OLD → NEW
+for every compared cell profiled on both sides, and lists the files.
+
 The default metrics are the primary one for each test (throughput for stream
 tests, transactions per second for rr, crr and http), p99 latency, UDP loss and
 the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).`,
@@ -56,7 +64,8 @@ the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).`
   cnibench compare --by datapath --metrics trans_per_sec,latency_us_p99 results.json
   cnibench compare --by mechanism --baseline none egress/results.json
   cnibench compare --format md old.json new.json > comparison.md
-  cnibench compare --match path,test,flows lab/results.json cluster/results.json`,
+  cnibench compare --match path,test,flows lab/results.json cluster/results.json
+  cnibench compare --flamegraph flames/ old/results.json new/results.json`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return clierr.Usagef("compare needs results files: OLD.json NEW.json, or --by LABEL RESULTS.json")
@@ -73,6 +82,7 @@ the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).`
 	fl.StringSliceVar(&f.metrics, "metrics", nil, "metrics to compare, comma-separated (default: the primary metric of each test, latency_us_p99, loss_pct and the CPU cost)")
 	fl.StringSliceVar(&f.match, "match", nil, "with several files, match runs on these labels only, comma-separated (e.g. path,test,flows to compare a Kubernetes run with a lab run: their datapath, backend and node labels differ)")
 	fl.StringVar(&f.format, "format", "text", "output format: text, md or json")
+	fl.StringVar(&f.flame, "flamegraph", "", "with two or more files, write a differential CPU flamegraph OLD → NEW (SVG) into this directory for every compared cell both sides profiled (suite --cpu-profile)")
 	return c
 }
 
@@ -121,6 +131,9 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 	if len(match) > 0 && mode != cmp.ByFile {
 		return clierr.Usagef("--match: only used when comparing files; drop --by or --match")
 	}
+	if f.flame != "" && mode != cmp.ByFile {
+		return clierr.Usagef("--flamegraph %s: only used when comparing files (OLD.json NEW.json); drop --by or --flamegraph", f.flame)
+	}
 	res, err := cmp.Compare(inputs, cmp.Options{Mode: mode, Baseline: f.baseline, Metrics: metrics, Match: match})
 	var ue *cmp.UsageError
 	if errors.As(err, &ue) {
@@ -139,6 +152,37 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("write output: %w", err)
+	}
+	if f.flame == "" {
+		return nil
+	}
+	written, notes, err := cmp.WriteFlamegraphs(inputs, cmp.Options{Mode: mode, Match: match}, f.flame)
+	if errors.As(err, &ue) {
+		return clierr.Usagef("%s", ue.Msg)
+	}
+	if err != nil {
+		return err
+	}
+	w := s.Out
+	if f.format == "json" {
+		w = s.ErrOut // keep standard output one JSON document
+	}
+	prefix := ""
+	if f.format == "md" {
+		prefix = "- "
+		fmt.Fprintf(w, "\n### Differential flamegraphs (OLD → NEW)\n\n")
+	} else {
+		fmt.Fprintf(w, "\nDifferential flamegraphs (OLD → NEW):\n")
+		prefix = "  "
+	}
+	for _, g := range written {
+		fmt.Fprintf(w, "%s%s: %s\n", prefix, report.CellName(g.Labels), g.Path)
+	}
+	if len(written) == 0 {
+		fmt.Fprintf(w, "%snone: no compared cell has a CPU profile on both sides (cnibench suite --cpu-profile)\n", prefix)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "%snot drawn: %s\n", prefix, n)
 	}
 	return nil
 }

@@ -60,13 +60,14 @@ type Options struct {
 	Match []string
 }
 
-// project keeps the labels named in match (all when match is empty).
+// project keeps the labels named in match (all when match is empty), and
+// always cpu_profile: a profiled cell never matches an unprofiled one.
 func project(l map[string]string, match []string) map[string]string {
 	if len(match) == 0 {
 		return l
 	}
 	out := make(map[string]string, len(match))
-	for _, k := range match {
+	for _, k := range append(match, report.LabelCPUProfile) {
 		if v, ok := l[k]; ok {
 			out[k] = v
 		}
@@ -92,6 +93,9 @@ type Result struct {
 	// counterpart in the baseline (ByDatapath: e.g. scenario runs the
 	// baseline did not run).
 	Unmatched int
+	// ProfileNotes say which cells were CPU-profiled on one side only
+	// (their labels differ by cpu_profile, so they are not compared).
+	ProfileNotes []string
 }
 
 // Table compares one metric.
@@ -124,8 +128,12 @@ type Side struct {
 // Cell is one compared sample and its comparison with the row's base.
 type Cell struct {
 	Side
-	Compared    bool // both sides present
+	Compared bool // both sides present
+	// DeltaPct is the change of the median in percent; DeltaPP, for
+	// metrics that are shares in percent (IsShare), the change in
+	// percentage points (NaN otherwise).
 	DeltaPct    float64
+	DeltaPP     float64
 	P           float64
 	Alpha       float64
 	Significant bool
@@ -211,6 +219,7 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 				pairs = append(pairs, p)
 			}
 		}
+		r.ProfileNotes = profileNotes(inputs, index)
 	default:
 		by := string(o.Mode)
 		if len(inputs) != 1 {
@@ -317,7 +326,11 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 	}
 	tables := map[string]*Table{}
 	for _, p := range pairs {
-		for _, mt := range metricsFor(p.labels) {
+		mts := metricsFor(p.labels)
+		if len(o.Metrics) == 0 {
+			mts = append(slices.Clone(mts), shareMetrics(append([]*result.Run{p.base}, p.others...))...)
+		}
+		for _, mt := range mts {
 			row := &Row{Labels: p.labels, BaseLabels: p.baseLabels}
 			if p.base != nil {
 				row.Base = side(p.base, mt)
@@ -334,6 +347,10 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 					c.Compared = true
 					c.DeltaPct, c.P, c.Alpha, c.Significant, c.Warnings = cmp.DeltaPct, cmp.P, cmp.Alpha, cmp.Significant, cmp.Warnings
 					c.TooFew = cmp.TooFew
+					c.DeltaPP = math.NaN()
+					if IsShare(mt) {
+						c.DeltaPP = c.Summary.Median - row.Base.Summary.Median
+					}
 					if c.Significant && !math.IsNaN(c.DeltaPct) && c.DeltaPct != 0 {
 						switch result.Info(mt).Better {
 						case result.HigherIsBetter:

@@ -148,7 +148,7 @@ func (r *Result) render() []rendered {
 			cells = append(cells, sideText(t.Metric, row.Base, &fn))
 			for _, c := range row.Cells {
 				cells = append(cells, sideText(t.Metric, c.Side, &fn))
-				cells = append(cells, deltaText(row.Base, c, &fn))
+				cells = append(cells, deltaText(t.Metric, row.Base, c, &fn))
 			}
 			rt.Rows = append(rt.Rows, cells)
 		}
@@ -165,7 +165,7 @@ func sideText(metric string, s Side, fn *footnotes) string {
 	return report.Median(metric, s.Summary) + fn.ref(s.Summary.Warnings)
 }
 
-func deltaText(base Side, c Cell, fn *footnotes) string {
+func deltaText(metric string, base Side, c Cell, fn *footnotes) string {
 	if !c.Compared {
 		return "—"
 	}
@@ -181,6 +181,8 @@ func deltaText(base Side, c Cell, fn *footnotes) string {
 		d = fmt.Sprintf("? (%s: too few repeats for a verdict)", n)
 	case !c.Significant:
 		d = fmt.Sprintf("~ (%s %s)", report.PValue(c.P), n)
+	case IsShare(metric):
+		d = fmt.Sprintf("%s (%s %s)", signedPP(c.DeltaPP), report.PValue(c.P), n)
 	default:
 		d = fmt.Sprintf("%s (%s %s)", report.Pct(c.DeltaPct), report.PValue(c.P), n)
 	}
@@ -236,6 +238,13 @@ func (r *Result) notes() []string {
 	case r.Mode != ByFile:
 		notes = append(notes, fmt.Sprintf("Each %s's run is matched with the %s run whose labels are equal except %s.", by, r.Base, by))
 	}
+	for _, t := range r.Tables {
+		if IsShare(t.Metric) {
+			notes = append(notes, "CPU-profile shares (cpu_share_*, cpu_incl_*, % of all samples) change by percentage points (pp): NEW's median share minus OLD's, not a percentage of the share.")
+			break
+		}
+	}
+	notes = append(notes, r.ProfileNotes...)
 	if r.Mode != ByFile && r.Unmatched > 0 {
 		notes = append(notes, fmt.Sprintf("%d run(s) have no %s counterpart (e.g. scenario runs %s did not take part in) and are not shown.", r.Unmatched, r.Base, r.Base))
 	}
@@ -361,6 +370,7 @@ type jsonRow struct {
 type jsonCell struct {
 	Summary     *stats.Summary `json:"summary"`
 	DeltaPct    *float64       `json:"delta_pct,omitempty"`
+	DeltaPP     *float64       `json:"delta_pp,omitempty"` // CPU-profile shares: change in percentage points
 	P           *float64       `json:"p,omitempty"`
 	Alpha       float64        `json:"alpha,omitempty"`
 	Significant bool           `json:"significant"`
@@ -405,6 +415,9 @@ func (r *Result) WriteJSON(w io.Writer) error {
 				}
 				if c.Compared {
 					jc.DeltaPct, jc.P, jc.Alpha, jc.Significant, jc.Warnings = finite(c.DeltaPct), finite(c.P), c.Alpha, c.Significant, c.Warnings
+					if IsShare(t.Metric) {
+						jc.DeltaPP = finite(c.DeltaPP)
+					}
 					switch c.Better {
 					case 1:
 						jc.Change = "better"
