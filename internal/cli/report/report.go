@@ -31,13 +31,18 @@ func NewCommand(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 		Short: "Render results as an HTML page, Markdown or a terminal table",
 		Long: `Render a cnibench results file.
 
-html: one self-contained page (inline SVG charts, no scripts or network access):
+html: one self-contained page (inline SVG charts, no network access; no scripts
+      but the CPU flamegraphs' own):
       a graded summary relative to the node-to-node baseline (a cell whose 95 %
       interval spans two grades names both) and, per datapath, why: statements
       from the run's own counters and costs; bar charts per test
       and flow count with confidence intervals, normalised CPU cost, latency
       percentiles, the MTU sweep and scenario charts, host facts, packet paths,
-      skipped items and noise warnings.
+      skipped items and noise warnings; with CPU profiles (suite --cpu-profile)
+      the share of samples per symbol family, stacked bars, the families that
+      differ from a reference datapath, and interactive flamegraphs (the
+      profiles are read beside RESULTS.json; with -o the standalone SVGs go
+      to profiles/ beside the output).
 md:   the same tables as Markdown, for a GitHub issue.
 text: the same tables for a terminal, within 100 columns (long texts become
       footnotes, wide tables are split; warnings are counted by kind), coloured
@@ -82,12 +87,23 @@ func run(s streams.IOStreams, f *flags, path string) error {
 	if err != nil {
 		return err
 	}
+	// CPU profiles (suite --cpu-profile) are read beside the results file;
+	// their flamegraphs are inlined in HTML and, with -o, written as
+	// standalone SVGs into profiles/ beside the output.
+	var fg *report.Flamegraphs
+	if format != "text" {
+		outDir := ""
+		if f.output != "" {
+			outDir = filepath.Dir(f.output)
+		}
+		fg = report.LoadFlamegraphs(set, filepath.Dir(path), outDir)
+	}
 	var buf bytes.Buffer
 	switch format {
 	case "html":
-		err = report.HTML(&buf, set)
+		err = report.HTMLWith(&buf, set, fg)
 	case "md":
-		err = report.Markdown(&buf, set)
+		err = report.MarkdownWith(&buf, set, fg)
 	default:
 		err = report.Text(&buf, set, f.output == "" && useColor(s.Out))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cli/clitest"
 
 	"github.com/cnibench/cnibench/internal/report"
+	"github.com/cnibench/cnibench/internal/report/reporttest"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -178,5 +179,38 @@ func TestSubsetWithoutBaseline(t *testing.T) {
 		if !strings.Contains(out, note) {
 			t.Errorf("%s: the no-baseline note is missing", format)
 		}
+	}
+}
+
+func TestReportFlamegraphs(t *testing.T) {
+	dir := t.TempDir()
+	set := reporttest.ProfiledSet(reporttest.ProfileOptions{Datapaths: []string{"veth-routing", "ebpf-host-routing"}, Tests: []string{"tcp_rr"}})
+	var buf bytes.Buffer
+	if err := result.Write(&buf, set); err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "results.json")
+	if err := os.WriteFile(in, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := reporttest.WriteProfiles(set, dir); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out", "report.html")
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := clitest.Execute(t, NewCommand, in, "-o", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	html, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(html), `class="flame" width=`); n != 3 {
+		t.Errorf("report.html has %d inline flamegraphs, want 3", n)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "profiles", "veth-routing.tcp_rr.svg")); err != nil {
+		t.Errorf("standalone flamegraph beside the output: %v", err)
 	}
 }
