@@ -38,7 +38,7 @@ const (
 )
 
 // cpuSamplesMetric is the per-repeat sample count of a profiled repeat.
-const cpuSamplesMetric = "cpu_profile_samples"
+const cpuSamplesMetric = profile.SamplesMetric
 
 // cpuGroup is the profiled runs of one cell, one per datapath.
 type cpuGroup struct {
