@@ -203,6 +203,21 @@ type Process struct {
 	Stop func()
 }
 
+// CPUProfiler is a Deployment that can take a system-wide CPU profile
+// (kernel and user stacks, internal/profile) of a client run's measured
+// window.
+type CPUProfiler interface {
+	// CanProfile says why this deployment cannot profile (an error
+	// wrapping ErrNotSupported: the kernel, the privileges), nil if it
+	// can.
+	CanProfile() error
+	// RunProfiled is Run that also leaves the profile of the client's
+	// measured window at file, as gzipped pprof, sampling every CPU at hz
+	// per second. Without an error, a missing file means the client
+	// measured no window.
+	RunProfiled(ctx context.Context, place Place, args []string, file string, hz int) (stdout, stderr []byte, err error)
+}
+
 // Finder is a Deployment with checks of its own (a cluster's MTU,
 // NetworkPolicy enforcement, encryption on the wire, CNI identification
 // and footprint). The suite calls Findings once, after the matrix and

@@ -45,6 +45,9 @@ type Options struct {
 	// ClusterScale lets a scenario create thousands of objects on a
 	// cluster (--cluster-scale).
 	ClusterScale bool
+	// CPUProfile, when set, profiles the CPUs during the measured windows
+	// of the cells it selects (profile.go); nil: none.
+	CPUProfile *CPUProfile
 	// Backend is where the suite runs (the lab, internal/lab; a cluster,
 	// internal/cluster); required. Its own options (the lab's datapaths,
 	// wire, CPU placement) are its own.
@@ -78,8 +81,11 @@ func Profile(name string) (Options, error) {
 		// client run ≈ 160 s on 2 cores.
 		o.Repeat, o.Duration, o.Warmup, o.MTUs = 5, 200*time.Millisecond, 100*time.Millisecond, []int{1500}
 	case "standard":
-		// 2 s windows (1.5 s before): 98 cells (80 + 18 at MTU 9000) × 5
-		// repeats × ~2.35 s per client run ≈ 19.3 min on 2 cores.
+		// 2 s windows (1.5 s before): 114 cells (80 + 16 tcp_rr_loaded +
+		// 18 at MTU 9000) × 5 repeats × ~2.35 s per client run ≈ 22.3 min
+		// on 2 cores. tcp_rr_loaded answers the loaded-latency question
+		// (tcp_rr's percentiles while tcp_stream flows fill the path).
+		o.Tests = append(o.Tests, engine.TCPRRLoaded)
 		o.Repeat, o.Duration, o.Warmup, o.MTUs = 5, 2*time.Second, 250*time.Millisecond, []int{1500, 9000}
 	default:
 		return o, fmt.Errorf("unknown profile %q: use quick or standard", name)
@@ -105,6 +111,9 @@ type cell struct {
 	sc *scenarioCell
 	// dep is the deployment the cell runs on.
 	dep *depRun
+	// profiled: the cell's windows are CPU-profiled (label cpu_profile=on:
+	// a profiled cell is never compared with an unprofiled one).
+	profiled bool
 }
 
 func (c cell) labels() map[string]string {
@@ -122,6 +131,9 @@ func (c cell) labels() map[string]string {
 	}
 	for k, v := range c.extra {
 		l[k] = v
+	}
+	if c.profiled {
+		l[ProfiledLabel] = "on"
 	}
 	return l
 }

@@ -252,6 +252,7 @@ func (st *state) run(ctx context.Context) error {
 	if err != nil || ctx.Err() != nil || len(points) == 0 {
 		return err
 	}
+	st.markProfiled(points)
 	st.mu.Lock()
 	st.total = 0
 	for _, pt := range points {
@@ -262,6 +263,7 @@ func (st *state) run(ctx context.Context) error {
 	}
 	st.mu.Unlock()
 	st.loop(ctx, points)
+	st.finishProfiles(points)
 	if st.sc == nil {
 		for _, dr := range deps {
 			if ctx.Err() == nil {

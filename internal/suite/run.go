@@ -253,7 +253,14 @@ func (st *state) measure(ctx context.Context, c cell, rep int) {
 		ev = c.dep.d.Evidence(c.Datapath)
 	}
 	t0 := time.Now()
-	stdout, stderr, err := c.dep.d.Run(ctx, cr.place, args)
+	var stdout, stderr []byte
+	profFile := ""
+	if c.profiled {
+		profFile = st.profileFile(c, rep)
+		stdout, stderr, err = c.dep.d.(backend.CPUProfiler).RunProfiled(ctx, cr.place, args, profFile, st.o.CPUProfile.hz())
+	} else {
+		stdout, stderr, err = c.dep.d.Run(ctx, cr.place, args)
+	}
 	el := time.Since(t0)
 	var evidence map[string]float64
 	var evWarnings []string
@@ -294,6 +301,9 @@ func (st *state) measure(ctx context.Context, c cell, rep int) {
 		if ev != nil && cr.check {
 			res.Warnings = append(res.Warnings, ev.Check(c.Path, m)...)
 		}
+	}
+	if profFile != "" {
+		st.profiledRepeat(c, &res, profFile)
 	}
 	if len(res.Repeats) > 0 && res.Repeats[0].Metrics != nil && c.timeWait >= 0 {
 		res.Repeats[0].Metrics[TimeWaitAtStart] = float64(c.timeWait)

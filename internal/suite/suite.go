@@ -168,6 +168,8 @@ type state struct {
 	done    int
 	started time.Time
 	early   []string // warnings before the set existed
+	// profiles are the per-repeat CPU profiles written so far, by run key.
+	profiles map[string][]string
 }
 
 // recordDatapaths records a deployment's datapaths in the results, skipped

@@ -17,6 +17,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/profile"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -34,6 +35,9 @@ type flagpole struct {
 	Quiet                  bool
 	Token                  string
 	StopOnStdinEOF         bool
+	CPUProfile             string
+	CPUProfileHz           int
+	LoadFlows              int
 }
 
 // StopOnStdinEOFFlag is the hidden flag with which a remote launcher (the
@@ -55,7 +59,8 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 			"  udp_stream  datagrams sized to the path MTU (no fragmentation); received goodput, sent rate, exact loss %\n" +
 			"  udp_rr      request/response over UDP\n" +
 			"  icmp_echo   ICMP echo request/reply from an ICMP datagram socket, as ping -f (the target's kernel answers)\n" +
-			"  http        HTTP/1.1 GET; --flows concurrent clients, keep-alive off by default",
+			"  http        HTTP/1.1 GET; --flows concurrent clients, keep-alive off by default\n" +
+			"  tcp_rr_loaded  tcp_rr while --load-flows tcp_stream flows load the same path (latency under load)",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runE(cmd, logger, s, f)
@@ -85,6 +90,9 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 	fl.StringVar(&f.Token, "token", "", "shared secret the server requires (default $"+engine.TokenEnv+"; the variable keeps it out of the process list)")
 	fl.BoolVar(&f.StopOnStdinEOF, StopOnStdinEOFFlag, false, "stop as on Ctrl-C, keeping what was measured, when standard input ends (for a launcher that runs it remotely)")
 	_ = fl.MarkHidden(StopOnStdinEOFFlag)
+	fl.IntVar(&f.LoadFlows, "load-flows", 0, "tcp_rr_loaded: tcp_stream flows loading the path while the rr flows are measured (default 4)")
+	fl.StringVar(&f.CPUProfile, "cpu-profile", "", "sample every CPU (kernel and user stacks) during the measured windows and write them, merged, to this gzipped pprof file; each repeat gets its CPU breakdown by symbol family (cpu_share_*; needs root or perf_event_paranoid ≤ -1; docs/profiles.md)")
+	fl.IntVar(&f.CPUProfileHz, "cpu-profile-hz", profile.DefaultHz, "samples per second per CPU for --cpu-profile")
 	return cmd
 }
 
@@ -93,6 +101,7 @@ func (f *flagpole) config(cmd *cobra.Command) (engine.Config, error) {
 		Target: f.Target, Test: f.Test, Duration: f.Duration, Warmup: f.Warmup,
 		Repeat: f.Repeat, Flows: f.Flows, HTTPKeepAlive: f.KeepAlive, HTTPPath: f.HTTPPath,
 		BusyPoll: f.BusyPoll, Timeout: f.Timeout, URL: f.URL, Service: f.Service,
+		LoadFlows: f.LoadFlows,
 	}
 	if cmd.Flags().Changed("warmup") && f.Warmup == 0 {
 		cfg.Warmup = -1 // explicit zero: no warm-up
@@ -154,6 +163,18 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 		token = os.Getenv(engine.TokenEnv)
 	}
 	cl := &engine.Client{Logger: logger, Token: token}
+	var hook *profileHook
+	if f.CPUProfile != "" {
+		if f.CPUProfileHz < 1 || f.CPUProfileHz > 10000 {
+			return clierr.Usagef("--cpu-profile-hz %d: give 1..10000 samples per second per CPU", f.CPUProfileHz)
+		}
+		if err := profile.Probe(); err != nil {
+			return clierr.Usagef("--cpu-profile: %v", err)
+		}
+		hook = &profileHook{opts: profile.Options{Frequency: f.CPUProfileHz}}
+		cl.Window = hook
+		defer func() { _, _ = hook.stop() }() // a window left open by an error
+	}
 	if !f.Quiet {
 		cl.Progress = func(e engine.Event) { printProgress(s.ErrOut, cfg, e) }
 	}
@@ -176,6 +197,11 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 		}()
 	}
 	res, runErr := cl.Run(ctx, cfg)
+	if hook != nil && res != nil {
+		if err := hook.finish(f.CPUProfile, res); err != nil {
+			addWarning(res, "cpu profile: "+err.Error())
+		}
+	}
 	if res == nil {
 		return runErr
 	}
@@ -236,7 +262,9 @@ var metricOrder = []string{
 	result.LatencyUsMean, result.LatencyUsP50, result.LatencyUsP90, result.LatencyUsP99, result.LatencyUsP999, result.LatencyUsMax,
 	result.ConnectUsP50, result.ConnectUsP90, result.ConnectUsP99, result.ConnectUsMax,
 	result.LossPct, result.DatagramsSent, result.DatagramsReceived, result.DatagramsLost, result.DatagramsDuplicated,
-	result.DatagramsReordered, result.TCPRetransmits, result.Errors,
+	result.DatagramsReordered, result.TCPRetransmits, result.TCPRetransmitPct, result.TCPSRTTUsMedian, result.TCPSRTTUsMax,
+	result.TCPRTTVarUsMedian, result.TCPMinRTTUs, result.TCPSndCwndSegmentsMedian, result.TCPDeliveryRateBitsPerSec,
+	result.LoadThroughputBitsPerSec, result.LoadTCPRetransmits, result.LoadTCPSRTTUsMedian, result.Errors,
 	result.CPUPctPer100Gbit, result.CPUUsPerTrans, result.HostCPUPct, result.HostCPUUserPct, result.HostCPUSysPct,
 	result.HostCPUSoftirqPct, result.HostCPUIrqPct, result.RemoteHostCPUPct, result.RemoteHostCPUSysPct,
 	result.RemoteHostCPUSoftirqPct, result.ClientCPUPct, result.ServerCPUPct, result.ClientRSSBytes,

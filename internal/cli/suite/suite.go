@@ -35,6 +35,8 @@ type flagpole struct {
 	Seed        uint64
 	Out         string
 	Scenario    string
+	CPUProfile  string
+	ProfileHz   int
 	// Scenarios are the registered scenarios' own flags (each scenario
 	// package's register.go).
 	Scenarios *scenario.Flags
@@ -63,7 +65,7 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 			"refused. Its processes die with it, whatever kills it; SIGINT, SIGTERM and SIGHUP\n" +
 			"keep what was measured and exit 130.\n\n" +
 			"Profiles: quick (5 repeats of 0.2 s, under 3 minutes on 2 cores) and standard\n" +
-			"(5 repeats of 2 s, plus an MTU 9000 sweep; under 20 minutes).",
+			"(5 repeats of 2 s, plus tcp_rr_loaded and an MTU 9000 sweep; under 25 minutes).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runE(cmd, logger, s, f)
@@ -71,7 +73,7 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.Profile, "profile", "quick", "quick or standard")
-	fl.StringVar(&f.Tests, "tests", "", "comma-separated tests (default: tcp_stream,tcp_rr,tcp_crr,udp_stream,http)")
+	fl.StringVar(&f.Tests, "tests", "", "comma-separated tests (default: tcp_stream,tcp_rr,tcp_crr,udp_stream,http; standard adds tcp_rr_loaded)")
 	fl.StringVar(&f.Flows, "flows", "", "comma-separated flow counts for the tcp tests (default: 1,32)")
 	fl.IntVar(&f.HTTPClients, "http-clients", 0, "concurrent clients of the http test (default 32)")
 	fl.IntVar(&f.Repeat, "repeat", 0, "repeats per cell (default: the profile's)")
@@ -81,6 +83,9 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 	fl.Uint64Var(&f.Seed, "seed", 0, "seed of the cell order (shuffled per repeat); 0 draws one. The results record it: pass it again to replay an order")
 	fl.StringVar(&f.Out, "out", "", "output directory (default: cnibench-results/<time>)")
 	fl.StringVar(&f.Scenario, "scenario", "", "run a scenario instead of the matrix: "+strings.Join(scenario.Names(), ", ")+" (see docs/scenarios.md)")
+	fl.StringVar(&f.CPUProfile, "cpu-profile", "", "sample every CPU (kernel and user stacks) during the measured windows of the cells given — all, or label=value[,label=value…][;…], e.g. datapath=veth-routing,test=tcp_rr — into DIR/profiles/ (pprof), with each repeat's CPU breakdown by symbol family and flamegraphs in the report; profiled cells are labelled cpu_profile=on (docs/profiles.md)")
+	cmd.Flags().Lookup("cpu-profile").NoOptDefVal = "all"
+	fl.IntVar(&f.ProfileHz, "cpu-profile-hz", 0, "samples per second per CPU for --cpu-profile (default 999)")
 	f.Scenarios = scenario.BindFlags(fl)
 	f.Lab.register(cmd)
 	f.Kube.register(cmd)
@@ -150,6 +155,13 @@ func (f *flagpole) options(cmd *cobra.Command) (suite.Options, error) {
 		o.Warmup = f.Warmup
 	}
 	o.Seed = f.Seed
+	if changed("cpu-profile") {
+		if o.CPUProfile, err = suite.ParseCPUProfile(f.CPUProfile, f.ProfileHz); err != nil {
+			return o, clierr.Usagef("%v", err)
+		}
+	} else if changed("cpu-profile-hz") {
+		return o, clierr.Usagef("--cpu-profile-hz: give --cpu-profile too (it sets the rate of its sampling)")
+	}
 	if err := f.scenarioOptions(cmd, &o); err != nil {
 		return o, err
 	}
