@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -35,10 +36,19 @@ func Breakdown(p *profile.Profile) Shares { return BreakdownFor(p, EngineComm) }
 // such as locks, memcpy or interrupt entry, are passed over), and
 // kernel_other if none does: time spent in the kernel is never charged to
 // the process's user-space code. If the leaf is in user space, the sample
-// is engine when its comm is one of engineComms, else user_other.
+// is engine when its comm is one of engineComms.
+//
+// Sampling is system-wide, so a busy host's other processes (a build, a
+// control plane) are in the profile too: a sample of a process other than
+// the engine that has user-space frames (idle and kernel threads have
+// none) is other_procs, user and kernel time alike — unless it was taken
+// in a softirq that interrupted it (a frame such as handle_softirqs or
+// net_rx_action on its stack): that network work is the datapath's, and
+// is classified by its frames leafward of the softirq's entry as above.
 // Inclusive counts a sample once for every family with a frame in it
-// (engine and user_other: any user-space frame; kernel_other: as
-// exclusive).
+// (engine: any user-space frame; kernel_other and other_procs: as
+// exclusive; an other process's softirq sample: the frames leafward of
+// the softirq's entry only).
 func BreakdownFor(p *profile.Profile, engineComms ...string) Shares {
 	sh := Shares{Exclusive: map[string]float64{}, Inclusive: map[string]float64{}, BPF: map[string]float64{}}
 	for _, f := range Families {
@@ -74,6 +84,8 @@ func BreakdownFor(p *profile.Profile, engineComms ...string) Shares {
 		exclusive := ""
 		leaf := true
 		leafKernel := false
+		var soft map[string]bool // seen, leafward of a softirq's entry
+		softExcl := ""
 		for _, l := range s.Location {
 			if c, ok := isComm(l); ok {
 				if comm == "" {
@@ -101,14 +113,29 @@ func BreakdownFor(p *profile.Profile, engineComms ...string) Shares {
 						seen[BPFPrefix+name] = true
 					}
 				}
+				if soft == nil && isSoftirqEntry(locName(l)) {
+					soft = maps.Clone(seen)
+					softExcl = exclusive
+				}
 			} else {
 				seen["user"] = true
 			}
 			leaf = false
 		}
-		userFam := FamilyUserOther
-		if slices.Contains(engineComms, comm) {
-			userFam = FamilyEngine
+		userFam := FamilyEngine
+		if !slices.Contains(engineComms, comm) && seen["user"] {
+			// Another process: only a softirq's network work interrupting
+			// it is classified by its frames.
+			userFam = FamilyOtherProcs
+			if soft != nil && leafKernel {
+				seen, exclusive = soft, softExcl
+				if exclusive == "" {
+					exclusive = FamilyKernelOther
+				}
+			} else {
+				clear(seen)
+				exclusive = FamilyOtherProcs
+			}
 		}
 		switch {
 		case leafKernel && exclusive == "":
@@ -119,8 +146,8 @@ func BreakdownFor(p *profile.Profile, engineComms ...string) Shares {
 			exclusive = FamilyKernelOther // an empty stack
 		}
 		excl[exclusive] += w
-		if exclusive == FamilyKernelOther {
-			incl[FamilyKernelOther] += w
+		if exclusive == FamilyKernelOther || exclusive == FamilyOtherProcs {
+			incl[exclusive] += w
 		}
 		for k := range seen {
 			switch {
@@ -171,3 +198,10 @@ func locName(l *profile.Location) string {
 	}
 	return l.Line[len(l.Line)-1].Function.Name
 }
+
+// softirqEntries are the frames where a softirq's work starts: whatever is
+// leafward of them was done in softirq context, on behalf of the network,
+// whichever task it interrupted.
+var softirqEntries = []string{"handle_softirqs", "__do_softirq", "do_softirq", "net_rx_action", "net_tx_action", "run_ksoftirqd"}
+
+func isSoftirqEntry(name string) bool { return slices.Contains(softirqEntries, stripSuffix(name)) }

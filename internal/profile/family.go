@@ -5,7 +5,7 @@ import "strings"
 // Family is a documented group of symbols whose share of the samples a
 // profile's Breakdown reports. A kernel frame belongs to the first family
 // in Families (table order) with a pattern that matches its function name;
-// the user-space families (engine, user_other) and kernel_other have no
+// the user-space families (engine, other_procs) and kernel_other have no
 // patterns (see Breakdown).
 type Family struct {
 	// Name is the key in Shares (part of the results' vocabulary).
@@ -22,7 +22,7 @@ type Family struct {
 // The names of the families without patterns.
 const (
 	FamilyEngine      = "engine"
-	FamilyUserOther   = "user_other"
+	FamilyOtherProcs  = "other_procs"
 	FamilyKernelOther = "kernel_other"
 	FamilyBPF         = "bpf"
 )
@@ -79,7 +79,7 @@ var Families = []Family{
 			"idle_", "raw_spin_rq_", "__wake_up", "wake_up_", "check_preempt", "load_balance", "newidle_balance", "sched_balance",
 			"select_task_rq", "__update_load_avg"}},
 	{Name: FamilyEngine, Doc: "user-space frames of processes named " + EngineComm + " (the workload engine)"},
-	{Name: FamilyUserOther, Doc: "user-space frames of every other process"},
+	{Name: FamilyOtherProcs, Doc: "other processes than the engine (a build, a control plane, an agent beside the benchmark), user and kernel time, except the softirq network work that interrupts them (classified by its frames)"},
 	{Name: FamilyKernelOther, Doc: "kernel samples none of whose frames matches a family (system call entry, interrupts, memory management, …)"},
 }
 

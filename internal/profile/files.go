@@ -183,7 +183,7 @@ func top(p *profile.Profile, n int) []result.ProfileFunc {
 	}
 	var out []result.ProfileFunc
 	for name, v := range self {
-		fam := FamilyUserOther
+		fam := FamilyOtherProcs
 		if engineFn[name] {
 			fam = FamilyEngine
 		}

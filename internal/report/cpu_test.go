@@ -75,7 +75,7 @@ func TestCPUReferenceAndGroups(t *testing.T) {
 					t.Errorf("%s: datapaths %v, want %v", groupShort(g.Labels), g.DPs, tc.dps)
 				}
 				for _, f := range g.Families {
-					if f == "user_other" || f == "crypto" {
+					if f == "other_procs" || f == "crypto" {
 						t.Errorf("family %s is under 0.5 %% everywhere but shown", f)
 					}
 				}
@@ -185,7 +185,7 @@ func TestStackedChartWellFormed(t *testing.T) {
 		t.Error("the chart's svg has no role=img")
 	}
 	// 3 datapaths: every shown family with a positive share, plus the
-	// "other families" segment (user_other's 0.3 %).
+	// "other families" segment (other_procs's 0.3 %).
 	want := 0
 	for _, cat := range c.Vals {
 		for _, v := range cat {
@@ -197,7 +197,7 @@ func TestStackedChartWellFormed(t *testing.T) {
 	if segs != want || segs < 3*8 {
 		t.Errorf("%d segments, want %d (≥ 24)", segs, want)
 	}
-	if !strings.Contains(svg, "other families: user_other") {
+	if !strings.Contains(svg, "other families: other_procs") {
 		t.Error("the note does not name the small families")
 	}
 	if familyColor("netfilter") == familyColor("bpf") || familyColor("made-up") != familyColor("made-up") {

@@ -31,10 +31,10 @@ type ProfileOptions struct {
 // veth traversal and the backlog pass and spends some of it in BPF; the
 // bridge adds bridge work to veth routing's.
 var ProfileShares = map[string]map[string]float64{
-	"veth-routing":      {"netfilter": 14, "veth": 9, "backlog": 8, "bpf": 0.2, "tcpip": 30, "copy": 5, "sched_idle": 20, "engine": 9, "user_other": 0.3, "kernel_other": 4.5},
-	"bridge":            {"netfilter": 13, "veth": 9, "backlog": 8, "bridge": 5, "bpf": 0.2, "tcpip": 29, "copy": 5, "sched_idle": 18, "engine": 9, "user_other": 0.3, "kernel_other": 3.5},
-	"ebpf-host-routing": {"netfilter": 2, "veth": 4, "backlog": 0.4, "bpf": 6.2, "tcpip": 31, "copy": 5, "sched_idle": 37, "engine": 10, "user_other": 0.3, "kernel_other": 4.1},
-	"baseline":          {"netfilter": 1, "tcpip": 35, "copy": 6, "sched_idle": 42, "engine": 11, "user_other": 0.3, "kernel_other": 4.7},
+	"veth-routing":      {"netfilter": 14, "veth": 9, "backlog": 8, "bpf": 0.2, "tcpip": 30, "copy": 5, "sched_idle": 20, "engine": 9, "other_procs": 0.3, "kernel_other": 4.5},
+	"bridge":            {"netfilter": 13, "veth": 9, "backlog": 8, "bridge": 5, "bpf": 0.2, "tcpip": 29, "copy": 5, "sched_idle": 18, "engine": 9, "other_procs": 0.3, "kernel_other": 3.5},
+	"ebpf-host-routing": {"netfilter": 2, "veth": 4, "backlog": 0.4, "bpf": 6.2, "tcpip": 31, "copy": 5, "sched_idle": 37, "engine": 10, "other_procs": 0.3, "kernel_other": 4.1},
+	"baseline":          {"netfilter": 1, "tcpip": 35, "copy": 6, "sched_idle": 42, "engine": 11, "other_procs": 0.3, "kernel_other": 4.7},
 }
 
 // familyStack is a representative kernel stack (root first, below the
@@ -49,7 +49,7 @@ var familyStack = map[string][]string{
 	"copy":         {"entry_SYSCALL_64", "__sys_recvfrom", "tcp_recvmsg", "skb_copy_datagram_iter", "_copy_to_iter"},
 	"sched_idle":   {"cpu_startup_entry", "do_idle", "default_idle"},
 	"engine":       {"main.main", "github.com/cnibench/cnibench/internal/engine.(*client).rr"},
-	"user_other":   {"[unknown] libc.so.6"},
+	"other_procs":   {"[unknown] libc.so.6"},
 	"kernel_other": {"entry_SYSCALL_64", "do_syscall_64", "__x64_sys_futex"},
 }
 
@@ -224,7 +224,7 @@ func Pprof(shares map[string]float64) *profile.Profile {
 		comm := "comm:cnibench"
 		if f == "sched_idle" {
 			comm = "comm:swapper/0"
-		} else if f == "user_other" {
+		} else if f == "other_procs" {
 			comm = "comm:sshd"
 		}
 		frames := append([]string{comm}, st...)
