@@ -78,7 +78,7 @@ func main() {
 	flag.StringVar(&o.buildScript, "peers-build", "", "script that builds netperf/netserver into a directory (default: ../shared/peers/build.sh next to the checkout, when present)")
 	flag.StringVar(&o.pin, "pin", "none", "CPU placement: none (the scheduler decides), same (servers and clients on CPU 0), split (servers on CPU 1, clients on CPU 0)")
 	flag.StringVar(&o.goBin, "go", "go", "the go command that builds cnibench and bench/httpserver (make bench passes its own)")
-	flag.BoolVar(&o.noInstall, "no-install", false, "do not apt-get install iperf3/hey/wrk when missing")
+	flag.BoolVar(&o.noInstall, "no-install", false, "do not apt-get install the programs the selected tests need (iperf3, hey, wrk, nft, ipset, ...) when missing: stop with the install command instead")
 	flag.Parse()
 	base := "bench/results/peerbench"
 	if o.tests == egressTest {
@@ -170,6 +170,12 @@ func run(ctx context.Context, o options, stdout io.Writer) (err error) {
 	}
 	root, err := moduleRoot(ctx, o.goBin)
 	if err != nil {
+		return err
+	}
+	// Every external program the selection runs is there before the first
+	// round, installed if it can be, or the run stops here in one line.
+	host := prereqHost{lookPath: exec.LookPath, root: os.Geteuid() == 0, install: aptInstall}
+	if err := ensurePrograms(ctx, o.tests, programsNeeded(splitList(o.tests), o.pin), o.noInstall, host); err != nil {
 		return err
 	}
 	if o.tests == egressTest {

@@ -75,21 +75,7 @@ func prepareTools(ctx context.Context, o options, root, tmp string) (*Tools, err
 		logf("netperf: %s, netserver: %s", t.Netperf, t.Netserver)
 	}
 
-	var missing []string
-	for _, p := range []string{"iperf3", "hey", "wrk"} {
-		if _, err := exec.LookPath(p); err != nil && need[p] {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) > 0 {
-		_, aptErr := exec.LookPath("apt-get")
-		if o.noInstall || aptErr != nil {
-			return nil, fmt.Errorf("%s not found on PATH: %s", strings.Join(missing, " and "), howToGet(missing))
-		}
-		if err := aptInstall(ctx, missing); err != nil {
-			return nil, fmt.Errorf("%w; %s", err, howToGet(missing))
-		}
-	}
+	// ensurePrograms (run) has installed or refused what is missing.
 	var err error
 	if need["iperf3"] {
 		if t.Iperf3, err = exec.LookPath("iperf3"); err != nil {
@@ -110,15 +96,6 @@ func prepareTools(ctx context.Context, o options, root, tmp string) (*Tools, err
 		t.Time = "/usr/bin/time"
 	} else {
 		logf("GNU time (/usr/bin/time) not installed: no client CPU/RSS cross-check (apt-get install -y time)")
-	}
-	sys := []string{"ip", "ss", "sysctl"}
-	if o.pin != "none" {
-		sys = append(sys, "taskset")
-	}
-	for _, p := range sys {
-		if _, err := exec.LookPath(p); err != nil {
-			return nil, fmt.Errorf("%s not found (iproute2/procps needed)", p)
-		}
 	}
 	return t, nil
 }
