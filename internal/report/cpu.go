@@ -340,8 +340,9 @@ func (m *model) cpuWhy(dp string) string {
 	return "CPU profile " + strings.Join(parts, "; ")
 }
 
-// cpuCell is a table cell of a family's share: "12.1 ± 3%" (the interval's
-// half-width relative to the median, as elsewhere in the report).
+// cpuCell is a table cell of a family's share: "12.1 ± 0.8" (the 95 %
+// interval's half-width in percentage points: a share's interval relative
+// to a small median would read "± 1200%").
 func cpuCell(r *result.Run, metric string) string {
 	s, ok := Summary(r, metric)
 	switch {
@@ -350,7 +351,10 @@ func cpuCell(r *result.Run, metric string) string {
 	case s.Median == 0 && s.Max == 0:
 		return "0"
 	}
-	out := Num(s.Median) + " " + PlusMinus(s)
+	out := Num(s.Median)
+	if s.CI95High > s.CI95Low {
+		out += " ± " + Num((s.CI95High-s.CI95Low)/2)
+	}
 	if stats.Notable(s) {
 		out += " " + noteMark
 	}
@@ -364,7 +368,7 @@ func (m *model) cpuSection() (section, bool) {
 		return section{}, false
 	}
 	s := section{ID: "cpu", Title: "CPU profiles"}
-	s.Blocks = append(s.Blocks, block{Para: fmt.Sprintf("Where the CPU went in the profiled cells (cnibench suite --cpu-profile; docs/profiles.md): each symbol family's exclusive share of all samples, every CPU and idle included, in %% — median over the repeats ± the half-width of its 95 %% interval relative to the median. Families under %.1f %% in every datapath of a cell are left out (results.json has them). Each datapath is compared with a reference, %s when it was profiled, else the first profiled datapath; a family's difference is stated when the medians differ by at least %.0f percentage points (pp) and a two-sided Mann–Whitney U test over the repeats finds it significant (p ≤ 0.05).",
+	s.Blocks = append(s.Blocks, block{Para: fmt.Sprintf("Where the CPU went in the profiled cells (cnibench suite --cpu-profile; docs/profiles.md): each symbol family's exclusive share of all samples, every CPU and idle included, in %% — median over the repeats ± the half-width of its 95 %% interval, in percentage points. Families under %.1f %% in every datapath of a cell are left out (results.json has them). Each datapath is compared with a reference, %s when it was profiled, else the first profiled datapath; a family's difference is stated when the medians differ by at least %.0f percentage points (pp) and a two-sided Mann–Whitney U test over the repeats finds it significant (p ≤ 0.05).",
 		cpuMinShownPct, CPUReferenceDatapath, cpuMinDiffPP)})
 	shown := map[string]bool{}
 	for gi, g := range groups {
