@@ -137,11 +137,12 @@ func variantBase(name string, known []string) string {
 }
 
 // defaultDatapaths is the matrix without --datapaths: every known datapath
-// except the variants, which join through the conntrack scenario.
+// except the variants, which join through the conntrack scenario, and the
+// opt-in ones (RegisterOptIn).
 func defaultDatapaths(known []string) []string {
 	var out []string
 	for _, d := range known {
-		if variantBase(d, known) == "" {
+		if variantBase(d, known) == "" && !OptIn(d) {
 			out = append(out, d)
 		}
 	}

@@ -8,7 +8,8 @@ import (
 
 func TestVariants(t *testing.T) {
 	known := []string{"baseline", "veth-routing", "veth-routing-notrack", "bridge", "bridge-notrack", "vxlan",
-		"vxlan-notrack", "ebpf-host-routing", "ebpf-host-routing-bare", "netkit", "odd-notrack"}
+		"vxlan-notrack", "ebpf-host-routing", "ebpf-host-routing-bare", "ebpf-host-routing-redirect", "netkit", "odd-notrack"}
+	// ebpf-host-routing-redirect is opt-in (RegisterOptIn): listed, not a default.
 	if got := defaultDatapaths(known); !slices.Equal(got, []string{"baseline", "veth-routing", "bridge", "vxlan", "ebpf-host-routing", "netkit", "odd-notrack"}) {
 		t.Errorf("defaultDatapaths = %v", got)
 	}

@@ -19,6 +19,7 @@ const (
 	MetricWireTxBytes        = "wire_tx_bytes"
 	MetricBPFRedirectPeer    = "bpf_redirect_peer_packets"
 	MetricBPFRedirectNeigh   = "bpf_redirect_neigh_packets"
+	MetricBPFRedirectHost    = "bpf_redirect_host_packets"
 	MetricBPFPass            = "bpf_pass_packets"
 	MetricBPFDrop            = "bpf_drop_packets"
 	MetricBPFCTNew           = "bpf_ct_new_packets"
@@ -33,6 +34,7 @@ const (
 var bpfCounterMetrics = map[string]string{
 	"redirect_peer":  MetricBPFRedirectPeer,
 	"redirect_neigh": MetricBPFRedirectNeigh,
+	"redirect_host":  MetricBPFRedirectHost,
 	"pass":           MetricBPFPass,
 	"drop":           MetricBPFDrop,
 	"ct_new":         MetricBPFCTNew,
@@ -82,7 +84,8 @@ func checkClaims(datapath string, kind PathKind, c PathClaims, m map[string]floa
 	if c.BPF {
 		peer, ok1 := get(MetricBPFRedirectPeer)
 		neigh, ok2 := get(MetricBPFRedirectNeigh)
-		if ok1 && ok2 && peer+neigh == 0 {
+		host, _ := get(MetricBPFRedirectHost)
+		if ok1 && ok2 && peer+neigh+host == 0 {
 			w("the BPF program redirected no packet")
 		}
 		if n, ok := get(MetricNftForward); ok && n > 0 {

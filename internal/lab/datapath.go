@@ -147,6 +147,7 @@ type registration struct {
 	description string
 	factory     Factory
 	hidden      bool
+	optIn       bool
 }
 
 var (
@@ -158,6 +159,34 @@ var (
 // Register adds a datapath to the registry. Datapaths register from init
 // functions; a duplicate name is an error reported by NewDatapath.
 func Register(f Factory) { register(f, false) }
+
+// RegisterOptIn adds a datapath that is listed and runs when --datapaths
+// names it, but is not in the default matrix: a model built to answer one
+// question (e.g. ebpf-host-routing-redirect, for the peer redirect's
+// saving), whose cells would lengthen every default run.
+func RegisterOptIn(f Factory) {
+	register(f, false)
+	d := f()
+	regMu.Lock()
+	defer regMu.Unlock()
+	for i := range registry {
+		if registry[i].name == d.Name() {
+			registry[i].optIn = true
+		}
+	}
+}
+
+// OptIn tells whether a datapath was registered with RegisterOptIn.
+func OptIn(name string) bool {
+	regMu.Lock()
+	defer regMu.Unlock()
+	for _, r := range registry {
+		if r.name == name {
+			return r.optIn
+		}
+	}
+	return false
+}
 
 // RegisterHidden adds a datapath that NewDatapath and Describe know but
 // Names does not list: a topology that only a scenario brings up (e.g.
@@ -183,7 +212,7 @@ func register(f Factory, hidden bool) {
 // baseline first, then from the kube-proxy/Calico style to eBPF.
 var listOrder = []string{
 	"baseline", "veth-routing", "veth-routing-notrack", "bridge", "bridge-notrack", "vxlan", "vxlan-notrack",
-	"ebpf-host-routing", "ebpf-host-routing-bare", "netkit",
+	"ebpf-host-routing", "ebpf-host-routing-bare", "ebpf-host-routing-redirect", "netkit",
 }
 
 func rank(name string) int {

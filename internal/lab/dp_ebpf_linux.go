@@ -12,7 +12,7 @@ import (
 func init() {
 	Register(func() Datapath { return newEBPFHostRouting(hostrouting.Options{}) })
 	Register(func() Datapath { return newEBPFHostRouting(hostrouting.Options{Bare: true}) })
-	Register(func() Datapath { return newEBPFHostRouting(hostrouting.Options{RedirectHost: true}) })
+	RegisterOptIn(func() Datapath { return newEBPFHostRouting(hostrouting.Options{RedirectHost: true}) })
 }
 
 // CounterReporter is implemented by datapaths that count what they did (per

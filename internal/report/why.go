@@ -32,6 +32,7 @@ var whyRules = []whyRule{
 	// The packet path, from the datapath's own counters (internal/lab's
 	// evidence metrics).
 	{Metric: "bpf_redirect_peer_packets", Say: count("%s packets into pods by bpf_redirect_peer")},
+	{Metric: "bpf_redirect_host_packets", Say: count("%s packets out of the pods' host veths by bpf_redirect (through the backlog)")},
 	{Metric: "bpf_redirect_neigh_packets", Say: count("%s out of the node by bpf_redirect_neigh")},
 	{Metric: "bpf_pass_packets", Say: count("%s passed to the node's stack")},
 	{Metric: "bpf_drop_packets", Say: countIfAny("%s dropped by the BPF program")},

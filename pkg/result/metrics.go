@@ -208,6 +208,7 @@ var Metrics = map[string]MetricInfo{
 	ConntrackEntries:                   {"entries", Neutral, "connection-tracking entries in the two node namespaces right after the repeat (shows whether a datapath engages conntrack)"},
 	"time_wait_at_start":               {"sockets", Neutral, "TCP sockets in TIME_WAIT in the datapath's namespaces when the repeat started (the suite flushes conntrack before every cell but cannot remove TIME_WAIT sockets, so it records them)"},
 	"bpf_redirect_peer_packets":        {"packets", Neutral, "packets the eBPF datapath redirected straight into a pod (bpf_redirect_peer) during the repeat"},
+	"bpf_redirect_host_packets":        {"packets", Neutral, "packets ebpf-host-routing-redirect sent out of a pod's host-side veth (bpf_redirect, Calico-style: the pod receives them through the per-CPU backlog) during the repeat"},
 	"bpf_redirect_neigh_packets":       {"packets", Neutral, "packets the eBPF datapath redirected out of a node (bpf_redirect_neigh) during the repeat"},
 	"bpf_pass_packets":                 {"packets", Neutral, "packets the eBPF datapath handed to the node's stack during the repeat"},
 	"bpf_drop_packets":                 {"packets", Neutral, "packets the eBPF datapath dropped because a redirect helper refused them, during the repeat (path proof: should be 0)"},
