@@ -93,6 +93,9 @@ func BreakdownFor(p *profile.Profile, engineComms ...string) Shares {
 				}
 				continue
 			}
+			if isNodeRoot(l) {
+				continue
+			}
 			if isKernelLoc(l) {
 				fam, ok := famOf[l.ID]
 				if !ok {

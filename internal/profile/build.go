@@ -101,6 +101,10 @@ func (c *collector) build(info buildInfo, ks ...*kallsyms) *profile.Profile {
 			Label:    map[string][]string{"comm": {a.comm}},
 			NumLabel: map[string][]int64{"pid": {int64(a.pid)}, "cpu": {int64(a.cpu)}},
 		}
+		if a.time != 0 {
+			s.NumLabel[TimeLabel] = []int64{a.time}
+			s.NumUnit = map[string][]string{TimeLabel: {"nanoseconds"}}
+		}
 		for i, f := range a.frames {
 			lookup := f.addr
 			if !f.exact && lookup > 0 {

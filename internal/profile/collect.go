@@ -48,6 +48,9 @@ type stackAgg struct {
 	maps     []*mapping // per frame: the user frame's mapping, or nil
 	count    int64
 	period   int64
+	// time is the wall-clock start of the sample's timestamp bucket in
+	// Unix ns (0 without Options.Timestamps).
+	time int64
 }
 
 // collector turns sample records into aggregated stacks, reading each
@@ -66,6 +69,8 @@ type collector struct {
 	throttle int
 	keyBuf   []byte
 	frameBuf []frame
+	// ts converts perf times to wall-clock buckets (zero: no timestamps).
+	ts timestamper
 }
 
 func newCollector(src procSource) *collector {
@@ -107,6 +112,10 @@ func (c *collector) add(s *rawSample) {
 	k = ne.AppendUint32(k, s.pid)
 	k = ne.AppendUint32(k, s.cpu)
 	k = append(k, s.chain...)
+	wall := c.ts.bucket(s.time)
+	if wall != 0 {
+		k = ne.AppendUint64(k, uint64(wall))
+	}
 	c.keyBuf = k
 	if a, ok := c.stacks[string(k)]; ok {
 		a.count++
@@ -120,7 +129,7 @@ func (c *collector) add(s *rawSample) {
 		pid: s.pid, cpu: s.cpu, comm: p.comm,
 		frames: append([]frame(nil), frames...),
 		maps:   make([]*mapping, len(frames)),
-		count:  1, period: int64(s.period),
+		count:  1, period: int64(s.period), time: wall,
 	}
 	for i, f := range a.frames {
 		if f.kernel {

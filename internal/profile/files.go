@@ -160,7 +160,7 @@ func top(p *profile.Profile, n int) []result.ProfileFunc {
 		engine := len(s.Label["comm"]) > 0 && s.Label["comm"][0] == EngineComm
 		leaf := true
 		for _, l := range s.Location {
-			if _, ok := isComm(l); ok {
+			if _, ok := isComm(l); ok || isNodeRoot(l) {
 				continue
 			}
 			name := locName(l)

@@ -66,8 +66,11 @@ func attr(freq int) *unix.PerfEventAttr {
 		Sample:      uint64(freq),
 		Sample_type: sampleType,
 		Read_format: unix.PERF_FORMAT_TOTAL_TIME_ENABLED,
-		Bits:        unix.PerfBitFreq | unix.PerfBitDisabled | unix.PerfBitWatermark,
+		Bits:        unix.PerfBitFreq | unix.PerfBitDisabled | unix.PerfBitWatermark | unix.PerfBitUseClockID,
 		Wakeup:      uint32(ringPages * os.Getpagesize() / 4),
+		// Sample times on CLOCK_MONOTONIC, which Options.Timestamps maps
+		// to the wall clock.
+		Clockid: unix.CLOCK_MONOTONIC,
 	}
 }
 
@@ -188,6 +191,9 @@ func Start(o Options) (*Session, error) {
 		return nil, fmt.Errorf("profile: start: %w", err)
 	}
 	s.start = time.Now()
+	if o.Timestamps {
+		s.col.ts = newTimestamper()
+	}
 	if !o.Paused {
 		if err := s.ioctlAll(unix.PERF_EVENT_IOC_ENABLE); err != nil {
 			s.closeEvents()

@@ -34,6 +34,11 @@ type Options struct {
 	// Paused starts the session disabled: nothing is sampled until the
 	// first Resume.
 	Paused bool
+	// Timestamps keeps each sample's wall-clock time, to
+	// TimestampResolution, as the numeric label TimeLabel, so that Crop
+	// can keep the samples of given windows (the samples of a stack are
+	// then aggregated per TimestampResolution only).
+	Timestamps bool
 }
 
 // frequency returns the effective frequency or an error naming the field.
