@@ -13,6 +13,7 @@ import (
 	imagecmd "github.com/cnibench/cnibench/internal/cli/image"
 	k8scmd "github.com/cnibench/cnibench/internal/cli/k8s"
 	"github.com/cnibench/cnibench/internal/cli/lab"
+	profilecmd "github.com/cnibench/cnibench/internal/cli/profile"
 	reportcmd "github.com/cnibench/cnibench/internal/cli/report"
 	"github.com/cnibench/cnibench/internal/cli/run"
 	"github.com/cnibench/cnibench/internal/cli/serve"
@@ -58,6 +59,7 @@ var subcommands = []func(*slog.Logger, IOStreams) *cobra.Command{
 	run.NewCommand,
 	suite.NewCommand,
 	reportcmd.NewCommand,
+	profilecmd.NewCommand,
 	comparecmd.NewCommand,
 	imagecmd.NewCommand,
 	k8scmd.NewCommand,
