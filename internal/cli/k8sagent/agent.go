@@ -4,7 +4,7 @@
 // (internal/kube/agent's types, with a "schema" field). Exit status: 2 for
 // bad flags (a one-line message on stderr), 0 when the JSON is the answer,
 // including the answers "not found" and "refused"; 1 when the probe could
-// not run at all (inspect, capture), with the JSON's "error" saying why.
+// not run at all (inspect, capture, profile), with the JSON's "error" saying why.
 package k8sagent
 
 import (
@@ -45,6 +45,7 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 		newCapture(logger, s),
 		newNetstat(logger, s),
 		newProxyMode(logger, s),
+		newProfile(logger, s),
 	)
 	return cmd
 }

@@ -30,7 +30,7 @@ func TestCommandTree(t *testing.T) {
 	for _, sub := range c.Commands() {
 		names = append(names, sub.Name())
 	}
-	want := []string{"capture", "cgroup", "cni-conf", "connect", "egress-filter", "idle", "inspect", "netstat", "proxy-mode", "watch"}
+	want := []string{"capture", "cgroup", "cni-conf", "connect", "egress-filter", "idle", "inspect", "netstat", "profile", "proxy-mode", "watch"}
 	if !slices.Equal(names, want) {
 		t.Errorf("subcommands %v, want %v", names, want)
 	}
@@ -57,6 +57,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"capture", "--iface", "lo", "--ring-size", "1M"}, "--ring-size"},
 		{[]string{"capture", "--iface", "lo", "--ring-size", "3000K"}, "--ring-size"},
 		{[]string{"idle", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"profile", "--hz", "0"}, "--hz"},
+		{[]string{"profile", "--hz", "20000"}, "--hz"},
+		{[]string{"profile", "--duration", "0s"}, "--duration"},
+		{[]string{"profile", "--duration", "2h"}, "--duration"},
+		{[]string{"profile", "--duration", "soon"}, "--duration"},
+		{[]string{"profile", "--probe", "--hz", "-1"}, "--hz"},
 		{[]string{"watch"}, "--target"},
 		{[]string{"watch", "--target", "10.0.0.1:80", "--want", "gone"}, "--want"},
 		{[]string{"watch", "--target", "10.0.0.1:80", "--interval", "1ns"}, "--interval"},
