@@ -76,8 +76,10 @@ type Deployment struct {
 	// asked once (metricsOnce).
 	metricsOnce sync.Once
 	noMetrics   string
-	paths       []backend.Path
-	baseline    []backend.Path
+	// prof caches CanProfile's answer (profile.go).
+	prof     profState
+	paths    []backend.Path
+	baseline []backend.Path
 
 	// Facts gathered at Up, used by paths and checks.
 	cni      kube.CNIInfo
