@@ -167,7 +167,7 @@ func (st *state) profileFile(c cell, rep int) string {
 // profiles beside the client).
 func (st *state) profiledRepeat(c cell, res *result.Result, file string) {
 	if _, err := os.Stat(file); err != nil {
-		res.Warnings = append(res.Warnings, "cpu profile: none was written for a repeat (no window measured)")
+		res.Warnings = append(res.Warnings, "cpu profile: none was written for a repeat (no window measured, or the sampler failed: see the log)")
 		return
 	}
 	if len(res.Repeats) > 0 && res.Repeats[0].Metrics != nil {
