@@ -2,8 +2,10 @@ package profile
 
 import (
 	"maps"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/pprof/profile"
 )
@@ -25,8 +27,21 @@ type Shares struct {
 }
 
 // Breakdown classifies the samples of p (a profile of this package, or a
-// merge of them) with the engine being processes named EngineComm.
-func Breakdown(p *profile.Profile) Shares { return BreakdownFor(p, EngineComm) }
+// merge of them) with the engine being processes named EngineComm or
+// named as this process is (a renamed binary, say cnibench-v2, runs the
+// lab's clients and servers under its own name).
+func Breakdown(p *profile.Profile) Shares { return BreakdownFor(p, engineComms()...) }
+
+// engineComms are EngineComm and this process's comm.
+var engineComms = sync.OnceValue(func() []string {
+	out := []string{EngineComm}
+	if b, err := os.ReadFile("/proc/self/comm"); err == nil {
+		if c := strings.TrimSpace(string(b)); c != "" && c != EngineComm {
+			out = append(out, c)
+		}
+	}
+	return out
+})
 
 // BreakdownFor is Breakdown with the engine's process names given.
 //

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -201,5 +202,16 @@ func TestBreakdownOtherProcs(t *testing.T) {
 	}
 	if !near(sh.Inclusive["tcpip"], .95) || !near(sh.Inclusive["other_procs"], .05) {
 		t.Errorf("inclusive %v", sh.Inclusive)
+	}
+}
+
+// TestBreakdownOwnComm: a renamed binary's processes are the engine too.
+func TestBreakdownOwnComm(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Skip("no /proc/self/comm:", err)
+	}
+	if !slices.Contains(engineComms(), strings.TrimSpace(string(b))) {
+		t.Errorf("engineComms() = %v lacks this process's comm %q", engineComms(), b)
 	}
 }

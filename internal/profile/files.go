@@ -157,7 +157,7 @@ func top(p *profile.Profile, n int) []result.ProfileFunc {
 		w := s.Value[0]
 		all += w
 		clear(seen)
-		engine := len(s.Label["comm"]) > 0 && s.Label["comm"][0] == EngineComm
+		engine := len(s.Label["comm"]) > 0 && slices.Contains(engineComms(), s.Label["comm"][0])
 		leaf := true
 		for _, l := range s.Location {
 			if _, ok := isComm(l); ok || isNodeRoot(l) {
