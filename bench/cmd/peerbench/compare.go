@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/bench/parse"
+	"github.com/cnibench/cnibench/internal/profile"
 )
 
 // Comparison is cnibench's test A against a peer B on the same kind of
@@ -20,6 +21,11 @@ type Comparison struct {
 	Unit     string  // of the compared value
 	Metric   string  // cnibench metric compared
 	Target   float64 // the ratio's 95 % interval must lie at or above Target (plan.go)
+	// Label is the name in reports when set (else Name's rule).
+	Label string
+	// Overhead: a profile-overhead comparison (overhead.go): side A is
+	// cnibench with --cpu-profile, side B (Peer) the same run without it.
+	Overhead bool
 }
 
 var comparisons = []*Comparison{
@@ -43,8 +49,12 @@ func comparisonByTest(t string) *Comparison {
 }
 
 // comparisonsByTest is every comparison of test, in the plan's order: http
-// has two, against hey and against wrk.
+// has two, against hey and against wrk; profile-overhead selects its own
+// (tcp_rr and tcp_stream, profiled against unprofiled).
 func comparisonsByTest(t string) []*Comparison {
+	if t == overheadTest {
+		return overheadComparisons
+	}
 	var out []*Comparison
 	for _, c := range comparisons {
 		if c.Test == t {
@@ -54,9 +64,13 @@ func comparisonsByTest(t string) []*Comparison {
 	return out
 }
 
-// Name is the comparison's name in reports: the test, with the peer when the
-// test has more than one comparison ("http vs wrk").
+// Name is the comparison's name in reports: its Label if set, else the
+// test, with the peer when the test has more than one comparison ("http vs
+// wrk").
 func (c *Comparison) Name() string {
+	if c.Label != "" {
+		return c.Label
+	}
 	if c.Peer != "hey" && len(comparisonsByTest(c.Test)) > 1 {
 		return c.Test + " vs " + c.Peer
 	}
@@ -79,9 +93,12 @@ type Trial struct {
 
 // ComparisonResult is one comparison in one environment.
 type ComparisonResult struct {
-	Env      string  `json:"env"`
-	Test     string  `json:"test"`
-	Name     string  `json:"name,omitempty"` // Comparison.Name when it is not Test
+	Env  string `json:"env"`
+	Test string `json:"test"`
+	Name string `json:"name,omitempty"` // Comparison.Name when it is not Test
+	// Side is side A's name in Trials when it is not "cnibench"
+	// (profile-overhead: "profiled"); Peer is side B's.
+	Side     string  `json:"side,omitempty"`
 	Peer     string  `json:"peer"`
 	PeerTest string  `json:"peer_test"`
 	Unit     string  `json:"unit"`
@@ -114,7 +131,14 @@ func runComparison(ctx context.Context, o options, tools *Tools, env *Env, c *Co
 	if n := c.Name(); n != c.Test {
 		res.Name = n
 	}
-	logf("%s/%s: cnibench vs %s, %d rounds of %v", env.Name, c.Test, c.PeerTest, o.rounds, o.duration)
+	if c.Overhead {
+		res.Side = overheadA
+	}
+	what := "cnibench"
+	if c.Overhead {
+		what = "cnibench run --cpu-profile"
+	}
+	logf("%s/%s: %s vs %s, %d rounds of %v", env.Name, c.Test, what, c.PeerTest, o.rounds, o.duration)
 
 	var servers []*Server
 	defer func() {
@@ -144,6 +168,8 @@ func runComparison(ctx context.Context, o options, tools *Tools, env *Env, c *Co
 		err = start("netserver", portNetserver, []string{tools.Netserver, "-D", "-4", "-L", env.ServerIP, "-p", strconv.Itoa(portNetserver)})
 	case "iperf3":
 		err = start("iperf3 -s", portIperf3, []string{tools.Iperf3, "-s", "-B", env.ServerIP, "-p", strconv.Itoa(portIperf3)})
+	case overheadB:
+		// The unprofiled side runs against the same cnibench serve.
 	case "hey", "wrk":
 		err = start("bench/httpserver", portHTTP, []string{tools.HTTPServer, "--listen", hostPort(portHTTP), "--body", strconv.Itoa(o.httpBody)})
 	default:
@@ -153,7 +179,7 @@ func runComparison(ctx context.Context, o options, tools *Tools, env *Env, c *Co
 		return res, err
 	}
 
-	sides := []string{"cnibench", c.Peer}
+	sides := []string{res.sideA(), c.Peer}
 	var failed int
 	for round := 1; round <= o.rounds; round++ {
 		order := sides
@@ -173,9 +199,12 @@ func runComparison(ctx context.Context, o options, tools *Tools, env *Env, c *Co
 			var v float64
 			var m map[string]float64
 			var err error
-			if side == "cnibench" {
-				v, m, err = cnibenchTrial(ctx, o, tools, env, c)
-			} else {
+			switch {
+			case c.Overhead && side == overheadA:
+				v, m, err = profiledTrial(ctx, o, tools, env, c, round)
+			case c.Overhead, side == "cnibench":
+				v, m, err = cnibenchTrial(ctx, o, tools, env, c, "")
+			default:
 				v, m, err = peerTrial(ctx, o, tools, env, c)
 			}
 			tr.Metrics = m
@@ -224,8 +253,11 @@ func addTimeV(m map[string]float64, cr *clientRun) error {
 	return nil
 }
 
-func cnibenchTrial(ctx context.Context, o options, tools *Tools, env *Env, c *Comparison) (float64, map[string]float64, error) {
-	argv := []string{tools.Cnibench, "run",
+// cnibenchArgs is the `cnibench run` command line of one cnibench trial;
+// with profilePath it samples every CPU during the window into that file
+// (--cpu-profile, at the default frequency).
+func cnibenchArgs(o options, cnibench string, env *Env, c *Comparison, profilePath string) []string {
+	argv := []string{cnibench, "run",
 		"--test", c.Test, "--duration", o.duration.String(), "--warmup", o.warmup.String(),
 		"--repeat", "1", "--format", "json", "-q"}
 	if c.Test == "http" {
@@ -235,6 +267,20 @@ func cnibenchTrial(ctx context.Context, o options, tools *Tools, env *Env, c *Co
 	} else {
 		argv = append(argv, "--target", net.JoinHostPort(env.ServerIP, strconv.Itoa(portCnibench)))
 	}
+	if profilePath != "" {
+		argv = append(argv, "--cpu-profile", profilePath)
+	}
+	return argv
+}
+
+// cnibenchMetrics are the figures of cnibench's result kept in a trial.
+var cnibenchMetrics = []string{"latency_us_p50", "latency_us_p99", "latency_us_p90", "client_cpu_pct", "server_cpu_pct",
+	"client_max_rss_bytes", "errors", "tcp_retransmits", "throughput_bits_per_sec", "cpu_us_per_trans",
+	"cpu_pct_per_100gbit", "host_cpu_pct",
+	profile.SamplesMetric, profile.LostMetric, "cpu_share_engine", "cpu_share_other_procs", readerCPUMetric}
+
+func cnibenchTrial(ctx context.Context, o options, tools *Tools, env *Env, c *Comparison, profilePath string) (float64, map[string]float64, error) {
+	argv := cnibenchArgs(o, tools.Cnibench, env, c, profilePath)
 	m := map[string]float64{}
 	cr, err := runClient(ctx, env, tools, trialTimeout(o), argv)
 	if err != nil {
@@ -247,8 +293,7 @@ func cnibenchTrial(ctx context.Context, o options, tools *Tools, env *Env, c *Co
 	if err != nil {
 		return 0, m, err
 	}
-	for _, k := range []string{"latency_us_p50", "latency_us_p99", "latency_us_p90", "client_cpu_pct", "server_cpu_pct",
-		"client_max_rss_bytes", "errors", "tcp_retransmits", "throughput_bits_per_sec", "cpu_us_per_trans"} {
+	for _, k := range cnibenchMetrics {
 		if v, ok := r.Metrics[k]; ok {
 			m[k] = v
 		}

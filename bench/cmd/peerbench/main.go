@@ -34,6 +34,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/profile"
 )
 
 type options struct {
@@ -71,7 +73,7 @@ func main() {
 	flag.IntVar(&o.httpClients, "http-clients", 1000, "concurrent HTTP clients (cnibench --flows, hey -c, wrk -c)")
 	flag.IntVar(&o.httpBody, "http-body", 1024, "HTTP response body bytes")
 	flag.StringVar(&o.envs, "envs", "loopback,veth", "environments to run, comma-separated: loopback, veth")
-	flag.StringVar(&o.tests, "tests", "tcp_rr,tcp_crr,tcp_stream,http", "comparisons to run, comma-separated; or egress-load alone: cnibench's egress loaders (nftables, ipset, ebpf-lpm) at 1M CIDRs vs nft -f and ipset restore")
+	flag.StringVar(&o.tests, "tests", "tcp_rr,tcp_crr,tcp_stream,http", "comparisons to run, comma-separated; or egress-load alone: cnibench's egress loaders (nftables, ipset, ebpf-lpm) at 1M CIDRs vs nft -f and ipset restore; or profile-overhead alone: tcp_rr and tcp_stream with --cpu-profile against without")
 	flag.StringVar(&o.jsonOut, "json", "", "write the full results (every trial) as JSON here (default bench/results/peerbench.json, peerbench-pin-MODE.json with -pin)")
 	flag.StringVar(&o.mdOut, "md", "", "also write the Markdown report here (default bench/results/peerbench.md, peerbench-pin-MODE.md with -pin; \"-\" = stdout only)")
 	flag.StringVar(&o.peersDir, "peers-dir", "", "directory holding netperf and netserver, built there with the peers' build script if missing (default: netperf/netserver on PATH, else CHECKOUT/peers-bin)")
@@ -80,12 +82,7 @@ func main() {
 	flag.StringVar(&o.goBin, "go", "go", "the go command that builds cnibench and bench/httpserver (make bench passes its own)")
 	flag.BoolVar(&o.noInstall, "no-install", false, "do not apt-get install the programs the selected tests need (iperf3, hey, wrk, nft, ipset, ...) when missing: stop with the install command instead")
 	flag.Parse()
-	base := "bench/results/peerbench"
-	if o.tests == egressTest {
-		base += "-egress"
-	} else if o.pin != "none" {
-		base += "-pin-" + o.pin
-	}
+	base := defaultBase(o)
 	if o.jsonOut == "" {
 		o.jsonOut = base + ".json"
 	}
@@ -105,6 +102,22 @@ func main() {
 	}
 	stop()
 	os.Exit(code)
+}
+
+// defaultBase is the reports' path without extension: -egress and
+// -profile-overhead for those selections, -pin-MODE with -pin.
+func defaultBase(o options) string {
+	base := "bench/results/peerbench"
+	switch o.tests {
+	case egressTest:
+		return base + "-egress"
+	case overheadTest:
+		base += "-" + overheadTest
+	}
+	if o.pin != "none" {
+		base += "-pin-" + o.pin
+	}
+	return base
 }
 
 func (o options) validate() error {
@@ -134,8 +147,8 @@ func (o options) validate() error {
 		}
 	}
 	for _, t := range splitList(o.tests) {
-		if t == egressTest && o.tests != egressTest {
-			return fmt.Errorf("-tests: %s runs alone", egressTest)
+		if (t == egressTest || t == overheadTest) && o.tests != t {
+			return fmt.Errorf("-tests %s: %s runs alone (give -tests %s)", o.tests, t, t)
 		}
 		if t != egressTest && comparisonByTest(t) == nil {
 			return fmt.Errorf("-tests: unknown comparison %q", t)
@@ -181,6 +194,12 @@ func run(ctx context.Context, o options, stdout io.Writer) (err error) {
 	if o.tests == egressTest {
 		return runEgressLoad(ctx, o, root, stdout)
 	}
+	if o.tests == overheadTest {
+		// Every profiled trial would fail alike: say why once, now.
+		if err := profile.Probe(); err != nil {
+			return fmt.Errorf("-tests %s needs CPU profiling (cnibench run --cpu-profile): %w", overheadTest, err)
+		}
+	}
 	tmp, err := os.MkdirTemp("", "cnb-bench-")
 	if err != nil {
 		return err
@@ -213,6 +232,7 @@ func run(ctx context.Context, o options, stdout io.Writer) (err error) {
 			"http_clients":  fmt.Sprint(o.httpClients),
 			"http_body":     fmt.Sprint(o.httpBody),
 			"pin":           o.pin,
+			"tests":         o.tests,
 			"plan_followed": fmt.Sprint(len(o.deviations()) == 0),
 		},
 		Plan: planHeader(o),

@@ -74,12 +74,16 @@ func planHeader(o options) string {
 		"%v trials, %v warm-up; %.0f %% interval: %s. "+
 		"Verdict: **met** if the interval's lower bound ≥ target, **missed** if its upper bound < target, **inconclusive** otherwise. ",
 		planRounds, planDuration, planWarmup, 100*planConfidence, intervalMethod)
-	var ts []string
-	for _, c := range comparisons {
-		ts = append(ts, fmt.Sprintf("%s ≥ %.2f × %s", c.Test, c.Target, c.Peer))
+	if o.tests == overheadTest {
+		b.WriteString(overheadPlanText())
+	} else {
+		var ts []string
+		for _, c := range comparisons {
+			ts = append(ts, fmt.Sprintf("%s ≥ %.2f × %s", c.Test, c.Target, c.Peer))
+		}
+		fmt.Fprintf(&b, "Targets: %s (unpinned: goal); pinned to one CPU (`-pin same`): tcp_rr and tcp_crr ≥ 0.95 × netperf (stretch goal); "+
+			"any other placement is exploratory.", strings.Join(ts, ", "))
 	}
-	fmt.Fprintf(&b, "Targets: %s (unpinned: goal); pinned to one CPU (`-pin same`): tcp_rr and tcp_crr ≥ 0.95 × netperf (stretch goal); "+
-		"any other placement is exploratory.", strings.Join(ts, ", "))
 	if d := o.deviations(); len(d) > 0 {
 		fmt.Fprintf(&b, "  \n**This run does not follow the plan** (%s): its verdicts are exploratory.", strings.Join(d, ", "))
 	}

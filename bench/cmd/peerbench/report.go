@@ -63,7 +63,7 @@ func (r *Report) finish(o options) {
 			if t.Value == nil {
 				continue
 			}
-			if t.Side == "cnibench" {
+			if t.Side == c.sideA() {
 				a[t.Round-1] = t.Value
 				av = append(av, *t.Value)
 				if c.Test == "http" {
@@ -95,6 +95,10 @@ func (r *Report) finish(o options) {
 		}
 		c.RatioValues = ratios(a, b)
 		c.Kind = rowKind(c.Test, o.pin)
+		if c.Peer == overheadB && o.pin != "none" {
+			// Profiled against unprofiled is a goal unpinned only.
+			c.Kind = KindExploratory
+		}
 		if len(o.deviations()) > 0 {
 			c.Kind = KindExploratory
 		}
@@ -202,7 +206,11 @@ func metricMedian(c *ComparisonResult, side, key string) (float64, bool) {
 }
 
 func (r *Report) writeMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "## cnibench vs peers, %s\n\n", r.Start.Format("2006-01-02 15:04 MST"))
+	title := "cnibench vs peers"
+	if r.Config["tests"] == overheadTest {
+		title = "cnibench run with and without --cpu-profile"
+	}
+	fmt.Fprintf(w, "## %s, %s\n\n", title, r.Start.Format("2006-01-02 15:04 MST"))
 	h := r.Host
 	fmt.Fprintf(w, "Host: %s, %s, kernel %s, %d cores (%s), %.1f GiB; load average at start %s.  \n",
 		h.Hostname, h.OS, h.Kernel, h.Cores, h.CPUModel, float64(h.MemBytes)/(1<<30), h.LoadAvg)
@@ -218,7 +226,12 @@ func (r *Report) writeMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "%s\n\n", r.Plan)
 	}
 
-	fmt.Fprintln(w, "| env | test | kind | cnibench (median) | peer | peer (median) | rounds | ratio | 95 % interval | ratio median (min–max) | target | verdict |")
+	overhead := r.Config["tests"] == overheadTest
+	if overhead {
+		fmt.Fprintln(w, "| env | test | kind | profiled (median) | unprofiled | unprofiled (median) | rounds | ratio | 95 % interval | ratio median (min–max) | target | verdict |")
+	} else {
+		fmt.Fprintln(w, "| env | test | kind | cnibench (median) | peer | peer (median) | rounds | ratio | 95 % interval | ratio median (min–max) | target | verdict |")
+	}
 	fmt.Fprintln(w, "|---|---|---|---:|---|---:|---:|---:|---|---|---:|---|")
 	for _, c := range r.Comparisons {
 		est, ci, med := "–", "–", "–"
@@ -265,7 +278,7 @@ func (r *Report) writeMarkdown(w io.Writer) {
 	fmt.Fprintln(w, "| env | test | side | p50 µs | p99 µs | client CPU % | client CPU µs/req | client max RSS | errors (sum) | retransmits (median) |")
 	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, c := range r.Comparisons {
-		for _, side := range []string{"cnibench", c.Peer} {
+		for _, side := range []string{c.sideA(), c.Peer} {
 			cell := func(key string, f func(float64) string) string {
 				if v, ok := metricMedian(c, side, key); ok {
 					return f(v)
@@ -316,7 +329,12 @@ func (r *Report) writeMarkdown(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w, "Per-round ratios (cnibench/peer, in round order):")
+	if overhead {
+		writeOverheadTable(w, r.Comparisons)
+		fmt.Fprintln(w, "Per-round ratios (profiled/unprofiled, in round order):")
+	} else {
+		fmt.Fprintln(w, "Per-round ratios (cnibench/peer, in round order):")
+	}
 	fmt.Fprintln(w)
 	for _, c := range r.Comparisons {
 		var rs []string

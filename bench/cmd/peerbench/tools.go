@@ -16,6 +16,9 @@ type Tools struct {
 	Netperf, Netserver   string // "" when no selected comparison needs netperf
 	Iperf3, Hey, Wrk     string // "" when not needed
 	Time                 string // GNU time, "" when not installed
+	// Dir is the run's temporary directory (removed at the end): the
+	// built binaries, and files trials write (CPU profiles).
+	Dir string
 }
 
 // peersNeeded returns the peers (netperf, iperf3, hey, wrk) that the
@@ -32,6 +35,7 @@ func peersNeeded(tests []string) map[string]bool {
 
 func prepareTools(ctx context.Context, o options, root, tmp string) (*Tools, error) {
 	t := &Tools{
+		Dir:        tmp,
 		Go:         o.goBin,
 		Cnibench:   filepath.Join(tmp, "cnibench"),
 		HTTPServer: filepath.Join(tmp, "httpserver"),
