@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
-	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -36,10 +35,13 @@ func (w *workload) startFlows(ip netip.Addr, port int) error {
 
 func (w *workload) runFlow(i int, ip netip.Addr, port int, ready chan<- error) {
 	defer w.wg.Done()
-	// One OS thread per flow: blocking socket calls park the thread in the
-	// kernel, as netperf's do, and the flow never migrates between threads.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	// Blocking socket calls park the flow's thread in the kernel, as
+	// netperf's do: a goroutine in a system call keeps its OS thread. The
+	// goroutine is not locked to it (runtime.LockOSThread): the flow's
+	// periodic runtime.Gosched (see yielder) on a locked thread hands the P
+	// to another thread and back, about six futex calls and two extra
+	// context switches each time; unlocked, the same thread picks the
+	// goroutine up again.
 	switch w.cfg.Test {
 	case TCPStream:
 		w.tcpStream(i, ip, port, ready)
@@ -320,7 +322,7 @@ func seqMask(seq uint64, respSize int) uint64 {
 // is a protocol error.
 func readEOF(fd int, buf []byte, spin bool) error {
 	for {
-		n, err := unix.Read(fd, buf)
+		n, err := recvBlock(fd, buf)
 		if err != nil {
 			if err == unix.EINTR || (spin && errTimeout(err)) {
 				continue

@@ -36,10 +36,10 @@ func setTimeouts(fd int, d time.Duration) error {
 		return nil
 	}
 	tv := unix.NsecToTimeval(d.Nanoseconds())
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+	if err := setsockoptRaw(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, unsafe.Pointer(&tv), unsafe.Sizeof(tv)); err != nil {
 		return fmt.Errorf("set SO_RCVTIMEO: %w", err)
 	}
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+	if err := setsockoptRaw(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, unsafe.Pointer(&tv), unsafe.Sizeof(tv)); err != nil {
 		return fmt.Errorf("set SO_SNDTIMEO: %w", err)
 	}
 	return nil
@@ -55,21 +55,69 @@ func setRcvTimeout(fd int, d time.Duration) error {
 	return nil
 }
 
+// The calls below never sleep in the kernel (socket, setsockopt, close of
+// a socket without SO_LINGER), so they are made as raw system calls: the
+// Go scheduler's bookkeeping around a system call (entersyscall and
+// exitsyscall) costs about as much as the call itself, and tcp_crr makes
+// several per transaction. A raw call holds its P only for as long as the
+// kernel works on it, never while waiting for a peer, so garbage
+// collection is never held up by a blocked thread.
+
+// socketRaw opens a socket with a raw socket(2).
+func socketRaw(family, typ, proto int) (int, error) {
+	fd, _, errno := unix.RawSyscall(unix.SYS_SOCKET, uintptr(family), uintptr(typ), uintptr(proto))
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(fd), nil
+}
+
+// setsockoptRaw is setsockopt(2) as a raw system call.
+func setsockoptRaw(fd, level, opt int, val unsafe.Pointer, size uintptr) error {
+	_, _, errno := unix.RawSyscall6(unix.SYS_SETSOCKOPT, uintptr(fd), uintptr(level), uintptr(opt), uintptr(val), size, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// setsockoptIntRaw sets an int socket option with a raw setsockopt(2).
+func setsockoptIntRaw(fd, level, opt, v int) error {
+	x := int32(v)
+	return setsockoptRaw(fd, level, opt, unsafe.Pointer(&x), 4)
+}
+
+// recvBlock reads from a connected socket: recvfrom(2) without an address,
+// through the scheduler-aware system-call path, so a thread blocked in it
+// never holds up garbage collection. It is read(2) without the VFS layer
+// (fdget_pos, rw_verify_area, the iov_iter set-up of vfs_read), the call
+// netperf and iperf3 use. It returns the bytes read, 0 at the peer's FIN.
+func recvBlock(fd int, buf []byte) (int, error) {
+	if len(buf) == 0 {
+		return 0, nil
+	}
+	n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
 // dialTCP opens a blocking TCP connection. It returns the fd and the time
 // connect() took.
 func dialTCP(ip netip.Addr, port int, timeout time.Duration, nodelay, nonblock bool) (int, time.Duration, error) {
 	sa, family := sockaddr(ip, port)
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	fd, err := socketRaw(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if err != nil {
 		return -1, 0, fmt.Errorf("socket: %w", err)
 	}
 	if err := setTimeouts(fd, timeout); err != nil {
-		unix.Close(fd)
+		closeFD(fd)
 		return -1, 0, err
 	}
 	if nodelay {
-		if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
-			unix.Close(fd)
+		if err := setsockoptIntRaw(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+			closeFD(fd)
 			return -1, 0, fmt.Errorf("set TCP_NODELAY: %w", err)
 		}
 	}
@@ -82,12 +130,12 @@ func dialTCP(ip netip.Addr, port int, timeout time.Duration, nodelay, nonblock b
 	}
 	ct := time.Since(t0)
 	if err != nil {
-		unix.Close(fd)
+		closeFD(fd)
 		return -1, 0, fmt.Errorf("connect to %s: %w", net.JoinHostPort(ip.String(), fmt.Sprint(port)), err)
 	}
 	if nonblock {
 		if err := unix.SetNonblock(fd, true); err != nil {
-			unix.Close(fd)
+			closeFD(fd)
 			return -1, 0, err
 		}
 	}
@@ -161,7 +209,7 @@ func errTimeout(err error) bool {
 // non-blocking socket instead of blocking.
 func readFull(fd int, buf []byte, spin bool) error {
 	for off := 0; off < len(buf); {
-		n, err := unix.Read(fd, buf[off:])
+		n, err := recvBlock(fd, buf[off:])
 		if err != nil {
 			if err == unix.EINTR || (spin && errTimeout(err)) {
 				continue
@@ -260,4 +308,6 @@ func pathMTU(fd int, v6 bool) (int, error) {
 // shutdownFD wakes any thread blocked on fd (accept, read, recvfrom).
 func shutdownFD(fd int) { _ = unix.Shutdown(fd, unix.SHUT_RDWR) }
 
-func closeFD(fd int) { _ = unix.Close(fd) }
+// closeFD closes a descriptor with a raw close(2): the engine never sets
+// SO_LINGER, so closing a socket never sleeps.
+func closeFD(fd int) { _, _, _ = unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0) }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,8 +96,7 @@ func (ts *tcpServer) Close() {
 
 func (ts *tcpServer) worker(timeout time.Duration) {
 	defer ts.wg.Done()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	// Not locked to its OS thread: see runFlow.
 	bufSize := ts.setup.ReqSize
 	if ts.setup.Test == TCPStream {
 		bufSize = ts.setup.MsgSize
@@ -233,7 +231,7 @@ func (ts *tcpServer) sink(fd int, buf []byte) {
 	waited := 0
 	for {
 		y.yield()
-		n, err := unix.Read(fd, buf)
+		n, err := recvBlock(fd, buf)
 		if err != nil {
 			if ts.retry(err, &waited) {
 				continue
@@ -268,7 +266,7 @@ func (ts *tcpServer) respond(fd int, req, resp []byte) {
 func (ts *tcpServer) readReq(fd int, req []byte) error {
 	waited := 0
 	for off := 0; off < len(req); {
-		n, err := unix.Read(fd, req[off:])
+		n, err := recvBlock(fd, req[off:])
 		if err != nil {
 			if ts.retry(err, &waited) {
 				continue
