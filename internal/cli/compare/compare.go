@@ -55,7 +55,8 @@ CPU-profile shares (cpu_share_<family>, % of all samples; suite --cpu-profile)
 are compared like other metrics, their change in percentage points ("+18.0 pp").
 A profiled cell (label cpu_profile=on) never matches an unprofiled one; a note
 counts such cells. --flamegraph DIR writes a differential flamegraph OLD → NEW
-for every compared cell profiled on both sides, and lists the files.
+(with --by: baseline → each value) for every compared cell profiled on both
+sides, and lists the files.
 
 The default metrics are the primary one for each test (throughput for stream
 tests, transactions per second for rr, crr and http), p99 latency, UDP loss and
@@ -82,7 +83,7 @@ the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).`
 	fl.StringSliceVar(&f.metrics, "metrics", nil, "metrics to compare, comma-separated (default: the primary metric of each test, latency_us_p99, loss_pct and the CPU cost)")
 	fl.StringSliceVar(&f.match, "match", nil, "with several files, match runs on these labels only, comma-separated (e.g. path,test,flows to compare a Kubernetes run with a lab run: their datapath, backend and node labels differ)")
 	fl.StringVar(&f.format, "format", "text", "output format: text, md or json")
-	fl.StringVar(&f.flame, "flamegraph", "", "with two or more files, write a differential CPU flamegraph OLD → NEW (SVG) into this directory for every compared cell both sides profiled (suite --cpu-profile)")
+	fl.StringVar(&f.flame, "flamegraph", "", "write a differential CPU flamegraph (SVG) into this directory for every compared cell both sides profiled (suite --cpu-profile): OLD → NEW with two or more files, baseline → value with --by")
 	return c
 }
 
@@ -131,9 +132,6 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 	if len(match) > 0 && mode != cmp.ByFile {
 		return clierr.Usagef("--match: only used when comparing files; drop --by or --match")
 	}
-	if f.flame != "" && mode != cmp.ByFile {
-		return clierr.Usagef("--flamegraph %s: only used when comparing files (OLD.json NEW.json); drop --by or --flamegraph", f.flame)
-	}
 	res, err := cmp.Compare(inputs, cmp.Options{Mode: mode, Baseline: f.baseline, Metrics: metrics, Match: match})
 	var ue *cmp.UsageError
 	if errors.As(err, &ue) {
@@ -156,7 +154,11 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 	if f.flame == "" {
 		return nil
 	}
-	written, notes, err := cmp.WriteFlamegraphs(inputs, cmp.Options{Mode: mode, Match: match}, f.flame)
+	direction := "OLD → NEW"
+	if mode != cmp.ByFile {
+		direction = "baseline → " + string(mode)
+	}
+	written, notes, err := cmp.WriteFlamegraphs(inputs, cmp.Options{Mode: mode, Baseline: f.baseline, Match: match}, f.flame)
 	if errors.As(err, &ue) {
 		return clierr.Usagef("%s", ue.Msg)
 	}
@@ -170,9 +172,9 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 	prefix := ""
 	if f.format == "md" {
 		prefix = "- "
-		fmt.Fprintf(w, "\n### Differential flamegraphs (OLD → NEW)\n\n")
+		fmt.Fprintf(w, "\n### Differential flamegraphs (%s)\n\n", direction)
 	} else {
-		fmt.Fprintf(w, "\nDifferential flamegraphs (OLD → NEW):\n")
+		fmt.Fprintf(w, "\nDifferential flamegraphs (%s):\n", direction)
 		prefix = "  "
 	}
 	for _, g := range written {

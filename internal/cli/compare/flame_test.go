@@ -45,8 +45,20 @@ func TestFlamegraphFlag(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "flames", "veth-routing.cross-node.tcp_rr.1.1500.svg")); err != nil {
 		t.Error(err)
 	}
-	_, stderr, code = execute(t, "--flamegraph", "flames", "--by", "datapath", "old/results.json")
-	if code != 2 || !strings.Contains(stderr, "--flamegraph flames: only used when comparing files") {
-		t.Errorf("--by with --flamegraph: exit %d, %q; want a usage error", code, stderr)
+	// --by datapath: each datapath against the baseline, in one file.
+	stdout, stderr, code = execute(t, "--flamegraph", "by", "--by", "datapath", "--baseline", "veth-routing", "old/results.json")
+	if code != 0 {
+		t.Fatalf("--by with --flamegraph: exit %d: %s", code, stderr)
+	}
+	want := filepath.Join("by", "veth-routing-vs-ebpf-host-routing.cross-node.tcp_rr.1.1500.svg")
+	if !strings.Contains(stdout, want) {
+		t.Errorf("output lacks %q:\n%s", want, stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, want)); err != nil {
+		t.Error(err)
+	}
+	_, stderr, code = execute(t, "--flamegraph", "by", "--by", "datapath", "old/results.json", "new/results.json")
+	if code != 2 {
+		t.Errorf("--by with two files: exit %d, %q; want a usage error", code, stderr)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/report/flame"
 	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/google/pprof/profile"
 )
 
 // Flamegraph is one differential flamegraph written by WriteFlamegraphs.
@@ -33,11 +34,11 @@ const flameMinFraction = 0.001
 // file's directory. A profile that cannot be read or drawn is a note, not
 // an error; failing to write into dir is an error.
 func WriteFlamegraphs(inputs []Input, o Options, dir string) (written []Flamegraph, notes []string, err error) {
+	if o.Mode != "" && o.Mode != ByFile {
+		return writeFlamegraphsBy(inputs, o, dir)
+	}
 	if len(inputs) < 2 {
 		return nil, nil, &UsageError{"--flamegraph: compare at least two files (OLD NEW)"}
-	}
-	if o.Mode != "" && o.Mode != ByFile {
-		return nil, nil, &UsageError{"--flamegraph: only when comparing files (OLD NEW), not with --by"}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("--flamegraph %s: %w", dir, err)
@@ -98,6 +99,77 @@ func WriteFlamegraphs(inputs []Input, o Options, dir string) (written []Flamegra
 			}
 			written = append(written, Flamegraph{Path: path, Labels: nr.Labels, Old: old.Name, New: in.Name})
 		}
+	}
+	return written, notes, nil
+}
+
+// writeFlamegraphsBy is WriteFlamegraphs for --by LABEL in one results
+// file: each profiled run whose LABEL is not the baseline against the
+// baseline's run matched as Compare matches them (dir/<cell>.svg, the
+// baseline's value first in the name: "<baseline>-vs-<cell>").
+func writeFlamegraphsBy(inputs []Input, o Options, dir string) (written []Flamegraph, notes []string, err error) {
+	by := string(o.Mode)
+	if len(inputs) != 1 || strings.Contains(by, ",") {
+		return nil, nil, &UsageError{"--flamegraph with --by: one results file and one label"}
+	}
+	base := o.Baseline
+	if base == "" {
+		if o.Mode != ByDatapath {
+			return nil, nil, &UsageError{"--flamegraph with --by " + by + ": name the reference with --baseline"}
+		}
+		base = report.BaselineDatapath
+	}
+	in := inputs[0]
+	var baseRuns []*result.Run
+	for i := range in.Set.Runs {
+		if in.Set.Runs[i].Labels[by] == base {
+			baseRuns = append(baseRuns, &in.Set.Runs[i])
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("--flamegraph %s: %w", dir, err)
+	}
+	resDir := filepath.Dir(in.Name)
+	used := map[string]bool{}
+	for i := range in.Set.Runs {
+		nr := &in.Set.Runs[i]
+		v, ok := nr.Labels[by]
+		if !ok || v == base || nr.Profile == nil {
+			continue
+		}
+		or := matchBaseline(baseRuns, nr.Labels, []string{by})
+		if or == nil || or.Profile == nil {
+			continue
+		}
+		cell := report.CellName(nr.Labels)
+		bp, err := report.ReadProfile(resDir, or.Profile.File)
+		if err == nil {
+			var np *profile.Profile
+			if np, err = report.ReadProfile(resDir, nr.Profile.File); err == nil {
+				var buf bytes.Buffer
+				err = flame.DiffSVG(&buf, bp, np, flame.Options{
+					Title:       "Differential flamegraph — " + v + " vs " + base,
+					Subtitle:    cell,
+					BaseLabel:   base,
+					OtherLabel:  v,
+					MinFraction: flameMinFraction,
+				})
+				if err == nil {
+					name := base + "-vs-" + cellSlug(nr.Labels)
+					for b, k := name, 2; used[name]; k++ {
+						name = fmt.Sprintf("%s-%d", b, k)
+					}
+					used[name] = true
+					path := filepath.Join(dir, name+".svg")
+					if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+						return written, notes, fmt.Errorf("--flamegraph: %w", err)
+					}
+					written = append(written, Flamegraph{Path: path, Labels: nr.Labels, Old: base, New: v})
+					continue
+				}
+			}
+		}
+		notes = append(notes, fmt.Sprintf("%s: %v", cell, err))
 	}
 	return written, notes, nil
 }
