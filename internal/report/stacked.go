@@ -38,7 +38,7 @@ var familyColors = map[string]string{
 	"crypto":       "#8C2D04",
 	"sched_idle":   "#D4D4D4",
 	"engine":       "#56B4E9",
-	"other_procs":   "#9EDAE5",
+	"other_procs":  "#9EDAE5",
 	"kernel_other": "#8C8C8C",
 }
 

@@ -49,7 +49,7 @@ var familyStack = map[string][]string{
 	"copy":         {"entry_SYSCALL_64", "__sys_recvfrom", "tcp_recvmsg", "skb_copy_datagram_iter", "_copy_to_iter"},
 	"sched_idle":   {"cpu_startup_entry", "do_idle", "default_idle"},
 	"engine":       {"main.main", "github.com/cnibench/cnibench/internal/engine.(*client).rr"},
-	"other_procs":   {"[unknown] libc.so.6"},
+	"other_procs":  {"[unknown] libc.so.6"},
 	"kernel_other": {"entry_SYSCALL_64", "do_syscall_64", "__x64_sys_futex"},
 }
 
