@@ -21,6 +21,8 @@ const DefaultHz = DefaultFrequency
 const (
 	SamplesMetric = "cpu_profile_samples"
 	LostMetric    = "cpu_profile_lost"
+	// ReaderCPUMetric is the reader thread's CPU time in a window (s).
+	ReaderCPUMetric = "cpu_profile_reader_cpu_sec"
 )
 
 // topFuncs is how many functions a result.Profile's Top lists.

@@ -56,6 +56,7 @@ func (h *profileHook) AddMetrics(_ int, rep *result.Repeat, res *result.Result) 
 	}
 	rep.Metrics[profile.SamplesMetric] = float64(p.Samples)
 	rep.Metrics[profile.LostMetric] = float64(p.Lost)
+	rep.Metrics[profile.ReaderCPUMetric] = p.ReaderCPU.Seconds()
 	if p.Lost > 0 {
 		addWarning(res, fmt.Sprintf("cpu profile: %d sample(s) lost (the ring buffers overflowed); lower --cpu-profile-hz", p.Lost))
 	}
