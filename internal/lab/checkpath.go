@@ -84,7 +84,7 @@ func checkClaims(datapath string, kind PathKind, c PathClaims, m map[string]floa
 	if c.BPF {
 		peer, ok1 := get(MetricBPFRedirectPeer)
 		neigh, ok2 := get(MetricBPFRedirectNeigh)
-		host, _ := get(MetricBPFRedirectHost)
+		host := m[MetricBPFRedirectHost] // only ebpf-host-routing-redirect has it: optional
 		if ok1 && ok2 && peer+neigh+host == 0 {
 			w("the BPF program redirected no packet")
 		}

@@ -316,3 +316,31 @@ func TestFlamegraphSizeBound(t *testing.T) {
 		t.Errorf("a file was written without an output directory: %s", gr.File)
 	}
 }
+
+// TestFlamegraphPageBudget: past the page's budget, graphs are linked, not
+// inlined, and the CPU section says how many.
+func TestFlamegraphPageBudget(t *testing.T) {
+	defer func(b int) { maxInlineBytes = b }(maxInlineBytes)
+	maxInlineBytes = 1 // nothing fits
+	dir := t.TempDir()
+	set := reporttest.ProfiledSet(reporttest.ProfileOptions{Datapaths: []string{"veth-routing", "ebpf-host-routing"}, Tests: []string{"tcp_rr"}})
+	if err := reporttest.WriteProfiles(set, dir); err != nil {
+		t.Fatal(err)
+	}
+	htmlPath, _, err := WriteFiles(set, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(inlineFlameRE.FindAllString(string(html), -1)); n != 0 {
+		t.Errorf("%d inline flamegraphs over the budget, want 0", n)
+	}
+	for _, want := range []string{`<p class="flame-link"><a href="profiles/veth-routing.tcp_rr.svg">`, "3 flamegraph(s) are linked rather than inline"} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+}

@@ -22,6 +22,9 @@ type Flamegraphs struct {
 	cells map[string]flameGraph // by the run's label key
 	diffs map[string]flameGraph // by diffKey
 	notes []string
+	// inline is the size of the graphs kept inline so far; linked counts
+	// those left out of the page for maxInlineBytes (their files linked).
+	inline, linked int
 }
 
 // flameGraph is one rendered graph.
@@ -34,6 +37,11 @@ type flameGraph struct {
 // maxFlameBytes bounds one graph's size: the minimum frame width doubles
 // until the graph fits, so that a page with many graphs stays fast.
 const maxFlameBytes = 400 << 10
+
+// maxInlineBytes bounds all the graphs inline in one HTML page: beyond it
+// the rest are linked (their standalone files), so that a run with every
+// cell profiled still gives a page a browser opens quickly.
+var maxInlineBytes = 16 << 20 // a variable: tests lower it
 
 // flameMinFraction is the first minimum frame width tried (of all samples).
 const flameMinFraction = 0.001
@@ -146,6 +154,12 @@ func (fg *Flamegraphs) render(outDir, name, label string, o flame.Options, draw 
 		}
 	}
 	gr := flameGraph{Label: label, Inline: buf.String()}
+	if outDir != "" && fg.inline+buf.Len() > maxInlineBytes {
+		gr.Inline = "" // over the page's budget: linked only
+		fg.linked++
+	} else {
+		fg.inline += buf.Len()
+	}
 	if outDir == "" {
 		return gr, nil
 	}
@@ -227,6 +241,11 @@ func (m *model) flameBlocks(g *cpuGroup) []block {
 	var links []link
 	raw.WriteString(`<div class="flames"><p>Flamegraphs (open one; click a frame to zoom, Search highlights frames by regular expression):</p>` + "\n")
 	for _, gr := range graphs {
+		if gr.Inline == "" {
+			raw.WriteString(`<p class="flame-link"><a href="` + esc(gr.File) + `">` + esc(gr.Label) + `</a> (standalone SVG; not inline: the page's flamegraph budget is spent)</p>` + "\n")
+			links = append(links, link{Text: gr.Label, Href: gr.File})
+			continue
+		}
 		raw.WriteString(`<details class="flame"><summary>` + esc(gr.Label))
 		if gr.File != "" {
 			raw.WriteString(` · <a href="` + esc(gr.File) + `">standalone SVG</a>`)
@@ -246,6 +265,9 @@ func (m *model) flameBlocks(g *cpuGroup) []block {
 func (m *model) flameNotes() []string {
 	if m.flames == nil {
 		return nil
+	}
+	if n := m.flames.linked; n > 0 {
+		return append(m.flames.notes[:len(m.flames.notes):len(m.flames.notes)], fmt.Sprintf("%d flamegraph(s) are linked rather than inline: the page keeps at most %d MB of them inline (the standalone SVG files are beside the report)", n, maxInlineBytes>>20))
 	}
 	return m.flames.notes
 }
