@@ -181,7 +181,7 @@ func Start(o Options) (*Session, error) {
 		}
 		cpus = o.CPUs
 	}
-	ks, err := readKallsyms()
+	ks, err := startSymbols()
 	if err != nil {
 		return nil, fmt.Errorf("profile: start: %w", err)
 	}
@@ -343,7 +343,7 @@ func (s *Session) Stop() (*Profile, error) {
 	if n := s.ringErr.Load(); n > 0 {
 		return nil, fmt.Errorf("profile: stop: %d corrupt ring reads (a kernel/ABI mismatch?)", n)
 	}
-	ks, err := readKallsyms()
+	ks, err := kernelSymbols()
 	if err != nil {
 		return nil, fmt.Errorf("profile: stop: %w", err)
 	}
