@@ -107,6 +107,7 @@ test-short:
 	$(GO) test -short -count=1 ./...
 
 FUZZTIME ?= 30s
+FUZZTIME_SVG ?= 5000x
 # Every fuzz target in the tree (control protocol, admission, the parsers of
 # the HTTP responses, /proc/net/snmp, conntrack statistics, wrk's summary, and the egress
 # scenario's parsers of ipset/iptables output, ipset netlink replies and
@@ -135,6 +136,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFrame$$' -fuzztime $(FUZZTIME) ./internal/capture/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCNIConf$$' -fuzztime $(FUZZTIME) ./internal/kube/agent/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCgroupStat$$' -fuzztime $(FUZZTIME) ./internal/kube/agent/
+	$(GO) test -run '^$$' -fuzz '^FuzzRecords$$' -fuzztime $(FUZZTIME) ./internal/profile/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseKallsyms$$' -fuzztime $(FUZZTIME) ./internal/profile/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseCache$$' -fuzztime $(FUZZTIME) ./internal/profile/
+	# A flamegraph is drawn per input: 100,000 of them take minutes, 5,000 seconds.
+	$(GO) test -run '^$$' -fuzz '^FuzzSVG$$' -fuzztime $(FUZZTIME_SVG) ./internal/report/flame/
 
 # The control-protocol fuzz targets for a fixed number of executions each
 # (>= 1,000,000 in all; docs/security.md records a run).
