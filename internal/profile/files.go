@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -107,24 +108,37 @@ func MergeFiles(out string, files ...string) (*result.Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp := out + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return nil, fmt.Errorf("merge profiles: %w", err)
-	}
-	if err := m.Write(f); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return nil, fmt.Errorf("merge profiles: %w", err)
-	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err := m.WriteFile(out); err != nil {
 		return nil, fmt.Errorf("merge profiles: %w", err)
 	}
 	return m.Summary(), nil
+}
+
+// WriteFile writes p (Write) to path, creating its directory, through a
+// temporary file renamed into place: a reader never sees half a profile.
+func (p *Profile) WriteFile(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	err = p.Write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // Summary summarises the profile for results.json: counts, the top

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -80,7 +79,7 @@ func runE(ctx context.Context, logger *slog.Logger, s streams.IOStreams, f *flag
 	if err != nil {
 		return fmt.Errorf("profile: %w", err)
 	}
-	if err := writeProfile(f.Out, p); err != nil {
+	if err := p.WriteFile(f.Out); err != nil {
 		return fmt.Errorf("write --output %s: %w", f.Out, err)
 	}
 	if f.SVG != "" {
@@ -122,23 +121,6 @@ func wait(ctx context.Context, s streams.IOStreams, d time.Duration, args []stri
 		return fmt.Errorf("profiled command %s: %w", args[0], err)
 	}
 	return nil
-}
-
-func writeProfile(path string, p *profile.Profile) error {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	fh, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := p.Write(fh); err != nil {
-		fh.Close()
-		return err
-	}
-	return fh.Close()
 }
 
 func writeSVG(path string, p *profile.Profile, title string) error {

@@ -2,8 +2,6 @@ package run
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/cnibench/cnibench/internal/profile"
@@ -66,9 +64,7 @@ func (h *profileHook) AddMetrics(_ int, rep *result.Repeat, res *result.Result) 
 // finish stops a session left open (an interrupted window) and writes the
 // merged profile of the measured windows to path; no window, no file.
 func (h *profileHook) finish(path string, res *result.Result) error {
-	if _, err := h.stop(); err != nil {
-		h.err = nil
-	}
+	_, _ = h.stop()
 	if len(h.parts) == 0 {
 		return nil
 	}
@@ -76,17 +72,7 @@ func (h *profileHook) finish(path string, res *result.Result) error {
 	if err != nil {
 		return fmt.Errorf("merge the windows' profiles: %w", err)
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	fh, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := m.Write(fh); err != nil {
-		fh.Close()
+	if err := m.WriteFile(path); err != nil {
 		return err
 	}
 	if res.Config == nil {
@@ -94,7 +80,7 @@ func (h *profileHook) finish(path string, res *result.Result) error {
 	}
 	res.Config["cpu_profile"] = path
 	res.Config["cpu_profile_hz"] = strconv.Itoa(m.Frequency)
-	return fh.Close()
+	return nil
 }
 
 // addWarning adds w to res's warnings once.
