@@ -10,7 +10,6 @@ import (
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/report/flame"
 	"github.com/cnibench/cnibench/pkg/result"
-	"github.com/google/pprof/profile"
 )
 
 // Flamegraph is one differential flamegraph written by WriteFlamegraphs.
@@ -89,13 +88,9 @@ func WriteFlamegraphs(inputs []Input, o Options, dir string) (written []Flamegra
 			if len(inputs) > 2 {
 				name += fmt.Sprintf(".%d", n+1)
 			}
-			for base, k := name, 2; used[name]; k++ {
-				name = fmt.Sprintf("%s-%d", base, k)
-			}
-			used[name] = true
-			path := filepath.Join(dir, name+".svg")
-			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-				return written, notes, fmt.Errorf("--flamegraph: %w", err)
+			path, err := writeUnique(dir, name, used, buf.Bytes())
+			if err != nil {
+				return written, notes, err
 			}
 			written = append(written, Flamegraph{Path: path, Labels: nr.Labels, Old: old.Name, New: in.Name})
 		}
@@ -142,36 +137,56 @@ func writeFlamegraphsBy(inputs []Input, o Options, dir string) (written []Flameg
 			continue
 		}
 		cell := report.CellName(nr.Labels)
-		bp, err := report.ReadProfile(resDir, or.Profile.File)
-		if err == nil {
-			var np *profile.Profile
-			if np, err = report.ReadProfile(resDir, nr.Profile.File); err == nil {
-				var buf bytes.Buffer
-				err = flame.DiffSVG(&buf, bp, np, flame.Options{
-					Title:       "Differential flamegraph — " + v + " vs " + base,
-					Subtitle:    cell,
-					BaseLabel:   base,
-					OtherLabel:  v,
-					MinFraction: flameMinFraction,
-				})
-				if err == nil {
-					name := base + "-vs-" + cellSlug(nr.Labels)
-					for b, k := name, 2; used[name]; k++ {
-						name = fmt.Sprintf("%s-%d", b, k)
-					}
-					used[name] = true
-					path := filepath.Join(dir, name+".svg")
-					if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-						return written, notes, fmt.Errorf("--flamegraph: %w", err)
-					}
-					written = append(written, Flamegraph{Path: path, Labels: nr.Labels, Old: base, New: v})
-					continue
-				}
-			}
+		svg, err := diffRuns(resDir, or, nr, flame.Options{
+			Title:       "Differential flamegraph — " + v + " vs " + base,
+			Subtitle:    cell,
+			BaseLabel:   base,
+			OtherLabel:  v,
+			MinFraction: flameMinFraction,
+		})
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("%s: %v", cell, err))
+			continue
 		}
-		notes = append(notes, fmt.Sprintf("%s: %v", cell, err))
+		path, err := writeUnique(dir, base+"-vs-"+cellSlug(nr.Labels), used, svg)
+		if err != nil {
+			return written, notes, err
+		}
+		written = append(written, Flamegraph{Path: path, Labels: nr.Labels, Old: base, New: v})
 	}
 	return written, notes, nil
+}
+
+// diffRuns draws the differential flamegraph of two runs' profiles, read
+// relative to dir.
+func diffRuns(dir string, base, other *result.Run, o flame.Options) ([]byte, error) {
+	bp, err := report.ReadProfile(dir, base.Profile.File)
+	if err != nil {
+		return nil, err
+	}
+	op, err := report.ReadProfile(dir, other.Profile.File)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := flame.DiffSVG(&buf, bp, op, o); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeUnique writes svg to dir/<name>.svg, the name made unique among
+// those used (name-2, name-3, …), and returns the path.
+func writeUnique(dir, name string, used map[string]bool, svg []byte) (string, error) {
+	for base, k := name, 2; used[name]; k++ {
+		name = fmt.Sprintf("%s-%d", base, k)
+	}
+	used[name] = true
+	path := filepath.Join(dir, name+".svg")
+	if err := os.WriteFile(path, svg, 0o644); err != nil {
+		return "", fmt.Errorf("--flamegraph: %w", err)
+	}
+	return path, nil
 }
 
 // cellSlug names a cell's file: its label values in display order,
