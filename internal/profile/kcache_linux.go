@@ -65,9 +65,22 @@ func cachedKernelSymbols() (*kallsyms, error) {
 		core.syms = withoutBPF(core.syms)
 		writeCache(path, stamp, core) // best effort: a read-only /run costs time, not correctness
 	}
-	k := &kallsyms{syms: append(withoutBPF(core.syms), bpf...)}
-	sort.SliceStable(k.syms, func(i, j int) bool { return k.syms[i].addr < k.syms[j].addr })
-	return k, nil
+	sort.Slice(bpf, func(i, j int) bool { return bpf[i].addr < bpf[j].addr })
+	return &kallsyms{syms: mergeByAddr(core.syms, bpf)}, nil
+}
+
+// mergeByAddr merges two symbol lists sorted by address (the core table
+// has no BPF program: only bpf's are added).
+func mergeByAddr(a, b []ksym) []ksym {
+	out := make([]ksym, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if b[0].addr < a[0].addr {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // startSymbols are the symbols a session keeps from its start: the BPF
