@@ -158,23 +158,13 @@ var (
 
 // Register adds a datapath to the registry. Datapaths register from init
 // functions; a duplicate name is an error reported by NewDatapath.
-func Register(f Factory) { register(f, false) }
+func Register(f Factory) { register(f, false, false) }
 
 // RegisterOptIn adds a datapath that is listed and runs when --datapaths
 // names it, but is not in the default matrix: a model built to answer one
 // question (e.g. ebpf-host-routing-redirect, for the peer redirect's
 // saving), whose cells would lengthen every default run.
-func RegisterOptIn(f Factory) {
-	register(f, false)
-	d := f()
-	regMu.Lock()
-	defer regMu.Unlock()
-	for i := range registry {
-		if registry[i].name == d.Name() {
-			registry[i].optIn = true
-		}
-	}
-}
+func RegisterOptIn(f Factory) { register(f, false, true) }
 
 // OptIn tells whether a datapath was registered with RegisterOptIn.
 func OptIn(name string) bool {
@@ -192,9 +182,9 @@ func OptIn(name string) bool {
 // Names does not list: a topology that only a scenario brings up (e.g.
 // the l4lb scenario's load-balancer node and workers), never a cell of
 // the datapath matrix.
-func RegisterHidden(f Factory) { register(f, true) }
+func RegisterHidden(f Factory) { register(f, true, false) }
 
-func register(f Factory, hidden bool) {
+func register(f Factory, hidden, optIn bool) {
 	d := f()
 	regMu.Lock()
 	defer regMu.Unlock()
@@ -204,7 +194,7 @@ func register(f Factory, hidden bool) {
 			return
 		}
 	}
-	registry = append(registry, registration{name: d.Name(), description: d.Description(), factory: f, hidden: hidden})
+	registry = append(registry, registration{name: d.Name(), description: d.Description(), factory: f, hidden: hidden, optIn: optIn})
 	slices.SortStableFunc(registry, func(a, b registration) int { return rank(a.name) - rank(b.name) })
 }
 
