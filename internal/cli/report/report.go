@@ -21,13 +21,14 @@ import (
 type flags struct {
 	format string
 	output string
+	trendFlags
 }
 
 // NewCommand returns the report command.
 func NewCommand(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 	f := &flags{}
 	c := &cobra.Command{
-		Use:   "report RESULTS.json",
+		Use:   "report RESULTS.json | report --trend RUN…",
 		Short: "Render results as an HTML page, Markdown or a terminal table",
 		Long: `Render a cnibench results file.
 
@@ -49,22 +50,44 @@ text: the same tables for a terminal, within 100 columns (long texts become
       when standard output is a terminal and NO_COLOR is not set.
 
 Without --format the format follows the -o file's extension (.html, .md, .txt),
-or is text on standard output.`,
+or is text on standard output.
+
+--trend RUN…: follow metrics across a series of runs (results.json files or
+directories holding one, in series order, or by start time with --sort time;
+at least 3). Runs are matched across the points by their labels (all, or
+--match LABELS), each cell's medians are drawn with their 95 % intervals, and
+change points are flagged by E-divisive means with a permutation test
+(--alpha, --min-shift), each with the medians before and after, the change
+and its direction, and a Mann–Whitney p-value (docs/trends.md). With --out DIR
+writes DIR/trend.html and DIR/trend.md; otherwise Markdown (or --format html)
+on standard output.`,
 		Example: `  cnibench report results.json
   cnibench report results.json -o report.html
-  cnibench report --format md results.json > report.md`,
+  cnibench report --format md results.json > report.md
+  cnibench report --trend --out trend/ nightly/2026-01-*/
+  cnibench report --trend --sort time --match path,test,flows --metrics throughput_bits_per_sec runs/*/results.json`,
 		Args: func(_ *cobra.Command, args []string) error {
+			if f.trend {
+				return nil // checked by runTrend: the usage error names the fix
+			}
 			if len(args) != 1 {
 				return clierr.Usagef("report needs exactly one results file, got %d arguments", len(args))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.trend {
+				return runTrend(s, f, args)
+			}
+			if err := f.trendFlags.unused(cmd); err != nil {
+				return err
+			}
 			return run(s, f, args[0])
 		},
 	}
 	c.Flags().StringVar(&f.format, "format", "", "output format: html, md or text (default: from the -o extension, else text)")
 	c.Flags().StringVarP(&f.output, "output", "o", "", "write to this file instead of standard output")
+	f.trendFlags.add(c)
 	return c
 }
 
