@@ -9,6 +9,8 @@ require (
 	github.com/google/nftables v0.3.0
 	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/mdlayher/netlink v1.7.3-0.20250113171957-fbb4dce95f42
+	github.com/prometheus/client_model v0.6.2
+	github.com/prometheus/common v0.70.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	github.com/vishvananda/netlink v1.3.1

@@ -11,11 +11,17 @@
 #                        the encryption scenario's userspace ESP (charon with
 #                        kernel-libipsec, run only inside lab namespaces; the
 #                        host's strongswan service is kept from starting)
+#   prometheus, prometheus-pushgateway
+#                        the export command's test against a real Pushgateway
+#                        scraped by a real Prometheus (both started by the
+#                        test on loopback; the packages' services are kept
+#                        from starting and disabled)
 # Quick when all are there (one dpkg-query); as non-root it only says what is
 # missing (the tests that need it then skip, or fail with CI=true).
 set -euo pipefail
 pkgs=(nftables iproute2 iptables ipset procps chromium time ca-certificates
-  strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins)
+  strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins
+  prometheus prometheus-pushgateway)
 missing=()
 for p in "${pkgs[@]}"; do
   st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
@@ -30,21 +36,40 @@ fi
 echo "deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 # No package may start a service on the host (strongswan-starter would run a
-# charon in the host's network namespace): a policy-rc.d that refuses every
-# start while installing, unless one is already there.
+# charon in the host's network namespace; prometheus and the pushgateway
+# would listen on the host's :9090 and :9091): a policy-rc.d that refuses
+# every start while installing, unless one is already there.
 if [ ! -e /usr/sbin/policy-rc.d ]; then
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
   chmod 755 /usr/sbin/policy-rc.d
   trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 fi
+# The services' processes, to tell after the install whether it started one.
+svc_pids() { pgrep -f '^(/usr/bin/)?prometheus(-pushgateway)?( |$)' | sort || true; }
+before=$(svc_pids)
 install() { apt-get install -y -q --no-install-recommends "${missing[@]}" >&2; }
 if ! install; then
   echo "deps: install failed; running apt-get update and trying again" >&2
   apt-get update -q >&2
   install || { echo "deps: apt-get install ${missing[*]} failed (see above)" >&2; exit 1; }
 fi
-# A charon the packages' service would start at the next boot: keep it off
-# (the tests start their own, one per lab namespace).
+# Services the packages would start at the next boot: keep them off (the
+# tests start their own: a charon per lab namespace, a prometheus and a
+# pushgateway on loopback).
 if command -v systemctl >/dev/null 2>&1; then
   systemctl disable --now strongswan-starter.service >/dev/null 2>&1 || true
+  # Only the services installed just now: a Prometheus the host already ran
+  # is its owner's.
+  for svc in prometheus prometheus-pushgateway; do
+    case " ${missing[*]} " in *" $svc "*)
+      systemctl disable --now "$svc.service" >/dev/null 2>&1 || true ;;
+    esac
+  done
+fi
+# Check that the install started none of them (processes there before it
+# are someone else's).
+started=$(comm -13 <(echo "$before") <(svc_pids))
+if [ -n "$started" ]; then
+  echo "deps: installing started $(ps -o comm= -p $(echo $started) | tr '\n' ' ')despite policy-rc.d (pids $(echo $started)); stop them: systemctl disable --now prometheus prometheus-pushgateway" >&2
+  exit 1
 fi
