@@ -201,7 +201,7 @@ func register(f Factory, hidden, optIn bool) {
 // listOrder is the order listings show the built-in datapaths in: the
 // baseline first, then from the kube-proxy/Calico style to eBPF.
 var listOrder = []string{
-	"baseline", "veth-routing", "veth-routing-notrack", "bridge", "bridge-notrack", "vxlan", "vxlan-notrack",
+	"baseline", "veth-routing", "veth-routing-notrack", "veth-routing-cost", "bridge", "bridge-notrack", "vxlan", "vxlan-notrack",
 	"ebpf-host-routing", "ebpf-host-routing-bare", "ebpf-host-routing-redirect", "netkit",
 }
 
