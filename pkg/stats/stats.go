@@ -195,7 +195,11 @@ type Comparison struct {
 	Significant bool
 	// TooFew is set when the sample sizes cannot give any verdict: even
 	// completely separated samples would not reach p ≤ Alpha.
-	TooFew   bool
+	TooFew bool
+	// Change is the ratio new/old with its 95 % interval (ChangeInterval);
+	// its fields are NaN when no interval exists (too few repeats, values
+	// that are zero or negative).
+	Change   Change
 	Warnings []string
 }
 
@@ -233,7 +237,8 @@ func TooFewMessage(n, m int, alpha float64) string {
 // infinite values are ignored, like in Summarize.
 func Compare(old, new []float64) Comparison {
 	so, sn := Summarize(old), Summarize(new)
-	c := Comparison{Old: so, New: sn, Alpha: benchmath.DefaultThresholds.CompareAlpha, DeltaPct: math.NaN()}
+	c := Comparison{Old: so, New: sn, Alpha: benchmath.DefaultThresholds.CompareAlpha, DeltaPct: math.NaN(),
+		Change: Change{Ratio: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}}
 	if so.N == 0 || sn.N == 0 {
 		c.P = 1
 		c.Warnings = append(c.Warnings, "one side has no measurements")
@@ -257,5 +262,8 @@ func Compare(old, new []float64) Comparison {
 		c.DeltaPct = (sn.Median/so.Median - 1) * 100
 	}
 	c.Significant = c.P <= c.Alpha
+	if ch, err := ChangeInterval(old, new, Confidence); err == nil {
+		c.Change = ch
+	}
 	return c
 }
