@@ -4,7 +4,9 @@ package compare
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,6 +25,10 @@ type flags struct {
 	match    []string
 	format   string
 	flame    string
+	failOn   []string
+	alpha    float64
+	junit    string
+	markdown string
 }
 
 // NewCommand returns the compare command.
@@ -60,13 +66,33 @@ sides, and lists the files.
 
 The default metrics are the primary one for each test (throughput for stream
 tests, transactions per second for rr, crr and http), p99 latency, UDP loss and
-the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).`,
+the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).
+
+--fail-on makes compare a regression gate for CI. A compared cell fails a rule
+when the whole (1 - alpha) confidence interval of its change (the ratio NEW/OLD:
+Hodges-Lehmann estimate, interval inverting the Mann-Whitney test) lies past
+the rule's threshold and the change is significant at alpha. Rules, comma-
+separated or repeated:
+  worse>5%           any metric with a direction, 5 % worse (lower throughput
+                     or rate, higher latency or CPU cost); also slower>5%
+  METRIC>+10%        METRIC increased by more than 10 %
+  METRIC<-5%         METRIC decreased by more than 5 %
+  cpu_share_X>+2pp   a CPU-profile share up by more than 2 percentage points
+  missing            a cell OLD has and NEW lacks
+--fail-on default means ` + cmp.DefaultFailOn + `. Exit status: 0 no cell failed, 1 a cell
+failed (listed after the tables), 2 a usage or input error. --format md writes
+a pull-request comment (the significant changes first, every cell folded),
+--format junit JUnit XML (one test case per compared cell); --junit FILE and
+--markdown FILE write those besides the chosen format. The gate's measured
+false-alarm rate and detection power are in docs/reports.md.`,
 		Example: `  cnibench compare old/results.json new/results.json
   cnibench compare --by datapath --metrics trans_per_sec,latency_us_p99 results.json
   cnibench compare --by mechanism --baseline none egress/results.json
   cnibench compare --format md old.json new.json > comparison.md
   cnibench compare --match path,test,flows lab/results.json cluster/results.json
-  cnibench compare --flamegraph flames/ old/results.json new/results.json`,
+  cnibench compare --flamegraph flames/ old/results.json new/results.json
+  cnibench compare --fail-on 'worse>5%' --junit gate.xml --markdown gate.md old/results.json new/results.json
+  cnibench compare --fail-on 'trans_per_sec<-5%,latency_us_p99>+10%,cpu_us_per_trans>+5%' old.json new.json`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return clierr.Usagef("compare needs results files: OLD.json NEW.json, or --by LABEL RESULTS.json")
@@ -82,7 +108,11 @@ the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).`
 	fl.StringVar(&f.baseline, "baseline", "", `reference value of the --by label (default for --by datapath: "baseline")`)
 	fl.StringSliceVar(&f.metrics, "metrics", nil, "metrics to compare, comma-separated (default: the primary metric of each test, latency_us_p99, loss_pct and the CPU cost)")
 	fl.StringSliceVar(&f.match, "match", nil, "with several files, match runs on these labels only, comma-separated (e.g. path,test,flows to compare a Kubernetes run with a lab run: their datapath, backend and node labels differ)")
-	fl.StringVar(&f.format, "format", "text", "output format: text, md or json")
+	fl.StringVar(&f.format, "format", "text", "output format: text, md, json, or junit (with --fail-on)")
+	fl.StringArrayVar(&f.failOn, "fail-on", nil, "regression gate: exit 1 when a cell is past one of these rules, e.g. 'worse>5%' or 'trans_per_sec<-5%,latency_us_p99>+10%'; 'default' means "+cmp.DefaultFailOn+" (see above)")
+	fl.Float64Var(&f.alpha, "fail-alpha", cmp.DefaultGateAlpha, "significance level of the gate; its intervals are at 1 - alpha")
+	fl.StringVar(&f.junit, "junit", "", "with --fail-on, also write JUnit XML (one test case per compared cell) to this file")
+	fl.StringVar(&f.markdown, "markdown", "", "with --fail-on, also write the pull-request comment (Markdown) to this file")
 	fl.StringVar(&f.flame, "flamegraph", "", "write a differential CPU flamegraph (SVG) into this directory for every compared cell both sides profiled (suite --cpu-profile): OLD → NEW with two or more files, baseline → value with --by")
 	return c
 }
@@ -90,8 +120,25 @@ the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).`
 func run(s streams.IOStreams, f *flags, args []string) error {
 	switch f.format {
 	case "text", "md", "json":
+	case "junit":
+		if len(f.failOn) == 0 {
+			return clierr.Usagef("--format junit: needs the gate; add --fail-on (e.g. --fail-on '%s')", cmp.DefaultFailOn)
+		}
 	default:
-		return clierr.Usagef("--format %s: must be text, md or json", f.format)
+		return clierr.Usagef("--format %s: must be text, md, json or junit", f.format)
+	}
+	var rules []cmp.Rule
+	if len(f.failOn) > 0 {
+		var err error
+		if rules, err = cmp.ParseRules(f.failOn); err != nil {
+			return clierr.Usagef("%s", err.Error())
+		}
+	} else {
+		for flag, v := range map[string]string{"--junit": f.junit, "--markdown": f.markdown} {
+			if v != "" {
+				return clierr.Usagef("%s %s: written by the gate; add --fail-on (e.g. --fail-on '%s')", flag, v, cmp.DefaultFailOn)
+			}
+		}
 	}
 	var mode cmp.Mode
 	switch f.by {
@@ -119,7 +166,8 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 	for _, path := range args {
 		set, err := result.ReadFile(path)
 		if err != nil {
-			return err
+			// Input, not a regression: exit 2, as the gate documents.
+			return clierr.Usagef("%s", err.Error())
 		}
 		inputs = append(inputs, cmp.Input{Name: path, Set: set})
 	}
@@ -138,19 +186,65 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 		return clierr.Usagef("%s", ue.Msg)
 	}
 	if err != nil {
-		return err
+		return clierr.Usagef("%s", err.Error()) // nothing to compare: the inputs do not match
+	}
+	if rules != nil {
+		if _, err := res.Gate(cmp.GateOptions{Rules: rules, Alpha: f.alpha}); err != nil {
+			if errors.As(err, &ue) {
+				return clierr.Usagef("%s", ue.Msg)
+			}
+			return err
+		}
 	}
 	switch f.format {
 	case "md":
-		err = res.WriteMarkdown(s.Out)
+		err = res.WriteGateMarkdown(s.Out)
 	case "json":
 		err = res.WriteJSON(s.Out)
+	case "junit":
+		err = res.WriteJUnit(s.Out)
 	default:
-		err = res.WriteText(s.Out)
+		if err = res.WriteText(s.Out); err == nil {
+			err = res.WriteGateText(s.Out)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
+	if f.junit != "" {
+		if err := writeFile(f.junit, res.WriteJUnit); err != nil {
+			return err
+		}
+	}
+	if f.markdown != "" {
+		if err := writeFile(f.markdown, res.WriteGateMarkdown); err != nil {
+			return err
+		}
+	}
+	if err := writeFlamegraphs(s, f, inputs, mode, match); err != nil {
+		return err
+	}
+	if g := res.GateResult; g != nil && g.Failed() {
+		return fmt.Errorf("regression gate failed: %d cell(s) past --fail-on %s (listed above)", len(g.Failures), g.RuleText())
+	}
+	return nil
+}
+
+// writeFile writes one of the gate's outputs to path.
+func writeFile(path string, write func(io.Writer) error) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return clierr.Usagef("%s: %v", path, err)
+	}
+	if err := write(fh); err != nil {
+		fh.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return fh.Close()
+}
+
+func writeFlamegraphs(s streams.IOStreams, f *flags, inputs []cmp.Input, mode cmp.Mode, match []string) error {
+	var ue *cmp.UsageError
 	if f.flame == "" {
 		return nil
 	}

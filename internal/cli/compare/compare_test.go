@@ -173,7 +173,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{"no args", nil, 2, "compare needs results files"},
 		{"one file", []string{"old.json"}, 2, "at least two files"},
-		{"bad format", []string{"--format", "pdf", "old.json", "new.json"}, 2, "--format pdf: must be text, md or json"},
+		{"bad format", []string{"--format", "pdf", "old.json", "new.json"}, 2, "--format pdf: must be text, md, json or junit"},
 		{"unknown label", []string{"--by", "colour", "old.json"}, 2, "--by colour: no run in old.json has that label (labels: datapath, flows"},
 		{"by without baseline", []string{"--by", "test", "old.json"}, 2, "--baseline: name the reference test for --by test (values: tcp_stream"},
 		{"by datapath, two files", []string{"--by", "datapath", "old.json", "new.json"}, 2, "one results file; got 2 files"},
@@ -181,9 +181,16 @@ func TestErrors(t *testing.T) {
 		{"unknown baseline", []string{"--by", "datapath", "--baseline", "calico", "old.json"}, 2, "--baseline calico: old.json has no runs with datapath=calico (values: baseline, bridge"},
 		{"unknown metric", []string{"--metrics", "goodput", "old.json", "new.json"}, 2, "--metrics goodput: no run has this metric (available: cpu_pct_per_100gbit"},
 		{"unknown flag", []string{"--colour", "old.json", "new.json"}, 2, "unknown flag: --colour"},
-		{"missing file", []string{"old.json", "nope.json"}, 1, "open nope.json: no such file or directory"},
-		{"truncated file", []string{"old.json", "bad.json"}, 1, "bad.json: not a cnibench JSON document: unexpected end of JSON input"},
-		{"foreign schema", []string{"old.json", "other.json"}, 1, `other.json: unknown schema "someone/else/v3"`},
+		{"bad rule", []string{"--fail-on", "faster", "old.json", "new.json"}, 2, `--fail-on "faster": not a rule; write worse>5%`},
+		{"bad rule sign", []string{"--fail-on", "trans_per_sec>-5%", "old.json", "new.json"}, 2, "the sign contradicts the comparison"},
+		{"share in percent", []string{"--fail-on", "cpu_share_netfilter>+5%", "old.json", "new.json"}, 2, "a CPU-profile share changes in percentage points: write pp"},
+		{"rule metric not compared", []string{"--fail-on", "goodput>+5%", "old.json", "new.json"}, 2, "--fail-on goodput>+5%: goodput is not compared"},
+		{"bad alpha", []string{"--fail-on", "default", "--fail-alpha", "0.7", "old.json", "new.json"}, 2, "--fail-alpha 0.7: must be between 0 and 0.5"},
+		{"junit without gate", []string{"--format", "junit", "old.json", "new.json"}, 2, "--format junit: needs the gate; add --fail-on"},
+		{"markdown file without gate", []string{"--markdown", "x.md", "old.json", "new.json"}, 2, "--markdown x.md: written by the gate; add --fail-on"},
+		{"missing file", []string{"old.json", "nope.json"}, 2, "open nope.json: no such file or directory"},
+		{"truncated file", []string{"old.json", "bad.json"}, 2, "bad.json: not a cnibench JSON document: unexpected end of JSON input"},
+		{"foreign schema", []string{"old.json", "other.json"}, 2, `other.json: unknown schema "someone/else/v3"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,4 +210,48 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The gate: new.json has regressions (vxlan got slower) past 5 %, so
+// compare exits 1 and lists them; its three formats are golden files.
+// The same file against itself passes (exit 0).
+func TestGate(t *testing.T) {
+	gate := []string{"--fail-on", "worse>5%", "--metrics", "trans_per_sec,latency_us_p99"}
+	for _, tc := range []struct{ name, format string }{
+		{"gate-text", "text"}, {"gate-md", "md"}, {"gate-junit", "junit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inTemp(t)
+			out, errOut, code := execute(t, append(gate, "--format", tc.format, "old.json", "new.json")...)
+			if code != 1 {
+				t.Fatalf("exit code %d, want 1 (stderr %q)", code, errOut)
+			}
+			if !strings.Contains(errOut, "regression gate failed:") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+				t.Errorf("stderr %q: want one line saying the gate failed", errOut)
+			}
+			golden(t, tc.name, out)
+		})
+	}
+	t.Run("files besides", func(t *testing.T) {
+		inTemp(t)
+		out, _, code := execute(t, append(gate, "--junit", "g.xml", "--markdown", "g.md", "old.json", "new.json")...)
+		if code != 1 || !strings.Contains(out, "Regression gate: FAIL:") {
+			t.Fatalf("exit %d, output lacks the gate's verdict:\n%s", code, out)
+		}
+		for _, f := range []string{"g.xml", "g.md"} {
+			if b, err := os.ReadFile(f); err != nil || len(b) == 0 {
+				t.Errorf("%s: %v (%d bytes)", f, err, len(b))
+			}
+		}
+	})
+	t.Run("same build passes", func(t *testing.T) {
+		inTemp(t)
+		out, errOut, code := execute(t, "--fail-on", "default", "old.json", "old.json")
+		if code != 0 || errOut != "" {
+			t.Fatalf("exit %d, stderr %q", code, errOut)
+		}
+		if !strings.Contains(out, "Regression gate: PASS: 0 metrics of 353 judged past --fail-on worse>5%, in 0 cells of 129") {
+			t.Errorf("output lacks the passing verdict:\n%s", out)
+		}
+	})
 }

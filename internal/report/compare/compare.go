@@ -96,6 +96,9 @@ type Result struct {
 	// ProfileNotes say which cells were CPU-profiled on one side only
 	// (their labels differ by cpu_profile, so they are not compared).
 	ProfileNotes []string
+	// GateResult is the regression gate's outcome (Gate); nil when the
+	// comparison was not gated.
+	GateResult *GateResult
 }
 
 // Table compares one metric.
@@ -139,6 +142,9 @@ type Cell struct {
 	Significant bool
 	// TooFew: the repeats on the two sides cannot give any verdict.
 	TooFew bool
+	// Change is the ratio NEW/OLD with its 95 % interval (stats.Compare;
+	// NaN fields when there is none).
+	Change stats.Change
 	// Better is +1 when the change is an improvement, -1 when it is a
 	// regression, 0 when not significant or neutral.
 	Better   int
@@ -346,7 +352,7 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 					cmp := stats.Compare(row.Base.Values, c.Values)
 					c.Compared = true
 					c.DeltaPct, c.P, c.Alpha, c.Significant, c.Warnings = cmp.DeltaPct, cmp.P, cmp.Alpha, cmp.Significant, cmp.Warnings
-					c.TooFew = cmp.TooFew
+					c.TooFew, c.Change = cmp.TooFew, cmp.Change
 					c.DeltaPP = math.NaN()
 					if IsShare(mt) {
 						c.DeltaPP = c.Summary.Median - row.Base.Summary.Median

@@ -350,6 +350,51 @@ type jsonResult struct {
 	Tables    []jsonTable `json:"tables"`
 	Unmatched int         `json:"unmatched,omitempty"`
 	Notes     []string    `json:"notes"`
+	Gate      *jsonGate   `json:"gate,omitempty"`
+}
+
+// jsonGate is the regression gate's outcome (compare --fail-on).
+type jsonGate struct {
+	FailOn     string        `json:"fail_on"`
+	Alpha      float64       `json:"alpha"`
+	Confidence float64       `json:"confidence"`
+	Failed     bool          `json:"failed"`
+	Passed     int           `json:"passed"`
+	Failures   []jsonVerdict `json:"failures"`
+	Unjudged   []jsonVerdict `json:"unjudged,omitempty"`
+}
+
+type jsonVerdict struct {
+	Labels map[string]string `json:"labels"`
+	Metric string            `json:"metric"`
+	Column string            `json:"column"`
+	Rule   string            `json:"rule"`
+	Change *float64          `json:"change,omitempty"` // percent, or pp for shares
+	Lo     *float64          `json:"lo,omitempty"`
+	Hi     *float64          `json:"hi,omitempty"`
+	Unit   string            `json:"unit,omitempty"`
+	P      *float64          `json:"p,omitempty"`
+	Why    string            `json:"why"`
+}
+
+func jsonGateOf(g *GateResult) *jsonGate {
+	if g == nil {
+		return nil
+	}
+	conv := func(vs []Verdict) []jsonVerdict {
+		out := []jsonVerdict{}
+		for _, v := range vs {
+			unit := "%"
+			if v.PP {
+				unit = "pp"
+			}
+			out = append(out, jsonVerdict{Labels: v.Labels, Metric: v.Metric, Column: v.Column, Rule: v.Rule,
+				Change: finite(v.Change), Lo: finite(v.Lo), Hi: finite(v.Hi), Unit: unit, P: finite(v.P), Why: v.Why})
+		}
+		return out
+	}
+	return &jsonGate{FailOn: g.RuleText(), Alpha: g.Alpha, Confidence: g.Confidence, Failed: g.Failed(), Passed: g.Passed,
+		Failures: conv(g.Failures), Unjudged: conv(g.Unjudged)}
 }
 
 type jsonTable struct {
@@ -397,7 +442,7 @@ func betterName(b result.Better) string {
 
 // WriteJSON writes the comparison as indented JSON.
 func (r *Result) WriteJSON(w io.Writer) error {
-	out := jsonResult{Schema: SchemaCompare, By: r.Mode, Base: r.Base, Inputs: r.Inputs, Unmatched: r.Unmatched, Notes: r.notes()}
+	out := jsonResult{Schema: SchemaCompare, By: r.Mode, Base: r.Base, Inputs: r.Inputs, Unmatched: r.Unmatched, Notes: r.notes(), Gate: jsonGateOf(r.GateResult)}
 	for _, t := range r.Tables {
 		info := result.Info(t.Metric)
 		jt := jsonTable{Metric: t.Metric, Unit: info.Unit, Better: betterName(info.Better), Columns: t.Columns}
