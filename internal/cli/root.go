@@ -10,6 +10,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 	comparecmd "github.com/cnibench/cnibench/internal/cli/compare"
+	exportcmd "github.com/cnibench/cnibench/internal/cli/export"
 	imagecmd "github.com/cnibench/cnibench/internal/cli/image"
 	k8scmd "github.com/cnibench/cnibench/internal/cli/k8s"
 	"github.com/cnibench/cnibench/internal/cli/lab"
@@ -61,6 +62,7 @@ var subcommands = []func(*slog.Logger, IOStreams) *cobra.Command{
 	reportcmd.NewCommand,
 	profilecmd.NewCommand,
 	comparecmd.NewCommand,
+	exportcmd.NewCommand,
 	imagecmd.NewCommand,
 	k8scmd.NewCommand,
 	wgnode.NewCommand, // hidden: the suite's userspace WireGuard node

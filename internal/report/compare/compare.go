@@ -96,6 +96,10 @@ type Result struct {
 	// ProfileNotes say which cells were CPU-profiled on one side only
 	// (their labels differ by cpu_profile, so they are not compared).
 	ProfileNotes []string
+	// HostNotes say how the compared files' machines differ (CPU model,
+	// cores, kernel) or that a run was interrupted: a difference between
+	// them is then not the datapath's alone.
+	HostNotes []string
 	// GateResult is the regression gate's outcome (Gate); nil when the
 	// comparison was not gated.
 	GateResult *GateResult
@@ -173,6 +177,7 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 			return nil, &UsageError{"compare needs at least two files (OLD NEW), or --by datapath with one file"}
 		}
 		r.Base = inputs[0].Name
+		r.HostNotes = hostNotes(inputs)
 		for _, in := range inputs {
 			columns = append(columns, in.Name)
 		}
@@ -539,3 +544,32 @@ func sortRows(rows []*Row, dpOrder map[string]int) {
 // sortKeys orders label keys for display like the rows: test, flows, mtu,
 // scenario, rules, path, datapath, then the rest alphabetically.
 func sortKeys(keys []string) { report.SortKeysBy(rowKeyOrder, keys) }
+
+// hostNotes compares each input's machine with the first one's.
+func hostNotes(inputs []Input) []string {
+	var notes []string
+	base := inputs[0].Set.Host
+	for _, in := range inputs {
+		if in.Set.Interrupted {
+			notes = append(notes, fmt.Sprintf("%s is from an interrupted run: cells it lacks were not measured.", in.Name))
+		}
+	}
+	for _, in := range inputs[1:] {
+		h := in.Set.Host
+		var diffs []string
+		if h.CPUModel != base.CPUModel {
+			diffs = append(diffs, fmt.Sprintf("CPU %q vs %q", base.CPUModel, h.CPUModel))
+		}
+		if h.Cores != base.Cores {
+			diffs = append(diffs, fmt.Sprintf("%d vs %d cores", base.Cores, h.Cores))
+		}
+		if h.Kernel != base.Kernel {
+			diffs = append(diffs, fmt.Sprintf("kernel %s vs %s", base.Kernel, h.Kernel))
+		}
+		if len(diffs) > 0 {
+			notes = append(notes, fmt.Sprintf("%s and %s ran on different machines (%s): their differences are not the datapath's alone.",
+				inputs[0].Name, in.Name, strings.Join(diffs, ", ")))
+		}
+	}
+	return notes
+}

@@ -147,3 +147,21 @@ func TestGateMissingAndUnknownMetric(t *testing.T) {
 		t.Errorf("unknown rule metric: err %v", err)
 	}
 }
+
+func TestHostNotes(t *testing.T) {
+	a := set(run(map[string]string{"test": "tcp_rr"}, result.TransPerSec, 1, 2, 3, 4, 5))
+	b := set(run(map[string]string{"test": "tcp_rr"}, result.TransPerSec, 1, 2, 3, 4, 5))
+	a.Host = result.Host{CPUModel: "A", Cores: 2, Kernel: "6.18"}
+	b.Host = result.Host{CPUModel: "B", Cores: 2, Kernel: "6.18"}
+	b.Interrupted = true
+	r, err := Compare([]Input{{"old.json", a}, {"new.json", b}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(r.HostNotes, "\n")
+	for _, want := range []string{`old.json and new.json ran on different machines (CPU "A" vs "B")`, "new.json is from an interrupted run"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("notes %q lack %q", got, want)
+		}
+	}
+}

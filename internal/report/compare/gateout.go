@@ -135,6 +135,9 @@ func (r *Result) WriteGateText(w io.Writer) error {
 	}
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "\nRegression gate: %s\n", g.summary())
+	for _, n := range r.HostNotes {
+		fmt.Fprintf(bw, "  note: %s\n", n)
+	}
 	for _, v := range g.Failures {
 		fmt.Fprintf(bw, "  %s · %s: %s %s\n", r.cellName(v), v.Metric, v.ChangeText(), v.Why)
 	}
@@ -164,6 +167,9 @@ func (r *Result) WriteGateMarkdown(w io.Writer) error {
 	fmt.Fprintf(bw, "## cnibench regression gate: %s\n\n", state)
 	fmt.Fprintf(bw, "%s\n\n", esc.Replace(g.summary()))
 	fmt.Fprintf(bw, "Compared: %s\n\n", esc.Replace(strings.Join(r.Inputs, " → ")))
+	for _, n := range r.HostNotes {
+		fmt.Fprintf(bw, "> **Note:** %s\n\n", esc.Replace(n))
+	}
 	rows := r.gateRows()
 	var sig []gateRow
 	for _, gr := range rows {
