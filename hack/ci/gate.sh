@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The regression gate for a datapath change, as a CI job runs it
+# (docs/ci.md): measure the change (this checkout) and its base with the lab
+# suite, compare them, and fail on a significant slowdown.
+#
+#   hack/ci/gate.sh [--base-ref REF | --base-results FILE] [--profile P]
+#                   [--fail-on RULES] [--out DIR] [-- SUITE FLAGS...]
+#
+#   --base-ref REF        build cnibench at git REF (a worktree) and measure
+#                         it on this machine, right before the change: the
+#                         like-for-like comparison (same machine, same hour)
+#   --base-results FILE   compare against a stored results.json instead (a
+#                         previous run's artifact; compare notes when its
+#                         machine differs)
+#   --profile P           suite profile (default quick)
+#   --fail-on RULES       the gate's rules (default: "default" = worse>5%)
+#   --out DIR             where results and the gate's outputs go
+#                         (default cnibench-gate)
+#   SUITE FLAGS           passed to both suites, e.g. --datapaths veth-routing
+#
+# Writes DIR/base/ and DIR/head/ (results, reports), DIR/gate.md (a
+# pull-request comment), DIR/gate.xml (JUnit) and DIR/gate.txt (the terminal
+# table), and exits with compare's status: 0 no regression, 1 regression
+# (listed), 2 usage or input error; a failed build or suite exits 3.
+# Needs root (the lab). Only namespaces the suites create are touched.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+base_ref= base_results= profile=quick fail_on=default out=cnibench-gate
+while [ $# -gt 0 ]; do
+  case $1 in
+    --base-ref) base_ref=${2:?--base-ref needs a git ref}; shift 2 ;;
+    --base-results) base_results=${2:?--base-results needs a file}; shift 2 ;;
+    --profile) profile=${2:?--profile needs quick or standard}; shift 2 ;;
+    --fail-on) fail_on=${2:?--fail-on needs rules}; shift 2 ;;
+    --out) out=${2:?--out needs a directory}; shift 2 ;;
+    --) shift; break ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    *) echo "gate: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [ -n "$base_ref" ] && [ -n "$base_results" ]; then
+  echo "gate: give --base-ref or --base-results, not both" >&2; exit 2
+fi
+if [ -z "$base_ref" ] && [ -z "$base_results" ]; then
+  echo "gate: give --base-ref REF (measure the base here) or --base-results FILE (a stored run)" >&2; exit 2
+fi
+if [ -n "$base_results" ] && [ ! -r "$base_results" ]; then
+  echo "gate: --base-results $base_results: not readable" >&2; exit 2
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+go=${GO:-$(hack/ensure-go.sh)/go}
+step() { echo "[gate $(date +%T)] $*" >&2; }
+
+step "building the change"
+make --no-print-directory build GO="$go" >&2 || { echo "gate: building the change failed" >&2; exit 3; }
+head_bin=$out/cnibench-head
+cp bin/cnibench "$head_bin"
+
+if [ -n "$base_ref" ]; then
+  rev=$(git rev-parse --verify "$base_ref^{commit}" 2>/dev/null) || { echo "gate: --base-ref $base_ref: not a commit here" >&2; exit 2; }
+  step "building the base $base_ref ($rev)"
+  wt=$out/base-src
+  git worktree remove --force "$wt" >/dev/null 2>&1 || rm -rf "$wt"
+  git worktree add --detach "$wt" "$rev" >/dev/null 2>&1 || { echo "gate: git worktree add $rev failed" >&2; exit 3; }
+  trap 'git worktree remove --force "$wt" >/dev/null 2>&1 || true' EXIT
+  make --no-print-directory -C "$wt" build GO="$go" >&2 || { echo "gate: building the base $base_ref failed" >&2; exit 3; }
+  cp "$wt/bin/cnibench" "$out/cnibench-base"
+  rm -rf "$out/base"
+  step "measuring the base"
+  "$out/cnibench-base" suite --profile "$profile" --out "$out/base" "$@" >"$out/base.log" 2>&1 ||
+    { tail -5 "$out/base.log" >&2; echo "gate: the base's suite failed (log: $out/base.log)" >&2; exit 3; }
+  base_results=$out/base/results.json
+fi
+
+rm -rf "$out/head"
+step "measuring the change"
+"$head_bin" suite --profile "$profile" --out "$out/head" "$@" >"$out/head.log" 2>&1 ||
+  { tail -5 "$out/head.log" >&2; echo "gate: the change's suite failed (log: $out/head.log)" >&2; exit 3; }
+
+step "comparing"
+rc=0
+"$head_bin" compare --fail-on "$fail_on" --junit "$out/gate.xml" --markdown "$out/gate.md" \
+  "$base_results" "$out/head/results.json" >"$out/gate.txt" || rc=$?
+cat "$out/gate.txt"
+case $rc in
+  0) step "no regression past --fail-on $fail_on" ;;
+  1) step "REGRESSION past --fail-on $fail_on (listed above; $out/gate.md)" ;;
+  *) step "compare failed (exit $rc)" ;;
+esac
+exit $rc

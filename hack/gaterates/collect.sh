@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Collects the runs behind the regression gate's error rates
+# (docs/reports.md, "The gate's error rates"): K suite runs of one profile,
+# each with veth-routing and veth-routing-cost (the same datapath plus a
+# known per-packet cost) interleaved, into DIR/run-NN/. hack/gaterates then
+# pairs runs of different suite invocations: same-build pairs (a datapath
+# against itself in the next run) and injected pairs (veth-routing against
+# veth-routing-cost in the next run).
+#
+#   hack/gaterates/collect.sh PROFILE K DIR [suite flags...]
+#   e.g. hack/gaterates/collect.sh quick 24 /tmp/gate-quick --tests tcp_stream,tcp_rr,tcp_crr --flows 1
+set -euo pipefail
+profile=${1:?profile}; k=${2:?count}; dir=${3:?dir}; shift 3
+bin=${CNIBENCH:-bin/cnibench}
+mkdir -p "$dir"
+for i in $(seq -w 0 $((k - 1))); do
+  out=$dir/run-$i
+  [ -f "$out/results.json" ] && continue
+  rm -rf "$out"
+  echo "[$(date +%T)] run $i of $k (load $(cut -d' ' -f1 /proc/loadavg))"
+  "$bin" suite --profile "$profile" --datapaths veth-routing,veth-routing-cost --no-baseline \
+    --no-conntrack-scenario --out "$out" "$@" >"$dir/run-$i.log" 2>&1
+done
+echo "[$(date +%T)] done: $k runs in $dir"

@@ -1,0 +1,269 @@
+// Command gaterates measures the regression gate's error rates (compare
+// --fail-on) on runs collected by collect.sh: each run holds veth-routing
+// and veth-routing-cost (the same datapath plus a known per-packet cost),
+// measured interleaved in one suite invocation. Runs are paired across
+// invocations, as a CI job compares two builds:
+//
+//   - same-build pairs: a datapath of run 2j against the same datapath of
+//     run 2j+1 (both datapaths: K pairs from K runs). The gate failing
+//     on one is a false alarm.
+//   - injected pairs: veth-routing of run 2j against veth-routing-cost of
+//     run 2j+1, and of run 2j+1 against run 2j (K pairs). The gate failing
+//     on one is a detection.
+//
+// Pairs are matched on path, test, flows and mtu (compare --match), with
+// the default metrics of each test, and gated at every threshold and
+// significance level of the grid. It also prints the injected slowdown
+// itself: per cell and metric, the median over runs of the within-run
+// ratio cost/veth-routing (both measured in one invocation, interleaved).
+//
+//	go run ./hack/gaterates DIR [DIR...]
+//
+// DIR holds run-NN/results.json (or .json.gz); each DIR is reported apart
+// (one per profile).
+package main
+
+import (
+	"compress/gzip"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/cnibench/cnibench/internal/report"
+	cmp "github.com/cnibench/cnibench/internal/report/compare"
+	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/pkg/stats"
+)
+
+const (
+	plain = "veth-routing"
+	cost  = "veth-routing-cost"
+)
+
+var (
+	thresholds = []float64{2, 3, 5, 10}
+	alphas     = []float64{0.05, 0.01}
+	match      = []string{"path", "test", "flows", "mtu"}
+)
+
+func main() {
+	flag.Parse()
+	if flag.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "usage: gaterates DIR [DIR...]")
+		os.Exit(2)
+	}
+	for _, dir := range flag.Args() {
+		if err := report1(os.Stdout, dir); err != nil {
+			fmt.Fprintf(os.Stderr, "gaterates: %s: %v\n", dir, err)
+			os.Exit(1)
+		}
+	}
+}
+
+// load reads the runs of dir in name order.
+func load(dir string) ([]*result.Set, []string, error) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "run-*", "results.json*"))
+	sort.Strings(paths)
+	var sets []*result.Set
+	for _, p := range paths {
+		s, err := read(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		sets = append(sets, s)
+	}
+	if len(sets) < 4 {
+		return nil, nil, fmt.Errorf("%d runs: need at least 4", len(sets))
+	}
+	return sets, paths, nil
+}
+
+func read(path string) (*result.Set, error) {
+	if !strings.HasSuffix(path, ".gz") {
+		return result.ReadFile(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	s, err := result.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// only returns the runs of s with datapath dp.
+func only(s *result.Set, dp string) *result.Set {
+	out := *s
+	out.Runs = nil
+	for _, r := range s.Runs {
+		if r.Labels[report.LabelDatapath] == dp {
+			out.Runs = append(out.Runs, r)
+		}
+	}
+	return &out
+}
+
+type pair struct {
+	old, new *result.Set
+	name     string
+}
+
+// tally counts, for one threshold and alpha, the pairs whose gate failed
+// and the gated cell metrics that failed.
+type tally struct {
+	pairs, pairsFailed     int
+	metrics, metricsFailed int
+	unjudged               int
+}
+
+func gate(p pair, limit, alpha float64) (failed, judged, fails, unjudged int, err error) {
+	r, err := cmp.Compare([]cmp.Input{{Name: "old", Set: p.old}, {Name: "new", Set: p.new}}, cmp.Options{Match: match})
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	rules, err := cmp.ParseRules([]string{fmt.Sprintf("worse>%g%%", limit)})
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	g, err := r.Gate(cmp.GateOptions{Rules: rules, Alpha: alpha})
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	if g.Failed() {
+		failed = 1
+	}
+	return failed, len(g.Failures) + g.Passed, len(g.Failures), len(g.Unjudged), nil
+}
+
+func report1(w io.Writer, dir string) error {
+	sets, paths, err := load(dir)
+	if err != nil {
+		return err
+	}
+	var same, injected []pair
+	for j := 0; j+1 < len(sets); j += 2 {
+		a, b := sets[j], sets[j+1]
+		same = append(same,
+			pair{only(a, plain), only(b, plain), fmt.Sprintf("%d/%d %s", j, j+1, plain)},
+			pair{only(a, cost), only(b, cost), fmt.Sprintf("%d/%d %s", j, j+1, cost)})
+		injected = append(injected,
+			pair{only(a, plain), only(b, cost), fmt.Sprintf("%d→%d", j, j+1)},
+			pair{only(b, plain), only(a, cost), fmt.Sprintf("%d→%d", j+1, j)})
+	}
+	cfg := sets[0].Config
+	fmt.Fprintf(w, "## %s\n\n%d runs (%s … %s); profile %s, repeats %s, window %s; %d same-build pairs, %d injected pairs\n\n",
+		dir, len(sets), filepath.Base(filepath.Dir(paths[0])), filepath.Base(filepath.Dir(paths[len(paths)-1])),
+		cfg["profile"], cfg["repeat"], cfg["duration"], len(same), len(injected))
+	fmt.Fprintln(w, "| rule | alpha | false alarms (same-build pairs failed) | detections (injected pairs failed) | same-build metrics failed | injected metrics failed | metrics without a verdict |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+	for _, alpha := range alphas {
+		for _, limit := range thresholds {
+			var ts [2]tally
+			for k, ps := range [][]pair{same, injected} {
+				for _, p := range ps {
+					f, j, fm, u, err := gate(p, limit, alpha)
+					if err != nil {
+						return fmt.Errorf("pair %s: %w", p.name, err)
+					}
+					ts[k].pairs++
+					ts[k].pairsFailed += f
+					ts[k].metrics += j
+					ts[k].metricsFailed += fm
+					ts[k].unjudged += u
+				}
+			}
+			fmt.Fprintf(w, "| worse>%g%% | %g | %s | %s | %d/%d | %d/%d | %d |\n", limit, alpha,
+				rate(ts[0].pairsFailed, ts[0].pairs), rate(ts[1].pairsFailed, ts[1].pairs),
+				ts[0].metricsFailed, ts[0].metrics, ts[1].metricsFailed, ts[1].metrics, ts[0].unjudged+ts[1].unjudged)
+		}
+	}
+	fmt.Fprintln(w)
+	return effect(w, sets)
+}
+
+// rate is k/n with its 95 % Wilson score interval.
+func rate(k, n int) string {
+	if n == 0 {
+		return "—"
+	}
+	const z = 1.959964
+	p := float64(k) / float64(n)
+	d := 1 + z*z/float64(n)
+	c := (p + z*z/(2*float64(n))) / d
+	h := z * math.Sqrt(p*(1-p)/float64(n)+z*z/(4*float64(n)*float64(n))) / d
+	return fmt.Sprintf("%d/%d = %.0f %% [%.0f, %.0f]", k, n, 100*p, 100*math.Max(0, c-h), 100*math.Min(1, c+h))
+}
+
+// effect prints the injected slowdown: per cell and default metric, the
+// within-run ratio cost/plain of the medians, summarised over runs.
+func effect(w io.Writer, sets []*result.Set) error {
+	type key struct{ cell, metric string }
+	ratios := map[key][]float64{}
+	var order []key
+	for _, s := range sets {
+		base := map[string]result.Run{}
+		for _, r := range s.Runs {
+			if r.Labels[report.LabelDatapath] == plain {
+				base[cellKey(r.Labels)] = r
+			}
+		}
+		for _, r := range s.Runs {
+			if r.Labels[report.LabelDatapath] != cost {
+				continue
+			}
+			b, ok := base[cellKey(r.Labels)]
+			if !ok {
+				continue
+			}
+			for _, m := range report.DefaultMetrics(r.Labels[report.LabelTest]) {
+				x, y := b.Summary[m], r.Summary[m]
+				if x.N == 0 || y.N == 0 || x.Median <= 0 {
+					continue
+				}
+				k := key{report.CellName(project(r.Labels)), m}
+				if _, seen := ratios[k]; !seen {
+					order = append(order, k)
+				}
+				ratios[k] = append(ratios[k], y.Median/x.Median)
+			}
+		}
+	}
+	fmt.Fprintln(w, "The injected slowdown, per cell: the median over runs of cost ÷ plain (both in one run, interleaved), with its 95 % interval")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| cell | metric | change | runs |")
+	fmt.Fprintln(w, "|---|---|---:|---:|")
+	for _, k := range order {
+		s := stats.Summarize(ratios[k])
+		fmt.Fprintf(w, "| %s | %s | %+.1f %% [%+.1f, %+.1f] | %d |\n", k.cell, k.metric, 100*(s.Median-1), 100*(s.CI95Low-1), 100*(s.CI95High-1), s.N)
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+func project(l map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, k := range match {
+		if v, ok := l[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func cellKey(l map[string]string) string { return result.LabelKey(project(l)) }
