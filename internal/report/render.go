@@ -291,18 +291,18 @@ func WriteFiles(set *result.Set, dir string) (htmlPath, mdPath string, err error
 	fg := LoadFlamegraphs(set, dir, dir)
 	htmlPath = filepath.Join(dir, "report.html")
 	mdPath = filepath.Join(dir, "report.md")
-	if err := writeFile(htmlPath, func(w io.Writer) error { return HTMLWith(w, set, fg) }); err != nil {
+	if err := WriteFileAtomic(htmlPath, func(w io.Writer) error { return HTMLWith(w, set, fg) }); err != nil {
 		return "", "", err
 	}
-	if err := writeFile(mdPath, func(w io.Writer) error { return MarkdownWith(w, set, fg) }); err != nil {
+	if err := WriteFileAtomic(mdPath, func(w io.Writer) error { return MarkdownWith(w, set, fg) }); err != nil {
 		return "", "", err
 	}
 	return htmlPath, mdPath, nil
 }
 
-// writeFile writes through a temporary file and renames it into place, so
-// a failed render never leaves half a report.
-func writeFile(path string, render func(io.Writer) error) error {
+// WriteFileAtomic writes through a temporary file and renames it into
+// place, so a failed render never leaves half a file.
+func WriteFileAtomic(path string, render func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err

@@ -104,7 +104,7 @@ func (c *stackedChart) svg() string {
 		total = math.Max(total, s)
 	}
 	xOf := func(v float64) float64 { return left + (right-left)*v/total }
-	step := niceStep(total / 5)
+	step := NiceStep(total / 5)
 	for t := 0.0; t <= total*(1+1e-9); t += step {
 		x := xOf(t)
 		w.p(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#e3e3e3" stroke-width="1"/>`, f(x), f(top-4), f(x), f(bottom))

@@ -86,6 +86,10 @@ type lineChart struct {
 func esc(s string) string { return html.EscapeString(s) }
 
 // f formats an SVG coordinate.
+// SVGNum formats an SVG coordinate: one decimal at most, no "-0", 0 for
+// NaN and infinities.
+func SVGNum(v float64) string { return f(v) }
+
 func f(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "0"
@@ -98,8 +102,8 @@ func f(v float64) string {
 	return s
 }
 
-// niceStep rounds raw up to 1, 2, 2.5 or 5 × 10^k.
-func niceStep(raw float64) float64 {
+// NiceStep rounds raw up to 1, 2, 2.5 or 5 × 10^k: a chart axis's tick step.
+func NiceStep(raw float64) float64 {
 	if raw <= 0 || math.IsNaN(raw) || math.IsInf(raw, 0) {
 		return 1
 	}
@@ -117,7 +121,7 @@ func yAxis(max float64) (top float64, ticks []float64) {
 	if max <= 0 || math.IsNaN(max) || math.IsInf(max, 0) {
 		max = 1
 	}
-	step := niceStep(max * 1.08 / 5)
+	step := NiceStep(max * 1.08 / 5)
 	top = step * math.Ceil(max*1.08/step)
 	for i := 0; float64(i)*step <= top*(1+1e-9); i++ {
 		ticks = append(ticks, float64(i)*step)

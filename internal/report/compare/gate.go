@@ -195,14 +195,7 @@ func (r *Result) Gate(o GateOptions) (*GateResult, error) {
 	for _, t := range r.Tables {
 		for _, row := range t.Rows {
 			for i, c := range row.Cells {
-				col := r.Base
-				if i+1 < len(t.Columns) {
-					col = t.Columns[i+1]
-				}
-				if r.Mode != ByFile {
-					col = row.Labels[string(r.Mode)]
-				}
-				v := Verdict{Labels: row.Labels, Metric: t.Metric, Column: col, PP: IsShare(t.Metric), P: c.P,
+				v := Verdict{Labels: row.Labels, Metric: t.Metric, Column: r.column(t, row, i), PP: IsShare(t.Metric), P: c.P,
 					Change: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 				g.judge(v, row.Base, c)
 			}
@@ -224,6 +217,18 @@ func (r *Result) Gate(o GateOptions) (*GateResult, error) {
 	sortVerdicts(g.Unjudged)
 	r.GateResult = g
 	return g, nil
+}
+
+// column names what cell i of a row is compared from: the NEW file, or
+// the value of the compared label.
+func (r *Result) column(t *Table, row *Row, i int) string {
+	if r.Mode != ByFile {
+		return row.Labels[string(r.Mode)]
+	}
+	if i+1 < len(t.Columns) {
+		return t.Columns[i+1]
+	}
+	return r.Base
 }
 
 // judge applies every rule to one cell.

@@ -48,13 +48,7 @@ func (r *Result) gateRows() []gateRow {
 	for _, t := range r.Tables {
 		for _, row := range t.Rows {
 			for i, c := range row.Cells {
-				col := r.Base
-				if i+1 < len(t.Columns) {
-					col = t.Columns[i+1]
-				}
-				if r.Mode != ByFile {
-					col = row.Labels[string(r.Mode)]
-				}
+				col := r.column(t, row, i)
 				k := verdictKey(row.Labels, t.Metric, col)
 				gr := gateRow{labels: row.Labels, metric: t.Metric, column: col, base: row.Base, new: c.Side, cell: c, fails: fails[k], unjudged: unj[k]}
 				if c.Compared {

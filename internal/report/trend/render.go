@@ -282,34 +282,11 @@ func (t *Trend) WriteFiles(dir string) (htmlPath, mdPath string, err error) {
 		return "", "", err
 	}
 	htmlPath, mdPath = filepath.Join(dir, HTMLFile), filepath.Join(dir, MarkdownFile)
-	if err := writeFile(htmlPath, t.HTML); err != nil {
+	if err := report.WriteFileAtomic(htmlPath, t.HTML); err != nil {
 		return "", "", err
 	}
-	if err := writeFile(mdPath, t.Markdown); err != nil {
+	if err := report.WriteFileAtomic(mdPath, t.Markdown); err != nil {
 		return "", "", err
 	}
 	return htmlPath, mdPath, nil
-}
-
-func writeFile(path string, render func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	err = render(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -31,30 +31,7 @@ var changeColors = map[string]string{"regression": "#C0392B", "improvement": "#1
 func esc(s string) string { return html.EscapeString(s) }
 
 // f formats an SVG coordinate.
-func f(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "0"
-	}
-	s := strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0")
-	if s == "-0" {
-		s = "0"
-	}
-	return s
-}
-
-// niceStep rounds raw up to 1, 2, 2.5 or 5 × 10^k.
-func niceStep(raw float64) float64 {
-	if raw <= 0 || math.IsNaN(raw) || math.IsInf(raw, 0) {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
-		if m*p >= raw*(1-1e-9) {
-			return m * p
-		}
-	}
-	return 10 * p
-}
+func f(v float64) string { return report.SVGNum(v) }
 
 func betterClass(b int) string {
 	switch {
@@ -101,7 +78,7 @@ func (t *Trend) svg(s *Series, id string) string {
 		pad := math.Max(math.Abs(hi)*0.05, 1)
 		lo, hi = lo-pad, hi+pad
 	}
-	step := niceStep((hi - lo) * 1.1 / 5)
+	step := report.NiceStep((hi - lo) * 1.1 / 5)
 	y0 := step * math.Floor(lo/step)
 	y1 := step * math.Ceil(hi/step)
 	if lo >= 0 && y0 < 0 {
