@@ -108,6 +108,8 @@ test-short:
 
 FUZZTIME ?= 30s
 FUZZTIME_SVG ?= 5000x
+FUZZTIME_EDIVISIVE ?= 5000x
+FUZZTIME_EXPOSITION ?= 20000x
 # Every fuzz target in the tree (control protocol, admission, the parsers of
 # the HTTP responses, /proc/net/snmp, conntrack statistics, wrk's summary, and the egress
 # scenario's parsers of ipset/iptables output, ipset netlink replies and
@@ -141,6 +143,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCache$$' -fuzztime $(FUZZTIME) ./internal/profile/
 	# A flamegraph is drawn per input: 100,000 of them take minutes, 5,000 seconds.
 	$(GO) test -run '^$$' -fuzz '^FuzzSVG$$' -fuzztime $(FUZZTIME_SVG) ./internal/report/flame/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRules$$' -fuzztime $(FUZZTIME) ./internal/report/compare/
+	$(GO) test -run '^$$' -fuzz '^FuzzExposition$$' -fuzztime $(FUZZTIME_EXPOSITION) ./internal/export/
+	$(GO) test -run '^$$' -fuzz '^FuzzEDivisive$$' -fuzztime $(FUZZTIME_EDIVISIVE) ./internal/report/trend/
 
 # The control-protocol fuzz targets for a fixed number of executions each
 # (>= 1,000,000 in all; docs/security.md records a run).

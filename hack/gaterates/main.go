@@ -52,10 +52,18 @@ var (
 )
 
 func main() {
+	series := flag.String("series", "", "instead, write a series for `cnibench report --trend` into this directory: the first half of DIR's runs as veth-routing, the second half as veth-routing-cost (one file per point, datapath label removed)")
 	flag.Parse()
 	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: gaterates DIR [DIR...]")
+		fmt.Fprintln(os.Stderr, "usage: gaterates DIR [DIR...] | gaterates -series OUT DIR")
 		os.Exit(2)
+	}
+	if *series != "" {
+		if err := writeSeries(*series, flag.Arg(0)); err != nil {
+			fmt.Fprintf(os.Stderr, "gaterates: %v\n", err)
+			os.Exit(1)
+		}
+		return
 	}
 	for _, dir := range flag.Args() {
 		if err := report1(os.Stdout, dir); err != nil {
@@ -267,3 +275,47 @@ func project(l map[string]string) map[string]string {
 }
 
 func cellKey(l map[string]string) string { return result.LabelKey(project(l)) }
+
+// writeSeries writes a series with a known step: point i is run i's
+// veth-routing for the first half of the runs and its veth-routing-cost
+// for the second, the datapath label dropped so that the points match.
+func writeSeries(out, dir string) error {
+	sets, _, err := load(dir)
+	if err != nil {
+		return err
+	}
+	for i, s := range sets {
+		dp := plain
+		if i >= len(sets)/2 {
+			dp = cost
+		}
+		p := only(s, dp)
+		for j := range p.Runs {
+			l := map[string]string{}
+			for k, v := range p.Runs[j].Labels {
+				if k != report.LabelDatapath {
+					l[k] = v
+				}
+			}
+			p.Runs[j].Labels = l
+		}
+		p.Datapaths = nil
+		d := filepath.Join(out, fmt.Sprintf("point-%02d", i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		f, err := os.Create(filepath.Join(d, "results.json"))
+		if err != nil {
+			return err
+		}
+		if err := result.Write(f, p); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("%d points in %s: 0-%d veth-routing, %d-%d veth-routing-cost\n", len(sets), out, len(sets)/2-1, len(sets)/2, len(sets)-1)
+	return nil
+}

@@ -165,3 +165,26 @@ func TestHostNotes(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseRules: any --fail-on text parses into rules or fails with a
+// one-line usage error naming --fail-on; it never panics.
+func FuzzParseRules(f *testing.F) {
+	for _, s := range []string{"worse>5%", "default", "missing", "trans_per_sec<-5%,latency_us_p99>+10%", "cpu_share_bpf>+2pp", "x>1e9%", ">%", "slower>5.5.5%"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		rs, err := ParseRules([]string{s})
+		if err != nil {
+			var ue *UsageError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--fail-on") || strings.Contains(err.Error(), "\n") && !strings.Contains(s, "\n") {
+				t.Fatalf("error %q: want a one-line UsageError naming --fail-on", err)
+			}
+			return
+		}
+		for _, r := range rs {
+			if r.Limit < 0 || (!r.Missing && !r.Worse && r.Metric == "") {
+				t.Fatalf("rule %+v from %q", r, s)
+			}
+		}
+	})
+}
