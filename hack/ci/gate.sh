@@ -13,28 +13,34 @@
 #                         previous run's artifact; compare notes when its
 #                         machine differs)
 #   --profile P           suite profile (default quick)
+#   --rounds N            alternate base and change N times (base, change,
+#                         base, change, …) and pool each side's rounds: the
+#                         intervals then hold the variation between runs,
+#                         not only within one (default 1; docs/reports.md
+#                         has the error rates of both)
 #   --fail-on RULES       the gate's rules (default: "default" = worse>5%)
 #   --out DIR             where results and the gate's outputs go
 #                         (default cnibench-gate)
 #   SUITE FLAGS           passed to both suites, e.g. --datapaths veth-routing
 #
-# Writes DIR/base/ and DIR/head/ (results, reports), DIR/gate.md (a
+# Writes DIR/base-R/ and DIR/head-R/ per round (results, reports), DIR/gate.md (a
 # pull-request comment), DIR/gate.xml (JUnit) and DIR/gate.txt (the terminal
 # table), and exits with compare's status: 0 no regression, 1 regression
 # (listed), 2 usage or input error; a failed build or suite exits 3.
 # Needs root (the lab). Only namespaces the suites create are touched.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-base_ref= base_results= profile=quick fail_on=default out=cnibench-gate
+base_ref= base_results= profile=quick fail_on=default out=cnibench-gate rounds=1
 while [ $# -gt 0 ]; do
   case $1 in
     --base-ref) base_ref=${2:?--base-ref needs a git ref}; shift 2 ;;
     --base-results) base_results=${2:?--base-results needs a file}; shift 2 ;;
     --profile) profile=${2:?--profile needs quick or standard}; shift 2 ;;
     --fail-on) fail_on=${2:?--fail-on needs rules}; shift 2 ;;
+    --rounds) rounds=${2:?--rounds needs a count}; shift 2 ;;
     --out) out=${2:?--out needs a directory}; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "gate: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -44,6 +50,7 @@ fi
 if [ -z "$base_ref" ] && [ -z "$base_results" ]; then
   echo "gate: give --base-ref REF (measure the base here) or --base-results FILE (a stored run)" >&2; exit 2
 fi
+case $rounds in ''|*[!0-9]*|0) echo "gate: --rounds $rounds: a count from 1" >&2; exit 2 ;; esac
 if [ -n "$base_results" ] && [ ! -r "$base_results" ]; then
   echo "gate: --base-results $base_results: not readable" >&2; exit 2
 fi
@@ -66,22 +73,31 @@ if [ -n "$base_ref" ]; then
   trap 'git worktree remove --force "$wt" >/dev/null 2>&1 || true' EXIT
   make --no-print-directory -C "$wt" build GO="$go" >&2 || { echo "gate: building the base $base_ref failed" >&2; exit 3; }
   cp "$wt/bin/cnibench" "$out/cnibench-base"
-  rm -rf "$out/base"
-  step "measuring the base"
-  "$out/cnibench-base" suite --profile "$profile" --out "$out/base" "$@" >"$out/base.log" 2>&1 ||
-    { tail -5 "$out/base.log" >&2; echo "gate: the base's suite failed (log: $out/base.log)" >&2; exit 3; }
-  base_results=$out/base/results.json
 fi
 
-rm -rf "$out/head"
-step "measuring the change"
-"$head_bin" suite --profile "$profile" --out "$out/head" "$@" >"$out/head.log" 2>&1 ||
-  { tail -5 "$out/head.log" >&2; echo "gate: the change's suite failed (log: $out/head.log)" >&2; exit 3; }
+# measure SIDE ROUND BIN [SUITE FLAGS]: one suite into DIR/SIDE-ROUND.
+measure() {
+  local side=$1 round=$2 bin=$3; shift 3
+  rm -rf "$out/$side-$round"
+  step "measuring the $side (round $round of $rounds)"
+  "$bin" suite --profile "$profile" --out "$out/$side-$round" "$@" >"$out/$side-$round.log" 2>&1 ||
+    { tail -5 "$out/$side-$round.log" >&2; echo "gate: the $side's suite failed (log: $out/$side-$round.log)" >&2; exit 3; }
+}
+base_list= head_list=
+for r in $(seq 1 "$rounds"); do
+  if [ -n "$base_ref" ]; then
+    measure base "$r" "$out/cnibench-base" "$@"
+    base_list=${base_list:+$base_list,}$out/base-$r/results.json
+  fi
+  measure head "$r" "$head_bin" "$@"
+  head_list=${head_list:+$head_list,}$out/head-$r/results.json
+done
+[ -n "$base_ref" ] || base_list=$base_results
 
 step "comparing"
 rc=0
 "$head_bin" compare --fail-on "$fail_on" --junit "$out/gate.xml" --markdown "$out/gate.md" \
-  "$base_results" "$out/head/results.json" >"$out/gate.txt" || rc=$?
+  "$base_list" "$head_list" >"$out/gate.txt" || rc=$?
 cat "$out/gate.txt"
 case $rc in
   0) step "no regression past --fail-on $fail_on" ;;

@@ -17,7 +17,7 @@
 // itself: per cell and metric, the median over runs of the within-run
 // ratio cost/veth-routing (both measured in one invocation, interleaved).
 //
-//	go run ./hack/gaterates DIR [DIR...]
+//	go run ./hack/gaterates [-rounds K] DIR [DIR...]
 //
 // DIR holds run-NN/results.json (or .json.gz); each DIR is reported apart
 // (one per profile).
@@ -45,6 +45,8 @@ const (
 	cost  = "veth-routing-cost"
 )
 
+var rounds = flag.Int("rounds", 1, "runs pooled per side (gate.sh --rounds): each block of 2×rounds runs gives side A its even runs and side B its odd ones")
+
 var (
 	thresholds = []float64{2, 3, 5, 10}
 	alphas     = []float64{0.05, 0.01}
@@ -54,6 +56,10 @@ var (
 func main() {
 	series := flag.String("series", "", "instead, write a series for `cnibench report --trend` into this directory: the first half of DIR's runs as veth-routing, the second half as veth-routing-cost (one file per point, datapath label removed)")
 	flag.Parse()
+	if *rounds < 1 {
+		fmt.Fprintln(os.Stderr, "gaterates: -rounds: at least 1")
+		os.Exit(2)
+	}
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: gaterates DIR [DIR...] | gaterates -series OUT DIR")
 		os.Exit(2)
@@ -165,18 +171,36 @@ func report1(w io.Writer, dir string) error {
 		return err
 	}
 	var same, injected []pair
-	for j := 0; j+1 < len(sets); j += 2 {
-		a, b := sets[j], sets[j+1]
+	// Blocks of 2·rounds consecutive runs: side A the even runs of the
+	// block, side B the odd ones, as gate.sh --rounds alternates base and
+	// change; each side's runs pooled (result.Merge).
+	k := *rounds
+	side := func(ss []*result.Set, dp string) *result.Set {
+		var parts []*result.Set
+		for _, s := range ss {
+			parts = append(parts, only(s, dp))
+		}
+		m, err := result.Merge(parts...)
+		if err != nil {
+			panic(err) // one machine: cannot happen
+		}
+		return m
+	}
+	for j := 0; j+2*k <= len(sets); j += 2 * k {
+		var a, b []*result.Set
+		for i := 0; i < 2*k; i += 2 {
+			a, b = append(a, sets[j+i]), append(b, sets[j+i+1])
+		}
 		same = append(same,
-			pair{only(a, plain), only(b, plain), fmt.Sprintf("%d/%d %s", j, j+1, plain)},
-			pair{only(a, cost), only(b, cost), fmt.Sprintf("%d/%d %s", j, j+1, cost)})
+			pair{side(a, plain), side(b, plain), fmt.Sprintf("block %d %s", j, plain)},
+			pair{side(a, cost), side(b, cost), fmt.Sprintf("block %d %s", j, cost)})
 		injected = append(injected,
-			pair{only(a, plain), only(b, cost), fmt.Sprintf("%d→%d", j, j+1)},
-			pair{only(b, plain), only(a, cost), fmt.Sprintf("%d→%d", j+1, j)})
+			pair{side(a, plain), side(b, cost), fmt.Sprintf("block %d A→B", j)},
+			pair{side(b, plain), side(a, cost), fmt.Sprintf("block %d B→A", j)})
 	}
 	cfg := sets[0].Config
-	fmt.Fprintf(w, "## %s\n\n%d runs (%s … %s); profile %s, repeats %s, window %s; %d same-build pairs, %d injected pairs\n\n",
-		dir, len(sets), filepath.Base(filepath.Dir(paths[0])), filepath.Base(filepath.Dir(paths[len(paths)-1])),
+	fmt.Fprintf(w, "## %s, %d round(s) per side\n\n%d runs (%s … %s); profile %s, repeats %s, window %s; %d same-build pairs, %d injected pairs\n\n",
+		dir, k, len(sets), filepath.Base(filepath.Dir(paths[0])), filepath.Base(filepath.Dir(paths[len(paths)-1])),
 		cfg["profile"], cfg["repeat"], cfg["duration"], len(same), len(injected))
 	fmt.Fprintln(w, "| rule | alpha | false alarms (same-build pairs failed) | detections (injected pairs failed) | same-build metrics failed | injected metrics failed | metrics without a verdict |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")

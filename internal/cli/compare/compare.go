@@ -79,7 +79,10 @@ separated or repeated:
   METRIC<-5%         METRIC decreased by more than 5 %
   cpu_share_X>+2pp   a CPU-profile share up by more than 2 percentage points
   missing            a cell OLD has and NEW lacks
---fail-on default means ` + cmp.DefaultFailOn + `. Exit status: 0 no cell failed, 1 a cell
+--fail-on default means ` + cmp.DefaultFailOn + `.
+A side may be several files joined by commas (OLD1.json,OLD2.json): their
+repeats are pooled per cell, so that alternating rounds of OLD and NEW bring
+the variation between runs into the intervals (hack/ci/gate.sh --rounds). Exit status: 0 no cell failed, 1 a cell
 failed (listed after the tables), 2 a usage or input error. --format md writes
 a pull-request comment (the significant changes first, every cell folded),
 --format junit JUnit XML (one test case per compared cell); --junit FILE and
@@ -163,13 +166,13 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 		}
 	}
 	var inputs []cmp.Input
-	for _, path := range args {
-		set, err := result.ReadFile(path)
+	for _, arg := range args {
+		set, err := readSide(arg)
 		if err != nil {
 			// Input, not a regression: exit 2, as the gate documents.
 			return clierr.Usagef("%s", err.Error())
 		}
-		inputs = append(inputs, cmp.Input{Name: path, Set: set})
+		inputs = append(inputs, cmp.Input{Name: arg, Set: set})
 	}
 	var match []string
 	for _, m := range f.match {
@@ -228,6 +231,24 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 		return fmt.Errorf("regression gate failed: %d cell(s) past --fail-on %s (listed above)", len(g.Failures), g.RuleText())
 	}
 	return nil
+}
+
+// readSide reads one side of a comparison: a file, or several joined by
+// commas whose repeats are pooled (result.Merge), e.g. the rounds of a CI
+// gate that alternated OLD and NEW.
+func readSide(arg string) (*result.Set, error) {
+	var sets []*result.Set
+	for _, path := range strings.Split(arg, ",") {
+		if path == "" {
+			return nil, fmt.Errorf("%q: an empty file name in a comma-separated list", arg)
+		}
+		set, err := result.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, set)
+	}
+	return result.Merge(sets...)
 }
 
 // writeFile writes one of the gate's outputs to path.

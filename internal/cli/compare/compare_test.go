@@ -255,3 +255,28 @@ func TestGate(t *testing.T) {
 		}
 	})
 }
+
+// Several files joined by commas are one side, their repeats pooled.
+func TestPooledSides(t *testing.T) {
+	inTemp(t)
+	out, errOut, code := execute(t, "--metrics", "trans_per_sec", "--format", "json", "old.json,old.json", "new.json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Tables []struct {
+			Rows []struct {
+				Base *struct{ N int } `json:"base"`
+			} `json:"rows"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if n := doc.Tables[0].Rows[0].Base.N; n != 10 {
+		t.Errorf("pooled side: n=%d, want 10 (5 repeats twice)", n)
+	}
+	if _, errOut, code := execute(t, "old.json,", "new.json"); code != 2 || !strings.Contains(errOut, "an empty file name") {
+		t.Errorf("empty name in a list: exit %d, %q", code, errOut)
+	}
+}

@@ -1,0 +1,47 @@
+package result
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMerge(t *testing.T) {
+	mk := func(start time.Time, cpu string, labels map[string]string, vals ...float64) *Set {
+		s := &Set{Schema: SchemaResults, Start: start, End: start.Add(time.Minute), Host: Host{CPUModel: cpu, Cores: 2, Kernel: "6.18"}}
+		r := Run{Labels: labels}
+		for i, v := range vals {
+			r.Repeats = append(r.Repeats, Repeat{Index: i, Metrics: map[string]float64{TransPerSec: v}})
+		}
+		r.Summary = SummarizeRepeats(r.Repeats)
+		s.Runs = append(s.Runs, r)
+		return s
+	}
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	a := mk(t0, "X", map[string]string{"test": "tcp_rr"}, 1, 2, 3)
+	b := mk(t0.Add(-time.Hour), "X", map[string]string{"test": "tcp_rr"}, 4, 5, 6)
+	b.Runs = append(b.Runs, mk(t0, "X", map[string]string{"test": "tcp_crr"}, 7).Runs...)
+	m, err := Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Runs) != 2 {
+		t.Fatalf("%d runs, want 2 (tcp_rr pooled, tcp_crr kept)", len(m.Runs))
+	}
+	rr := m.Runs[0]
+	if len(rr.Repeats) != 6 || rr.Repeats[5].Index != 5 || rr.Summary[TransPerSec].N != 6 || rr.Summary[TransPerSec].Median != 3.5 {
+		t.Errorf("pooled run: %d repeats, summary %+v", len(rr.Repeats), rr.Summary[TransPerSec])
+	}
+	if !m.Start.Equal(t0.Add(-time.Hour)) || !m.End.Equal(t0.Add(time.Minute)) {
+		t.Errorf("start %v end %v", m.Start, m.End)
+	}
+	if len(a.Runs[0].Repeats) != 3 || a.Runs[0].Repeats[0].Index != 0 {
+		t.Error("the inputs were modified")
+	}
+	if _, err := Merge(a, mk(t0, "Y", map[string]string{"test": "tcp_rr"}, 1)); err == nil || !strings.Contains(err.Error(), "another machine") {
+		t.Errorf("another machine: err %v", err)
+	}
+	if _, err := Merge(); err == nil {
+		t.Error("no documents: want an error")
+	}
+}
