@@ -1,0 +1,45 @@
+package proxies
+
+import (
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/cnibench/cnibench/internal/testutil"
+)
+
+// TestConfigAccepted has the real programs check every generated
+// configuration (haproxy -c, nginx -t), each in a network namespace of its
+// own: nginx -t binds its listen addresses.
+func TestConfigAccepted(t *testing.T) {
+	testutil.SkipUnlessRoot(t)
+	progs := map[string]string{
+		HAProxy: testutil.NeedAnyProgram(t, "haproxy", "/usr/sbin/haproxy"),
+		Nginx:   testutil.NeedAnyProgram(t, "nginx", "/usr/sbin/nginx"),
+	}
+	dir := t.TempDir()
+	for name, c := range goldenConfigs(dir) {
+		t.Run(name, func(t *testing.T) {
+			c.Dir = filepath.Join(dir, name)
+			c.Listen = netip.MustParseAddrPort("127.0.0.1:15080")
+			conf, err := c.Render()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := writeConfig(c, conf); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"-c", "-f", c.ConfigFile()}
+			if c.Kind == Nginx {
+				args = append([]string{"-t"}, c.Args()...)
+			}
+			cmd := exec.Command(progs[c.Kind], args...)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("%s %v: %v\n%s", c.Kind, args, err, out)
+			}
+		})
+	}
+}
