@@ -3,7 +3,6 @@ package proxies
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -18,12 +17,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // ErrNotSupported is wrapped by the skip reason of a point this machine
-// or datapath cannot run.
-var ErrNotSupported = errors.New("not supported")
+// or datapath cannot run; it is the backend's, so that the suite records
+// a point whose Prepare returns it as skipped.
+var ErrNotSupported = backend.ErrNotSupported
 
 // sbinDirs are where Debian installs haproxy and nginx, searched when
 // PATH (a user's) lacks them.

@@ -28,7 +28,7 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 	hops := fs.String(flagHops, "", "proxies: comma-separated hop counts: 0 (direct), 1 (a proxy on the client's node), 2 (a sidecar in each pod) (default all)")
 	keepAlive := fs.String(flagKeepAlive, "", "proxies: comma-separated HTTP keep-alive settings, client and proxies alike: on, off (default both)")
 	return func(c scenario.Common) (scenario.Scenario, error) {
-		var o Options
+		o := Options{Backend: c.Backend}
 		var err error
 		if o.Proxies, err = scenario.ListFlag(c, flagProxies, *proxies); err != nil {
 			return nil, err

@@ -80,7 +80,15 @@ type Options struct {
 	Hops []int
 	// KeepAlive are the keep-alive settings (on, off); empty: both.
 	KeepAlive []string
+	// Backend names where the points run (scenario.Common.Backend): on
+	// any but the lab ("lab", or "" when unknown) every point is skipped
+	// with scenario.ErrNeedsLab — the proxies run in the lab's namespaces.
+	Backend string
 }
+
+// labBackend is the lab backend's name (lab.BackendName, which this
+// OS-neutral file does not import).
+const labBackend = "lab"
 
 // Scenario is the proxy-hops scenario (scenario.Scenario).
 type Scenario struct {
@@ -198,7 +206,11 @@ func (s *Scenario) points() []point {
 func (s *Scenario) Points() []scenario.Point {
 	var out []scenario.Point
 	for _, p := range s.points() {
-		out = append(out, scenario.Point{Labels: p.labels(), Skip: probe(p.proxy)})
+		skip := probe(p.proxy)
+		if s.o.Backend != "" && s.o.Backend != labBackend {
+			skip = fmt.Errorf("proxies: %w (a cluster's pods run the cnibench image, which holds no proxy)", scenario.ErrNeedsLab)
+		}
+		out = append(out, scenario.Point{Labels: p.labels(), Skip: skip})
 	}
 	return out
 }

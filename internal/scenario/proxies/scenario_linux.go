@@ -13,7 +13,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/scenario"
 )
@@ -136,7 +135,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, sp scenario.Po
 	}
 	ep := lx.Endpoint
 	if lx.Topology == nil || ep.Client == nil || ep.Server == nil || !ep.ServerIP.IsValid() || isNode(lx.Topology, ep.Client) || isNode(lx.Topology, ep.Server) {
-		return nil, fmt.Errorf("proxies: datapath %s has no client and server pods (the node-to-node baseline): %w", env.Datapath, backend.ErrNotSupported)
+		return nil, fmt.Errorf("proxies: datapath %s has no client and server pods (the node-to-node baseline): %w", env.Datapath, ErrNotSupported)
 	}
 	if env.Serve == nil {
 		return nil, errors.New("proxies: no way to start the HTTP server (not run by the suite)")
@@ -284,7 +283,7 @@ func clientNode(lx *lab.Access) (*lab.NS, netip.Addr, error) {
 		}
 	}
 	if idx < 0 || idx >= len(topo.Nodes) || topo.Nodes[idx] == nil {
-		return nil, netip.Addr{}, fmt.Errorf("proxies: the client pod's node is unknown on this datapath: %w", backend.ErrNotSupported)
+		return nil, netip.Addr{}, fmt.Errorf("proxies: the client pod's node is unknown on this datapath: %w", ErrNotSupported)
 	}
 	return topo.Nodes[idx], lab.WireIPs[idx], nil
 }

@@ -4,15 +4,16 @@ package proxies
 
 import (
 	"context"
-	"errors"
 
+	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/scenario"
 )
 
 // ErrNotSupported is wrapped by the skip reason of a point this machine
-// or datapath cannot run.
-var ErrNotSupported = errors.New("not supported")
+// or datapath cannot run; it is the backend's, so that the suite records
+// a point whose Prepare returns it as skipped.
+var ErrNotSupported = backend.ErrNotSupported
 
 type state struct{}
 

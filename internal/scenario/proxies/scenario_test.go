@@ -1,12 +1,14 @@
 package proxies
 
 import (
+	"errors"
 	"math"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -71,6 +73,26 @@ func maps4Equal(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// On another backend than the lab every point is skipped, needing the lab.
+func TestPointsOnCluster(t *testing.T) {
+	s, err := New(Options{Backend: "kubernetes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range s.Points() {
+		if !errors.Is(p.Skip, scenario.ErrNeedsLab) || !strings.HasPrefix(p.SkipReason(), "skipped: proxies: needs the lab backend") {
+			t.Errorf("%v: %q", p.Labels, p.SkipReason())
+		}
+	}
+	if labBackend != lab.BackendName {
+		t.Errorf("labBackend %q, the lab's name is %q", labBackend, lab.BackendName)
+	}
+	onLab, _ := New(Options{Backend: lab.BackendName, Hops: []int{0}})
+	if p := onLab.Points()[0]; runtime.GOOS == "linux" && p.Skip != nil {
+		t.Errorf("lab: %v", p.Skip)
+	}
 }
 
 func TestNewErrors(t *testing.T) {
