@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/lab"
@@ -163,6 +164,25 @@ type Targeter interface {
 // labelled is never reported as measured.
 type Checker interface {
 	BeginCell(c Cell) (end func() (map[string]float64, error), err error)
+}
+
+// Window is how long a cell measures: Warmup first (not measured), then
+// Duration (the suite's --warmup and --duration).
+type Window struct {
+	Warmup, Duration time.Duration
+}
+
+// Measurer is implemented by prepared points whose cells are not the
+// engine's (real applications' clients and servers, e.g. curl against
+// nginx): the suite calls Measure instead of running `cnibench run`, and
+// keeps everything else of the cell — the path evidence around it, the
+// Checker's proof, the labels, the point's metrics and config, the record.
+// The result has one repeat (or none and an error); its metrics are
+// measured over exactly the window. A CPU-profiled cell (--cpu-profile) is
+// refused ("cpu profile: …"): the suite's profiler wraps its own client
+// only. Measure must stop everything it started when ctx ends.
+type Measurer interface {
+	Measure(ctx context.Context, c Cell, w Window) (*result.Result, error)
 }
 
 // Prepared is a point set up in the lab; the suite runs the cells against it

@@ -237,15 +237,40 @@ func (st *state) measure(ctx context.Context, c cell, rep int) {
 			check = end
 		}
 	}
-	if cr.place == nil {
+	var ms scenario.Measurer
+	if c.sc != nil {
+		ms, _ = c.sc.prep.(scenario.Measurer)
+	}
+	switch {
+	case ms != nil && c.profiled:
+		st.record(c, rep, nil, "cpu profile: not supported for this scenario's cells (their clients are not cnibench run); run it without --cpu-profile", 0)
+		return
+	case ms == nil && cr.place == nil:
 		st.record(c, rep, nil, "no client target: the scenario gave none", 0)
 		return
 	}
-	args := append(append([]string{"run"}, cr.target...), "--test", c.Test,
-		"--flows", strconv.Itoa(c.Flows), "--duration", st.o.Duration.String(),
-		"--warmup", st.o.Warmup.String(), "--repeat", "1", "--format", "json", "-q")
-	if c.sc != nil && c.sc.rate != "" {
-		args = append(args, "--rate", c.sc.rate)
+	profFile := ""
+	if c.profiled {
+		profFile = st.profileFile(c, rep)
+	}
+	run := func() (*result.Result, error) {
+		if ms != nil {
+			r, err := ms.Measure(ctx, c.sc.cell, scenario.Window{Warmup: st.o.Warmup, Duration: st.o.Duration})
+			if err != nil {
+				return nil, fmt.Errorf("client failed: %s", firstLine(err.Error()))
+			}
+			return r, nil
+		}
+		args := append(append([]string{"run"}, cr.target...), "--test", c.Test,
+			"--flows", strconv.Itoa(c.Flows), "--duration", st.o.Duration.String(),
+			"--warmup", st.o.Warmup.String(), "--repeat", "1", "--format", "json", "-q")
+		if c.sc != nil && c.sc.rate != "" {
+			args = append(args, "--rate", c.sc.rate)
+		}
+		if c.profiled {
+			return clientResult(c.dep.d.(backend.CPUProfiler).RunProfiled(ctx, cr.place, args, profFile, st.o.CPUProfile.hz()))
+		}
+		return clientResult(c.dep.d.Run(ctx, cr.place, args))
 	}
 
 	var ev backend.Evidence
@@ -253,14 +278,7 @@ func (st *state) measure(ctx context.Context, c cell, rep int) {
 		ev = c.dep.d.Evidence(c.Datapath)
 	}
 	t0 := time.Now()
-	var stdout, stderr []byte
-	profFile := ""
-	if c.profiled {
-		profFile = st.profileFile(c, rep)
-		stdout, stderr, err = c.dep.d.(backend.CPUProfiler).RunProfiled(ctx, cr.place, args, profFile, st.o.CPUProfile.hz())
-	} else {
-		stdout, stderr, err = c.dep.d.Run(ctx, cr.place, args)
-	}
+	r, err := run()
 	el := time.Since(t0)
 	var evidence map[string]float64
 	var evWarnings []string
@@ -272,7 +290,9 @@ func (st *state) measure(ctx context.Context, c cell, rep int) {
 	if check != nil {
 		proof, proofErr = check()
 	}
-	r, err := clientResult(stdout, stderr, err)
+	if err == nil && r == nil {
+		err = errors.New("client failed: the scenario's measurement returned no result")
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return
