@@ -1,0 +1,61 @@
+package apps
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+// Flags of the scenario.
+const (
+	flagApps  = "apps"
+	flagSizes = "app-sizes"
+)
+
+func init() {
+	scenario.Register(scenario.Registration{
+		Name:  ScenarioName,
+		Usage: "real applications through the datapaths: nginx serving curl (HTTP, keep-alive on and off), vsftpd serving curl (FTP), sshd serving scp, at several file sizes",
+		Flags: flags,
+	})
+}
+
+// flags registers --apps and --app-sizes.
+func flags(fs *pflag.FlagSet) scenario.Builder {
+	apps := fs.String(flagApps, "http,ftp,scp", "apps: comma-separated applications among http (nginx + curl), ftp (vsftpd + curl), scp (sshd + scp)")
+	sizes := fs.String(flagSizes, "4KiB,1MiB,64MiB", "apps: comma-separated file sizes (K, M, G: powers of 1024), each a cell: small objects show per-transfer latency, large ones throughput")
+	return func(c scenario.Common) (scenario.Scenario, error) {
+		o := Options{Backend: c.Backend}
+		var err error
+		if o.Apps, err = scenario.ListFlag(c, flagApps, *apps); err != nil {
+			return nil, err
+		}
+		if o.Sizes, err = scenario.ListFlag(c, flagSizes, *sizes); err != nil {
+			return nil, err
+		}
+		return New(o)
+	}
+}
+
+// Shape draws one grouped bar chart per application and metric: groups
+// size and keep-alive, bars the datapaths (scenario.Shaper).
+func (s *Scenario) Shape() result.ScenarioShape {
+	metrics := []string{result.ThroughputBitsPerSec, result.TransPerSec, result.LatencyUsP50, result.LatencyUsP99,
+		result.ClientCPUPct, result.ServerCPUPct}
+	per := map[string][]string{}
+	for _, a := range Apps {
+		per[Test(a)] = metrics
+	}
+	return result.ScenarioShape{
+		Scenario: ScenarioName,
+		Categorical: &result.CategoricalShape{
+			Groups: []string{LabelApp, LabelSize, LabelKeepAlive}, GroupHeaders: []string{"Application", "File size", "Keep-alive"},
+			Series: "datapath", SeriesHeader: "Datapath",
+			Intro: "Real applications through each datapath (seed 002): nginx serving curl over HTTP (keep-alive on and off), vsftpd serving curl over FTP (passive), OpenSSH's scp (its encryption on top of the datapath's). " +
+				"Each cell transfers one file size back to back for the window; per-transfer times are the client's own report (curl's time_total; scp from process start to exit, SSH handshake included); " +
+				"CPU is the client processes' rusage and the daemon's cgroup over the measured transfers. Median with 95 % CI.",
+			Metrics: per,
+		},
+	}
+}
