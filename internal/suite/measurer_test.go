@@ -43,8 +43,10 @@ func (s *measuringScenario) Close(context.Context) error { return nil }
 
 type measuringPrepared struct{ s *measuringScenario }
 
-func (p *measuringPrepared) Metrics() map[string]float64 { return map[string]float64{"setup_seconds": 0.5} }
-func (p *measuringPrepared) Config() map[string]string   { return map[string]string{"how": "measured"} }
+func (p *measuringPrepared) Metrics() map[string]float64 {
+	return map[string]float64{"setup_seconds": 0.5}
+}
+func (p *measuringPrepared) Config() map[string]string { return map[string]string{"how": "measured"} }
 func (p *measuringPrepared) Close(context.Context) (map[string]float64, error) {
 	return nil, nil
 }
