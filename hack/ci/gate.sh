@@ -16,7 +16,7 @@
 #   --rounds N            alternate base and change N times (base, change,
 #                         base, change, …) and pool each side's rounds: the
 #                         intervals then hold the variation between runs,
-#                         not only within one (default 1; docs/reports.md
+#                         not only within one (default 3; docs/reports.md
 #                         has the error rates of both)
 #   --fail-on RULES       the gate's rules (default: "default" = worse>5%)
 #   --out DIR             where results and the gate's outputs go
@@ -30,7 +30,7 @@
 # Needs root (the lab). Only namespaces the suites create are touched.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-base_ref= base_results= profile=quick fail_on=default out=cnibench-gate rounds=1
+base_ref= base_results= profile=quick fail_on=default out=cnibench-gate rounds=3
 while [ $# -gt 0 ]; do
   case $1 in
     --base-ref) base_ref=${2:?--base-ref needs a git ref}; shift 2 ;;

@@ -118,6 +118,13 @@ func read(path string) (*result.Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	// The committed copies leave out the summaries (they are computed
+	// from the repeats) and the latency histograms.
+	for i := range s.Runs {
+		if len(s.Runs[i].Summary) == 0 {
+			s.Runs[i].Summary = result.SummarizeRepeats(s.Runs[i].Repeats)
+		}
+	}
 	return s, nil
 }
 
