@@ -37,6 +37,11 @@ type ProxyConfig struct {
 	Listen netip.AddrPort
 	// Upstream is the address it forwards every request to.
 	Upstream netip.AddrPort
+	// Source, when valid, is the source address of the upstream
+	// connections (the node proxy's router address in the node's pod
+	// CIDR, as Cilium's cilium_host: the lab's nodes forward only
+	// pod-to-pod traffic).
+	Source netip.Addr
 	// KeepAlive reuses connections on both sides (false: the proxy closes
 	// its upstream connection after each response, and the client's).
 	KeepAlive bool
@@ -113,6 +118,10 @@ func (c ProxyConfig) Render() ([]byte, error) {
 // server; the client, sending Connection: close, closes its side).
 func (c ProxyConfig) haproxy() []byte {
 	var b bytes.Buffer
+	source := ""
+	if c.Source.IsValid() {
+		source = " source " + c.Source.String()
+	}
 	mode := "option http-server-close"
 	if c.KeepAlive {
 		mode = "option http-keep-alive\n    http-reuse always"
@@ -136,8 +145,8 @@ frontend in
     default_backend out
 
 backend out
-    server upstream %[6]s
-`, c.Role, mode, timeoutConnect, timeoutIdle, c.Listen, c.Upstream)
+    server upstream %[6]s%[7]s
+`, c.Role, mode, timeoutConnect, timeoutIdle, c.Listen, c.Upstream, source)
 	return b.Bytes()
 }
 
@@ -151,6 +160,9 @@ func (c ProxyConfig) nginx() []byte {
 		clientKA = "keepalive_timeout " + timeoutIdle + ";\n    keepalive_requests 1000000;"
 		upstreamKA = "\n        keepalive 64;\n        keepalive_requests 1000000;\n        keepalive_timeout " + timeoutIdle + ";"
 		proxyHTTP = "\n            proxy_http_version 1.1;\n            proxy_set_header Connection \"\";"
+	}
+	if c.Source.IsValid() {
+		proxyHTTP += "\n            proxy_bind " + c.Source.String() + ";"
 	}
 	fmt.Fprintf(&b, `# cnibench proxies scenario: nginx as the %[1]s proxy (generated; not the host's).
 user root;

@@ -24,6 +24,7 @@ func TestConfigAccepted(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c.Dir = filepath.Join(dir, name)
 			c.Listen = netip.MustParseAddrPort("127.0.0.1:15080")
+			c.Source = netip.MustParseAddr("127.0.0.1")
 			conf, err := c.Render()
 			if err != nil {
 				t.Fatal(err)
@@ -41,5 +42,18 @@ func TestConfigAccepted(t *testing.T) {
 				t.Errorf("%s %v: %v\n%s", c.Kind, args, err, out)
 			}
 		})
+	}
+}
+
+func TestLastHost(t *testing.T) {
+	for _, tc := range []struct{ prefix, want string }{
+		{"198.19.1.0/24", "198.19.1.254"},
+		{"198.19.2.0/24", "198.19.2.254"},
+		{"10.0.0.0/8", "10.255.255.254"},
+		{"10.1.2.3/30", "10.1.2.2"},
+	} {
+		if got := lastHost(netip.MustParsePrefix(tc.prefix)); got.String() != tc.want {
+			t.Errorf("lastHost(%s) = %v, want %s", tc.prefix, got, tc.want)
+		}
 	}
 }

@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // with keep-alive on and off.
 func goldenConfigs(dir string) map[string]ProxyConfig {
 	base := ProxyConfig{Role: RoleNode, Listen: netip.MustParseAddrPort("198.18.0.1:15080"),
-		Upstream: netip.MustParseAddrPort("198.19.2.10:8080")}
+		Upstream: netip.MustParseAddrPort("198.19.2.10:8080"), Source: netip.MustParseAddr("198.19.1.254")}
 	out := map[string]ProxyConfig{}
 	for _, kind := range Proxies {
 		for _, ka := range []bool{true, false} {
@@ -79,6 +79,9 @@ func TestRenderKeepAlive(t *testing.T) {
 			if !strings.Contains(s, w) {
 				t.Errorf("%s: no %q", name, w)
 			}
+		}
+		if src := map[string]string{HAProxy: " source 198.19.1.254\n", Nginx: "proxy_bind 198.19.1.254;"}[c.Kind]; !strings.Contains(s, src) {
+			t.Errorf("%s: no %q", name, src)
 		}
 		for _, n := range not {
 			if strings.Contains(s, n) {

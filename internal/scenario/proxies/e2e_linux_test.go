@@ -188,7 +188,9 @@ func etcSnapshot(t *testing.T) []string {
 	return out
 }
 
-// proxyProcs lists the running haproxy and nginx processes.
+// proxyProcs lists the running haproxy and nginx processes the scenario
+// started (their working directory is its temporary directory; other
+// haproxy or nginx processes on this machine are not its).
 func proxyProcs(t *testing.T) []string {
 	t.Helper()
 	ents, err := os.ReadDir("/proc")
@@ -201,7 +203,8 @@ func proxyProcs(t *testing.T) []string {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if c := strings.TrimSpace(string(b)); err == nil && (c == "haproxy" || c == "nginx") {
+		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if c := strings.TrimSpace(string(b)); err == nil && (c == "haproxy" || c == "nginx") && strings.Contains(cwd, "cnibench-proxies-") {
 			out = append(out, e.Name()+":"+c)
 		}
 	}

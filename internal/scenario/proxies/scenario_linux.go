@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -172,16 +173,17 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, sp scenario.Po
 	case 0:
 		pr.config["proxy_path"] = "client pod → server pod " + server.String()
 	case 1:
-		node, addr, err := clientNode(lx)
+		node, router, err := pr.routerAddress(lx)
 		if err != nil {
 			return fail(err)
 		}
-		first = netip.AddrPortFrom(addr, NodeProxyPort)
-		err = pr.start(ctx, node, ProxyConfig{Kind: p.proxy, Role: RoleNode, Listen: first, Upstream: server, KeepAlive: p.keepAlive, Dir: filepath.Join(dir, RoleNode)})
+		first = netip.AddrPortFrom(router, NodeProxyPort)
+		err = pr.start(ctx, node, ProxyConfig{Kind: p.proxy, Role: RoleNode, Listen: first, Upstream: server, Source: router,
+			KeepAlive: p.keepAlive, Dir: filepath.Join(dir, RoleNode)})
 		if err != nil {
 			return fail(err)
 		}
-		pr.config["proxy_path"] = fmt.Sprintf("client pod → %s on node %s (%v) → server pod %v", p.proxy, node.Name, first, server)
+		pr.config["proxy_path"] = fmt.Sprintf("client pod → %s on node %s (router address %v, from the node's pod CIDR) → server pod %v", p.proxy, node.Name, first, server)
 	case 2:
 		inbound := netip.AddrPortFrom(ep.ServerIP, InboundPort)
 		first = netip.AddrPortFrom(loop, OutboundPort)
@@ -252,11 +254,55 @@ func isNode(t *lab.Topology, ns *lab.NS) bool {
 	return ns == t.Nodes[0] || ns == t.Nodes[1]
 }
 
-// clientNode finds the client pod's node and the node's address the pod
-// reaches it at (its wire address, local to the node): the endpoint's
+// routerAddress gives the client pod's node a router address (a /32 on
+// its loopback, undone at Close): the last address of the node's pod CIDR,
+// as Cilium's cilium_host takes one of the node's pod addresses. The
+// client pod reaches it through its node (local delivery), and the node
+// proxy's upstream connections leave from it: the lab's nodes forward
+// only pod-to-pod traffic, as a CNI's policy would.
+func (pr *prepared) routerAddress(lx *lab.Access) (*lab.NS, netip.Addr, error) {
+	node, idx, err := clientNode(lx)
+	if err != nil {
+		return nil, netip.Addr{}, err
+	}
+	cidr := lab.PodCIDRs[idx]
+	router := lastHost(cidr)
+	for _, pod := range lx.Topology.Pods {
+		if pod.IP == router {
+			return nil, netip.Addr{}, fmt.Errorf("proxies: router address %v is pod %s's: %w", router, pod.Role, ErrNotSupported)
+		}
+	}
+	lo, err := node.Handle().LinkByName("lo")
+	if err != nil {
+		return nil, netip.Addr{}, fmt.Errorf("proxies: find lo in %s: %w", node.Name, err)
+	}
+	a := &netlink.Addr{IPNet: &net.IPNet{IP: net.IP(router.AsSlice()), Mask: net.CIDRMask(32, 32)}}
+	if err := node.Handle().AddrAdd(lo, a); err != nil {
+		return nil, netip.Addr{}, fmt.Errorf("proxies: add router address %v to %s: %w", router, node.Name, err)
+	}
+	pr.undo = append(pr.undo, func() error {
+		if err := node.Handle().AddrDel(lo, a); err != nil {
+			return fmt.Errorf("proxies: remove router address %v from %s: %w", router, node.Name, err)
+		}
+		return nil
+	})
+	return node, router, nil
+}
+
+// lastHost is the last address of an IPv4 prefix before its broadcast
+// address (198.19.1.254 for 198.19.1.0/24).
+func lastHost(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	v |= (1<<(32-p.Bits()) - 1)
+	v--
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// clientNode finds the client pod's node and its index: the endpoint's
 // ClientNode (routed datapaths), else the pod's node in the topology, else
 // the node whose pod CIDR holds the pod's address.
-func clientNode(lx *lab.Access) (*lab.NS, netip.Addr, error) {
+func clientNode(lx *lab.Access) (*lab.NS, int, error) {
 	topo, ep := lx.Topology, lx.Endpoint
 	idx := -1
 	for i, n := range topo.Nodes {
@@ -283,7 +329,7 @@ func clientNode(lx *lab.Access) (*lab.NS, netip.Addr, error) {
 		}
 	}
 	if idx < 0 || idx >= len(topo.Nodes) || topo.Nodes[idx] == nil {
-		return nil, netip.Addr{}, fmt.Errorf("proxies: the client pod's node is unknown on this datapath: %w", ErrNotSupported)
+		return nil, 0, fmt.Errorf("proxies: the client pod's node is unknown on this datapath: %w", ErrNotSupported)
 	}
-	return topo.Nodes[idx], lab.WireIPs[idx], nil
+	return topo.Nodes[idx], idx, nil
 }
