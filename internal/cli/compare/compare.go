@@ -172,7 +172,7 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 			// Input, not a regression: exit 2, as the gate documents.
 			return clierr.Usagef("%s", err.Error())
 		}
-		inputs = append(inputs, cmp.Input{Name: arg, Set: set})
+		inputs = append(inputs, cmp.Input{Name: sideName(arg), Set: set})
 	}
 	var match []string
 	for _, m := range f.match {
@@ -249,6 +249,16 @@ func readSide(arg string) (*result.Set, error) {
 		sets = append(sets, set)
 	}
 	return result.Merge(sets...)
+}
+
+// sideName names a side in the output: the file, or the first of a
+// pooled list and how many more were pooled with it.
+func sideName(arg string) string {
+	files := strings.Split(arg, ",")
+	if len(files) == 1 {
+		return arg
+	}
+	return fmt.Sprintf("%s (+%d pooled)", files[0], len(files)-1)
 }
 
 // writeFile writes one of the gate's outputs to path.
