@@ -1,7 +1,9 @@
 package proxies
 
 import (
+	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -54,6 +56,29 @@ func TestLastHost(t *testing.T) {
 	} {
 		if got := lastHost(netip.MustParsePrefix(tc.prefix)); got.String() != tc.want {
 			t.Errorf("lastHost(%s) = %v, want %s", tc.prefix, got, tc.want)
+		}
+	}
+}
+
+// A dead run's directory is swept, a live one's (this process's) kept.
+func TestSweepStaleDirs(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("no true(1):", err)
+	}
+	dead := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d-1", dirPrefix, cmd.Process.Pid))
+	live := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d-2", dirPrefix, os.Getpid()))
+	other := filepath.Join(os.TempDir(), dirPrefix+"x-3")
+	for _, d := range []string{dead, live, other} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepStaleDirs()
+	for d, want := range map[string]bool{dead: false, live: true, other: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s exists %v, want %v", d, err == nil, want)
 		}
 	}
 }

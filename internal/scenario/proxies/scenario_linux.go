@@ -8,11 +8,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/scenario"
@@ -154,7 +156,8 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, sp scenario.Po
 		return nil, errors.Join(err, cerr)
 	}
 	t0 := time.Now()
-	dir, err := os.MkdirTemp("", "cnibench-proxies-")
+	sweepStaleDirs()
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", dirPrefix, os.Getpid()))
 	if err != nil {
 		return fail(fmt.Errorf("proxies: temporary directory: %w", err))
 	}
@@ -208,6 +211,25 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, sp scenario.Po
 		return pr, nil
 	}
 	return proxied{pr}, nil
+}
+
+// dirPrefix starts the name of a point's temporary directory, followed by
+// the owning process's pid: "cnibench-proxies-<pid>-<random>".
+const dirPrefix = "cnibench-proxies-"
+
+// sweepStaleDirs removes the temporary directories of runs that are gone
+// (killed with SIGKILL, which no Close follows); a live run's are kept.
+func sweepStaleDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*-*"))
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(d), dirPrefix), "-", 2)[0])
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
 
 // start starts one proxy in ns and waits until it listens.
