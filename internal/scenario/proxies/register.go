@@ -63,8 +63,15 @@ func (s *Scenario) Shape() result.ScenarioShape {
 			}),
 		},
 		MetricTitles: map[string]string{
-			MetricCPUPct:     "Proxies' CPU (% of a core)",
-			MetricCPUSeconds: "Proxies' CPU seconds",
+			MetricCPUPct:                                 "Proxies' CPU (% of a core)",
+			MetricCPUSeconds:                             "Proxies' CPU seconds",
+			RoleMetric(RoleNode, "cpu_pct"):              "Node proxy's CPU (% of a core)",
+			RoleMetric(RoleClientSidecar, "cpu_pct"):     "Client sidecar's CPU (% of a core)",
+			RoleMetric(RoleServerSidecar, "cpu_pct"):     "Server sidecar's CPU (% of a core)",
+			RoleMetric(RoleNode, "cpu_seconds"):          "Node proxy's CPU seconds",
+			RoleMetric(RoleClientSidecar, "cpu_seconds"): "Client sidecar's CPU seconds",
+			RoleMetric(RoleServerSidecar, "cpu_seconds"): "Server sidecar's CPU seconds",
+			"proxies_setup_seconds":                      "Server and proxies started and proven",
 		},
 	}
 }
