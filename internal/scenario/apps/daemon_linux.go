@@ -93,6 +93,12 @@ func (b *lockedBuffer) String() string {
 func startDaemon(ctx context.Context, sp *lab.Spawner, ns *lab.NS, name string, cmd *exec.Cmd, addr netip.AddrPort) (*daemon, error) {
 	d := &daemon{name: name, cmd: cmd, stderr: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = d.stderr, d.stderr
+	// When ctx ends (the suite interrupted), SIGTERM lets the daemon stop
+	// its workers; SIGKILL follows after WaitDelay. WaitDelay also bounds
+	// Wait when a worker that outlived its master still holds the output
+	// pipe (the spawner's cgroup kills it at Close).
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 2 * time.Second
 	if err := sp.Start(ns, cmd, nil); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -136,7 +142,7 @@ func (d *daemon) stop() {
 	case <-d.done:
 	case <-time.After(2 * time.Second):
 		_ = d.cmd.Process.Kill()
-		<-d.done
+		<-d.done // bounded by WaitDelay
 	}
 }
 

@@ -137,6 +137,7 @@ func (pr *prepared) batch(ctx context.Context, file string, size int64, keepAliv
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = time.Second // a killed scp's ssh may hold its pipes
 	t0 := time.Now()
 	if err := pr.clients.Start(pr.ep.Client, cmd, nil); err != nil {
 		return nil, 0, err

@@ -38,8 +38,10 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 	}
 }
 
-// Shape draws one grouped bar chart per application and metric: groups
-// size and keep-alive, bars the datapaths (scenario.Shaper).
+// Shape draws one grouped bar chart per application (test) and metric:
+// groups the file sizes, bars HTTP's keep-alive on and off (one bar for
+// FTP and scp); the report puts every datapath beside the others
+// (scenario.Shaper).
 func (s *Scenario) Shape() result.ScenarioShape {
 	metrics := []string{result.ThroughputBitsPerSec, result.TransPerSec, result.LatencyUsP50, result.LatencyUsP99,
 		result.ClientCPUPct, result.ServerCPUPct}
@@ -50,12 +52,16 @@ func (s *Scenario) Shape() result.ScenarioShape {
 	return result.ScenarioShape{
 		Scenario: ScenarioName,
 		Categorical: &result.CategoricalShape{
-			Groups: []string{LabelApp, LabelSize, LabelKeepAlive}, GroupHeaders: []string{"Application", "File size", "Keep-alive"},
-			Series: "datapath", SeriesHeader: "Datapath",
+			Groups: []string{LabelSize}, GroupHeaders: []string{"File size"},
+			Series: LabelKeepAlive, SeriesHeader: "Keep-alive (HTTP)",
 			Intro: "Real applications through each datapath (seed 002): nginx serving curl over HTTP (keep-alive on and off), vsftpd serving curl over FTP (passive), OpenSSH's scp (its encryption on top of the datapath's). " +
 				"Each cell transfers one file size back to back for the window; per-transfer times are the client's own report (curl's time_total; scp from process start to exit, SSH handshake included); " +
 				"CPU is the client processes' rusage and the daemon's cgroup over the measured transfers. Median with 95 % CI.",
 			Metrics: per,
+		},
+		MetricTitles: map[string]string{
+			result.ClientCPUPct: "Client CPU (curl, scp + ssh)",
+			result.ServerCPUPct: "Server CPU (the daemon)",
 		},
 	}
 }

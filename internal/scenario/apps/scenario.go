@@ -224,6 +224,6 @@ func (s *Scenario) Config() map[string]string {
 		"app_sizes":    strings.Join(sizes, ","),
 		"apps_servers": "nginx (HTTP), vsftpd (FTP, passive), OpenSSH sshd (scp over SFTP), each started in the server pod's namespace with its own config in a temporary directory",
 		"apps_clients": "curl (HTTP, FTP; -w time_total per transfer), scp (timed from process start to exit) in the client pod's namespace",
-		"apps_cpu":     "client: rusage of the client processes (scp's ssh included); server: the daemon's process tree from /proc (utime+stime of live processes plus their reaped children's), over the measured transfers",
+		"apps_cpu":     "client: rusage of the client processes (scp's ssh included); server: the daemon's cgroup (cpu.stat usage_usec), else its process tree from /proc; over the measured transfers",
 	}
 }

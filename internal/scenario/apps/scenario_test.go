@@ -114,8 +114,8 @@ func TestPointsAndCells(t *testing.T) {
 	}
 }
 
-// The flags build the scenario; the report shape is valid and draws the
-// datapaths as bars.
+// The flags build the scenario; the report shape is valid: sizes as
+// groups, keep-alive as bars.
 func TestRegistration(t *testing.T) {
 	reg, err := scenario.Lookup(ScenarioName)
 	if err != nil {
@@ -135,7 +135,7 @@ func TestRegistration(t *testing.T) {
 		t.Errorf("config %v", cfg)
 	}
 	sh := sc.(scenario.Shaper).Shape()
-	if sh.Valid() != "" || sh.Categorical.Series != "datapath" || !slices.Contains(sh.Categorical.Metrics["app_scp"], result.ThroughputBitsPerSec) {
+	if sh.Valid() != "" || sh.Categorical.Series != LabelKeepAlive || !slices.Contains(sh.Categorical.Metrics["app_scp"], result.ThroughputBitsPerSec) {
 		t.Errorf("shape %+v", sh)
 	}
 	build, _ = reg.Parse("--app-sizes", "4KiB,,1MiB")
