@@ -159,8 +159,8 @@ func (pr *prepared) prepare(ctx context.Context) error {
 		return err
 	}
 	pr.config["app_listen"] = addr.String()
-	if cg, err := pr.servers.Cgroup(); err == nil {
-		pr.config["app_server_cpu"] = "cgroup " + filepath.Base(cg) + " cpu.stat usage_usec"
+	if _, err := pr.servers.Cgroup(); err == nil {
+		pr.config["app_server_cpu"] = "the daemon's own cgroup v2: cpu.stat usage_usec"
 	} else {
 		pr.config["app_server_cpu"] = "/proc process tree (10 ms ticks)"
 	}
