@@ -91,6 +91,10 @@ type ScenarioSpec struct {
 	Datapath string
 	// Pods are extra pods (e.g. service backends on both nodes).
 	Pods []Pod
+	// AnyDatapath: the scenario needs only a datapath's client and server
+	// pods, not the client's node and veth (which only some datapaths
+	// expose), so every datapath with pods can run it.
+	AnyDatapath bool
 }
 
 // Pod is an extra pod a scenario needs.

@@ -200,7 +200,11 @@ func (b *Backend) Up(ctx context.Context, spec backend.Spec) (backend.Deployment
 				continue
 			}
 			ep, ok := topo.Path(CrossNode)
-			if !ok || ep.ClientNode == nil || ep.ClientNodeDev == "" {
+			if !ok && spec.Scenario.AnyDatapath {
+				return d, &backend.OptionError{Msg: fmt.Sprintf("--datapaths %s: scenario %s needs a datapath with pods (e.g. %s)",
+					dp, spec.Scenario.Name, ScenarioDatapath)}
+			}
+			if !spec.Scenario.AnyDatapath && (!ok || ep.ClientNode == nil || ep.ClientNodeDev == "") {
 				return d, &backend.OptionError{Msg: fmt.Sprintf("--datapaths %s: scenario %s works on the client pod's node and veth, which only the routed datapaths expose (e.g. %s)",
 					dp, spec.Scenario.Name, ScenarioDatapath)}
 			}

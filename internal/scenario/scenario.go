@@ -132,6 +132,14 @@ type Cell struct {
 	Labels map[string]string
 }
 
+// AnyDatapath is implemented by scenarios that need only a datapath's
+// client and server pods (e.g. apps: daemons in the server pod, clients in
+// the client pod), not the client's node and veth: every datapath with pods
+// can run them, not only the routed ones.
+type AnyDatapath interface {
+	AnyDatapath() bool
+}
+
 // Celler is implemented by scenarios that choose every point's cells; the
 // suite gives the others its default cells (egress-filter's list).
 type Celler interface {

@@ -178,6 +178,9 @@ func (st *state) planScenario(ctx context.Context, deps *[]*depRun) ([]*point, e
 	if n, ok := sc.(scenario.Needs); ok {
 		spec.Pods = n.Pods()
 	}
+	if a, ok := sc.(scenario.AnyDatapath); ok {
+		spec.AnyDatapath = a.AnyDatapath()
+	}
 	dr, err := st.bringUp(ctx, backend.Spec{MTU: st.o.MTUs[0], Scenario: spec})
 	if dr != nil {
 		*deps = append(*deps, dr)

@@ -23,6 +23,15 @@ var packages = map[string]string{
 	"pgrep":                   "procps",
 	"time":                    "time",
 	"chromium":                "chromium",
+	"prometheus":              "prometheus",
+	"prometheus-pushgateway":  "prometheus-pushgateway",
+	"haproxy":                 "haproxy",
+	"nginx":                   "nginx",
+	"vsftpd":                  "vsftpd",
+	"sshd":                    "openssh-server",
+	"ssh-keygen":              "openssh-client",
+	"scp":                     "openssh-client",
+	"curl":                    "curl",
 	"go":                      "a Go toolchain (hack/ensure-go.sh)",
 }
 

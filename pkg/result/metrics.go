@@ -260,7 +260,7 @@ func Info(name string) MetricInfo {
 		return MetricInfo{"%", LowerIsBetter, name}
 	case strings.HasSuffix(name, "_per_sec"):
 		return MetricInfo{"/s", HigherIsBetter, name}
-	case strings.HasSuffix(name, "_sec"):
+	case strings.HasSuffix(name, "_sec"), strings.HasSuffix(name, "_seconds"):
 		return MetricInfo{"s", LowerIsBetter, name}
 	case strings.HasSuffix(name, "_bytes"):
 		return MetricInfo{"bytes", LowerIsBetter, name}

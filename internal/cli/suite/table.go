@@ -246,6 +246,11 @@ func scenarioTable(w io.Writer, name string, runs []result.Run) error {
 	}
 	var keys, fixed []string
 	for k := range vals {
+		if len(vals[k]) < len(runs) {
+			// Some runs lack the label (apps: keep-alive is HTTP's
+			// only): their rows show it as "—".
+			vals[k] = append(vals[k], "")
+		}
 		vals[k] = report.SortValues(k, vals[k])
 		if len(vals[k]) > 1 {
 			keys = append(keys, k)
@@ -350,6 +355,9 @@ func scenarioTable(w io.Writer, name string, runs []result.Run) error {
 			continue
 		}
 		row := append([]string(nil), combo...)
+		for i := range row {
+			row[i] = orDash(row[i])
+		}
 		for _, c := range cols {
 			v := cells[rk][c]
 			if v == "" {

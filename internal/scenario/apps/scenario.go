@@ -162,6 +162,10 @@ func SizeLabel(n int64) string {
 // Name implements scenario.Scenario.
 func (s *Scenario) Name() string { return ScenarioName }
 
+// AnyDatapath: the apps need only the client and server pods, so every
+// datapath with pods runs them (scenario.AnyDatapath).
+func (s *Scenario) AnyDatapath() bool { return true }
+
 // Points implements scenario.Scenario: one point per application (its
 // daemon started once per point, every size and keep-alive setting a
 // cell); an application whose programs are missing is skipped with the
