@@ -1,6 +1,10 @@
 package result
 
 import (
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,5 +47,29 @@ func TestMerge(t *testing.T) {
 	}
 	if _, err := Merge(); err == nil {
 		t.Error("no documents: want an error")
+	}
+}
+
+func TestReadFileGzip(t *testing.T) {
+	dir := t.TempDir()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if err := Write(zw, &Set{Schema: SchemaResults, Runs: []Run{{Labels: map[string]string{"test": "tcp_rr"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	zw.Close()
+	p := filepath.Join(dir, "results.json.gz")
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadFile(p)
+	if err != nil || len(s.Runs) != 1 {
+		t.Fatalf("read %s: %v, %+v", p, err, s)
+	}
+	if err := os.WriteFile(p, []byte("not gzip"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(p); err == nil || !strings.Contains(err.Error(), "results.json.gz") {
+		t.Errorf("not gzip: err %v, want one naming the file", err)
 	}
 }

@@ -5,12 +5,15 @@
 package result
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/pkg/stats"
@@ -270,11 +273,25 @@ func Decode(data []byte) (*Set, error) {
 	}
 }
 
-// ReadFile decodes the document at path.
+// maxDocument bounds a gunzipped document (a gzip bomb is refused, not
+// read into memory whole).
+const maxDocument = 1 << 30
+
+// ReadFile decodes the document at path; a path ending in .gz is
+// gunzipped first (committed data is kept compressed).
 func ReadFile(path string) (*Set, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if data, err = io.ReadAll(io.LimitReader(zr, maxDocument)); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	s, err := Decode(data)
 	if err != nil {
