@@ -143,6 +143,11 @@ func dedup[T comparable](s []T) []T {
 // Name implements scenario.Scenario.
 func (s *Scenario) Name() string { return ScenarioName }
 
+// AnyDatapath: the proxies need the client and server pods and the client
+// pod's node namespace, which every datapath with pods has
+// (scenario.AnyDatapath).
+func (s *Scenario) AnyDatapath() bool { return true }
+
 // point is one set of parameters: a proxy, a hop count, keep-alive.
 type point struct {
 	proxy     string
