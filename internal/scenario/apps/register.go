@@ -9,8 +9,9 @@ import (
 
 // Flags of the scenario.
 const (
-	flagApps  = "apps"
-	flagSizes = "app-sizes"
+	flagApps    = "apps"
+	flagSizes   = "app-sizes"
+	flagEncrypt = "app-encrypt"
 )
 
 func init() {
@@ -25,9 +26,13 @@ func init() {
 func flags(fs *pflag.FlagSet) scenario.Builder {
 	apps := fs.String(flagApps, "http,ftp,scp", "apps: comma-separated applications among http (nginx + curl), ftp (vsftpd + curl), scp (sshd + scp)")
 	sizes := fs.String(flagSizes, "4KiB,1MiB,64MiB", "apps: comma-separated file sizes (K, M, G: powers of 1024), each a cell: small objects show per-transfer latency, large ones throughput")
+	encrypt := fs.String(flagEncrypt, "", "apps: also run the applications through the encryption scenario's tunnels between a routed datapath's nodes: comma-separated families wireguard, ipsec (kernel and userspace implementations, pods' MTU lowered; none always runs beside them; needs a routed datapath, e.g. veth-routing)")
 	return func(c scenario.Common) (scenario.Scenario, error) {
 		o := Options{Backend: c.Backend}
 		var err error
+		if o.Encrypt, err = scenario.ListFlag(c, flagEncrypt, *encrypt); err != nil {
+			return nil, err
+		}
 		if o.Apps, err = scenario.ListFlag(c, flagApps, *apps); err != nil {
 			return nil, err
 		}
@@ -49,10 +54,15 @@ func (s *Scenario) Shape() result.ScenarioShape {
 	for _, a := range Apps {
 		per[Test(a)] = metrics
 	}
+	groups, headers := []string{LabelSize}, []string{"File size"}
+	if s.enc != nil {
+		// Through the tunnels: every encryption mode beside none.
+		groups, headers = []string{encryptLabel, LabelSize}, []string{"Encryption", "File size"}
+	}
 	return result.ScenarioShape{
 		Scenario: ScenarioName,
 		Categorical: &result.CategoricalShape{
-			Groups: []string{LabelSize}, GroupHeaders: []string{"File size"},
+			Groups: groups, GroupHeaders: headers,
 			Series: LabelKeepAlive, SeriesHeader: "Keep-alive (HTTP)",
 			Intro: "Real applications through each datapath (seed 002): nginx serving curl over HTTP (keep-alive on and off), vsftpd serving curl over FTP (passive), OpenSSH's scp (its encryption on top of the datapath's). " +
 				"Each cell transfers one file size back to back for the window; per-transfer times are the client's own report (curl's time_total; scp from process start to exit, SSH handshake included); " +

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/internal/scenario/encrypt"
 )
 
 // ScenarioName is the scenario's name (--scenario, the scenario label).
@@ -69,12 +70,20 @@ type Options struct {
 	// Backend is where the points run (scenario.Common.Backend): on any
 	// other than the lab ("" or "lab") every point is recorded skipped.
 	Backend string
+	// Encrypt are encryption families (EncryptFamilies: wireguard, ipsec)
+	// whose tunnels, set up by the encryption scenario between the routed
+	// datapath's nodes, the applications also run through: each
+	// application's point is crossed with none and every mode with the
+	// pods' MTU lowered. Empty (or "none" alone): no tunnel, no encryption
+	// labels, any datapath with pods.
+	Encrypt []string
 }
 
 // Scenario is the apps scenario (scenario.Scenario).
 type Scenario struct {
 	o     Options
 	sizes []size
+	enc   *encrypt.Scenario // nil: no tunnels
 	state
 }
 
@@ -102,7 +111,11 @@ func New(o Options) (*Scenario, error) {
 	if len(o.Sizes) == 0 {
 		o.Sizes = slices.Clone(DefaultSizes)
 	}
-	s := &Scenario{o: o}
+	enc, err := newEncrypt(o.Encrypt)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scenario{o: o, enc: enc}
 	for _, v := range o.Sizes {
 		n, err := ParseSize(v)
 		if err != nil {
@@ -163,24 +176,34 @@ func SizeLabel(n int64) string {
 func (s *Scenario) Name() string { return ScenarioName }
 
 // AnyDatapath: the apps need only the client and server pods, so every
-// datapath with pods runs them (scenario.AnyDatapath).
-func (s *Scenario) AnyDatapath() bool { return true }
+// datapath with pods runs them (scenario.AnyDatapath) — except through
+// the encryption scenario's tunnels (Options.Encrypt), which need a routed
+// datapath's nodes.
+func (s *Scenario) AnyDatapath() bool { return s.enc == nil }
 
 // Points implements scenario.Scenario: one point per application (its
 // daemon started once per point, every size and keep-alive setting a
 // cell); an application whose programs are missing is skipped with the
-// install command.
+// install command. With Options.Encrypt every application's point is
+// crossed with the encryption points (crossEncrypt), one skipped when the
+// machine lacks its implementation.
 func (s *Scenario) Points() []scenario.Point {
 	var out []scenario.Point
+	encs := s.encryptPoints()
 	for _, a := range s.o.Apps {
 		skip := probe(a)
 		if s.o.Backend != "" && s.o.Backend != "lab" {
 			skip = ErrNeedsImage
 		}
-		out = append(out, scenario.Point{
+		p := scenario.Point{
 			Labels: map[string]string{scenario.LabelScenario: ScenarioName, LabelApp: a},
 			Skip:   skip,
-		})
+		}
+		if s.enc != nil {
+			out = append(out, crossEncrypt(p, encs)...)
+			continue
+		}
+		out = append(out, p)
 	}
 	return out
 }
@@ -223,11 +246,20 @@ func (s *Scenario) Config() map[string]string {
 	for _, sz := range s.sizes {
 		sizes = append(sizes, sz.label)
 	}
-	return map[string]string{
+	m := map[string]string{
 		"apps":         strings.Join(s.o.Apps, ","),
 		"app_sizes":    strings.Join(sizes, ","),
 		"apps_servers": "nginx (HTTP), vsftpd (FTP, passive), OpenSSH sshd (scp over SFTP), each started in the server pod's namespace with its own config in a temporary directory",
 		"apps_clients": "curl (HTTP, FTP; -w time_total per transfer), scp (timed from process start to exit) in the client pod's namespace",
 		"apps_cpu":     "client: rusage of the client processes (scp's ssh included); server: the daemon's cgroup (cpu.stat usage_usec), else its process tree from /proc; over the measured transfers",
 	}
+	if s.enc != nil {
+		var ps []string
+		for _, p := range s.encryptPoints() {
+			ps = append(ps, p.Labels[encrypt.LabelEncryption]+"/"+p.Labels[encrypt.LabelCipher]+"/"+p.Labels[encrypt.LabelPodMTU])
+		}
+		m["apps_encryption_points"] = strings.Join(ps, ",")
+		m["apps_encryption_proof"] = "AF_PACKET capture on node 2's wire during every cell: through a tunnel, no packet between the client and server pods' addresses in clear, at least 100 of the tunnel's frames and a capture that kept up; none: the pods' packets seen in clear (negative control)"
+	}
+	return m
 }

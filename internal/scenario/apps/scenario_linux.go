@@ -66,7 +66,17 @@ func (pr *prepared) Close(context.Context) (map[string]float64, error) {
 // Prepare implements scenario.Scenario: the application's files, keys and
 // config in a new temporary directory, its daemon started in the server
 // pod's namespace and listening.
+// A point crossed with an encryption point (--app-encrypt) runs through
+// its tunnel (prepareEncrypted).
 func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, sp scenario.Point) (scenario.Prepared, error) {
+	if encrypted(sp) {
+		return s.prepareEncrypted(ctx, env, sp)
+	}
+	return s.prepare(ctx, env, sp)
+}
+
+// prepare starts the point's daemon.
+func (s *Scenario) prepare(ctx context.Context, env scenario.Env, sp scenario.Point) (scenario.Prepared, error) {
 	app := sp.Labels[LabelApp]
 	lx, err := env.Lab()
 	if err != nil {
