@@ -6,8 +6,6 @@ import (
 	"net/netip"
 
 	"github.com/cnibench/cnibench/internal/capture"
-	"github.com/cnibench/cnibench/internal/engine"
-	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/scenario"
 )
 
@@ -32,31 +30,11 @@ func BeginPodCell(p scenario.Prepared, a, b netip.Addr) (func() (map[string]floa
 	if !a.IsValid() || !b.IsValid() || a == b {
 		return nil, fmt.Errorf("encryption: pod addresses %v and %v: want two different addresses", a, b)
 	}
-	node := pr.lab.Topology.Nodes[1]
 	o := capture.Options{Filter: capture.Filter{Pairs: []capture.AddrPair{{a.Unmap(), b.Unmap()}}}}
-	if pr.proto != "" {
-		o.EncProtos = []string{pr.proto}
-	}
-	cp, err := capture.Start(node.Do, lab.WireIf, [][]byte{engine.PayloadMarker}, o)
-	if err != nil {
-		return nil, fmt.Errorf("capture on %s of %s: %w", lab.WireIf, node.Name, err)
-	}
-	return func() (map[string]float64, error) {
-		res, err := cp.Stop()
-		if err != nil {
-			return nil, err
-		}
-		m := map[string]float64{
-			MetricWireFrames:    float64(res.Frames),
-			MetricWireMarker:    float64(res.MarkerFrames),
-			MetricWireEncFrames: float64(res.EncFrames()),
-			MetricWirePodClear:  float64(res.Matched),
-		}
-		if cov := res.IfaceCoverage(); cov >= 0 {
-			m[MetricWireCoverage] = 100 * cov
-		}
-		return m, podVerdict(pr.p.enc != None, res)
-	}, nil
+	return pr.wireCapture(o, func(res capture.Result, m map[string]float64) error {
+		m[MetricWirePodClear] = float64(res.Matched)
+		return podVerdict(pr.p.enc != None, res)
+	})
 }
 
 // podVerdict is the proof of one pod-pair cell (BeginPodCell).

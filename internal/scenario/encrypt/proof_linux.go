@@ -24,8 +24,16 @@ const (
 // far more (a third of a NIC-like wire's TCP throughput) than the receiver
 // (about 5 %), and every point, encrypted or not, pays the same.
 func (pr *prepared) BeginCell(c scenario.Cell) (func() (map[string]float64, error), error) {
+	return pr.wireCapture(capture.Options{}, func(res capture.Result, _ map[string]float64) error {
+		return verdict(pr.p.enc != None, c.Test, res)
+	})
+}
+
+// wireCapture starts a capture on node 2's wire with o (the tunnel's
+// protocol added) and returns the function that stops it: the wire
+// metrics, then judge's verdict on the result (judge may add metrics).
+func (pr *prepared) wireCapture(o capture.Options, judge func(capture.Result, map[string]float64) error) (func() (map[string]float64, error), error) {
 	node := pr.lab.Topology.Nodes[1]
-	var o capture.Options
 	if pr.proto != "" {
 		o.EncProtos = []string{pr.proto}
 	}
@@ -46,7 +54,7 @@ func (pr *prepared) BeginCell(c scenario.Cell) (func() (map[string]float64, erro
 		if cov := res.IfaceCoverage(); cov >= 0 {
 			m[MetricWireCoverage] = 100 * cov
 		}
-		return m, verdict(pr.p.enc != None, c.Test, res)
+		return m, judge(res, m)
 	}, nil
 }
 
