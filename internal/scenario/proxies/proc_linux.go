@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,17 +59,16 @@ type proxyProc struct {
 	ns  *lab.NS
 	out string // its stdout and stderr
 
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	release func() // lets the thread that forked it exit
+	cmd    *exec.Cmd
+	exited chan struct{}
 
 	stopOnce sync.Once
 }
 
-// startProxy writes cfg's files into cfg.Dir and starts the proxy in ns:
-// in the foreground, in a process group of its own, killed if this
-// process dies (parent-death signal).
-func startProxy(ns *lab.NS, cfg ProxyConfig) (*proxyProc, error) {
+// startProxy writes cfg's files into cfg.Dir and starts the proxy in ns
+// through sp: in the foreground, in a process group of its own, killed if
+// this process dies (the spawner's parent-death signal).
+func startProxy(sp *lab.Spawner, ns *lab.NS, cfg ProxyConfig) (*proxyProc, error) {
 	prog, err := lookProgram(cfg.Kind)
 	if err != nil {
 		return nil, err
@@ -92,12 +90,10 @@ func startProxy(ns *lab.NS, cfg ProxyConfig) (*proxyProc, error) {
 	p.cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	p.cmd.Dir = cfg.Dir
 	p.cmd.Stdout, p.cmd.Stderr = out, out
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	release, err := startInNetns(ns.Fd(), p.cmd)
-	if err != nil {
-		return nil, fmt.Errorf("start %s (%s) in %s: %w", cfg.Kind, cfg.Role, ns.Name, err)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sp.Start(ns, p.cmd, nil); err != nil {
+		return nil, fmt.Errorf("%s (%s): %w", cfg.Kind, cfg.Role, err)
 	}
-	p.release = release
 	go func() {
 		_ = p.cmd.Wait()
 		close(p.exited)
@@ -114,31 +110,6 @@ func writeConfig(cfg ProxyConfig, conf []byte) error {
 		return fmt.Errorf("%s %s: write configuration: %w", cfg.Kind, cfg.Role, err)
 	}
 	return nil
-}
-
-// startInNetns starts cmd from a locked thread moved into the network
-// namespace netnsFd. The thread is never unlocked (the runtime ends it
-// when its goroutine returns) and that goroutine waits for release:
-// cmd's parent-death signal is tied to the thread that forked it.
-func startInNetns(netnsFd int, cmd *exec.Cmd) (release func(), err error) {
-	errc := make(chan error, 1)
-	releasec := make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // deliberately never unlocked
-		errc <- func() error {
-			if err := unix.Setns(netnsFd, unix.CLONE_NEWNET); err != nil {
-				return fmt.Errorf("enter the netns: %w", err)
-			}
-			return cmd.Start()
-		}()
-		<-releasec
-	}()
-	if err := <-errc; err != nil {
-		close(releasec)
-		return nil, err
-	}
-	var once sync.Once
-	return func() { once.Do(func() { close(releasec) }) }, nil
 }
 
 // alive says why the proxy is no longer running, or nil.
@@ -242,7 +213,6 @@ func treeTicks(pid int) (uint64, error) {
 // than once.
 func (p *proxyProc) stop() {
 	p.stopOnce.Do(func() {
-		defer p.release()
 		pgid := p.cmd.Process.Pid // Setpgid: the group is the leader's pid
 		_ = unix.Kill(-pgid, unix.SIGTERM)
 		select {

@@ -49,6 +49,7 @@ type prepared struct {
 	client  *lab.NS
 	url     string
 	proxies []*proxyProc
+	spawner *lab.Spawner // the proxies' parent, from the first proxy on
 	metrics map[string]float64
 	config  map[string]string
 	undo    []func() error // in reverse order at Close
@@ -234,7 +235,17 @@ func sweepStaleDirs() {
 
 // start starts one proxy in ns and waits until it listens.
 func (pr *prepared) start(ctx context.Context, ns *lab.NS, cfg ProxyConfig) error {
-	px, err := startProxy(ns, cfg)
+	if pr.spawner == nil {
+		sp, err := lab.NewSpawner()
+		if err != nil {
+			return fmt.Errorf("proxies: %w", err)
+		}
+		pr.spawner = sp
+		// Closed after the proxies it started have stopped (undo runs
+		// in reverse).
+		pr.undo = append(pr.undo, func() error { sp.Close(); return nil })
+	}
+	px, err := startProxy(pr.spawner, ns, cfg)
 	if err != nil {
 		return fmt.Errorf("proxies: %w", err)
 	}
