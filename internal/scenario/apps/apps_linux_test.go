@@ -169,19 +169,9 @@ func TestAppsOnLab(t *testing.T) {
 	testutil.NeedAnyProgram(t, "vsftpd", "/usr/sbin/vsftpd")
 	testutil.NeedAnyProgram(t, "sshd", "/usr/sbin/sshd")
 	testutil.NeedProgram(t, "curl", "scp", "ssh", "ssh-keygen")
-	before := snapshotHost(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	l := lab.New(nil)
-	if err := l.Up(ctx, lab.Options{Datapaths: []string{"veth-routing"}}); err != nil {
-		t.Fatalf("lab up: %v", err)
-	}
-	defer func() {
-		if err := l.Down(context.Background()); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-		before.diff(t, snapshotHost(t))
-	}()
+	l := upCheckedLab(ctx, t)
 	env := scenario.Env{Deployment: labDeployment{l: l}, Datapath: "veth-routing"}
 	s, err := New(Options{Sizes: []string{"4KiB", "1MiB"}})
 	if err != nil {
@@ -246,4 +236,23 @@ func TestAppsOnLab(t *testing.T) {
 	if _, err := prep.Close(context.Background()); err != nil {
 		t.Error(err)
 	}
+}
+
+// upCheckedLab brings a veth-routing lab up for the test; at cleanup it
+// takes the lab down and checks the host (daemon configuration, /run/sshd,
+// processes, listeners) is as it was before.
+func upCheckedLab(ctx context.Context, t *testing.T) *lab.Lab {
+	t.Helper()
+	before := snapshotHost(t)
+	l := lab.New(nil)
+	if err := l.Up(ctx, lab.Options{Datapaths: []string{"veth-routing"}}); err != nil {
+		t.Fatalf("lab up: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := l.Down(context.Background()); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+		before.diff(t, snapshotHost(t))
+	})
+	return l
 }

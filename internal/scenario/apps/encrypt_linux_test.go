@@ -53,19 +53,9 @@ func TestAppsThroughWireGuard(t *testing.T) {
 	testutil.NeedAnyProgram(t, "sshd", "/usr/sbin/sshd")
 	testutil.NeedProgram(t, "curl", "scp", "ssh", "ssh-keygen")
 	testutil.SkipIfNotSupported(t, wireguard.ProbeUserspace(), wireguard.ErrNotSupported)
-	before := snapshotHost(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	l := lab.New(nil)
-	if err := l.Up(ctx, lab.Options{Datapaths: []string{"veth-routing"}}); err != nil {
-		t.Fatalf("lab up: %v", err)
-	}
-	defer func() {
-		if err := l.Down(context.Background()); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-		before.diff(t, snapshotHost(t))
-	}()
+	l := upCheckedLab(ctx, t)
 	env := scenario.Env{Deployment: labDeployment{l: l}, Datapath: "veth-routing", Start: startWGNode}
 	s, err := New(Options{Apps: []string{SCP, HTTP}, Sizes: []string{"1MiB"}, Encrypt: []string{encrypt.WireGuard}})
 	if err != nil {
