@@ -24,7 +24,6 @@
 package main
 
 import (
-	"compress/gzip"
 	"flag"
 	"fmt"
 	"io"
@@ -32,7 +31,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/cnibench/cnibench/internal/report"
 	cmp "github.com/cnibench/cnibench/internal/report/compare"
@@ -98,25 +96,9 @@ func load(dir string) ([]*result.Set, []string, error) {
 }
 
 func read(path string) (*result.Set, error) {
-	if !strings.HasSuffix(path, ".gz") {
-		return result.ReadFile(path)
-	}
-	f, err := os.Open(path)
+	s, err := result.ReadFile(path) // gunzips .gz
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	s, err := result.Decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	// The committed copies leave out the summaries (they are computed
 	// from the repeats) and the latency histograms.
