@@ -153,6 +153,10 @@ type GateResult struct {
 	// Cells counts the compared cells (labels × compared input), and
 	// FailedCells those with at least one failure.
 	Cells, FailedCells int
+
+	// intervals are the compared cells' changes, by verdictKey, for the
+	// outputs.
+	intervals map[string]change
 }
 
 // Failed tells whether the gate failed.
@@ -191,21 +195,20 @@ func (r *Result) Gate(o GateOptions) (*GateResult, error) {
 			return nil, &UsageError{fmt.Sprintf("--fail-on %s: %s is not compared (compared: %s); add it to --metrics", rule.Text, rule.Metric, strings.Join(ms, ", "))}
 		}
 	}
-	g := &GateResult{Rules: o.Rules, Alpha: o.Alpha, Confidence: 1 - o.Alpha}
+	g := &GateResult{Rules: o.Rules, Alpha: o.Alpha, Confidence: 1 - o.Alpha, intervals: map[string]change{}}
+	cells, failed := map[string]bool{}, map[string]bool{}
 	for _, t := range r.Tables {
 		for _, row := range t.Rows {
 			for i, c := range row.Cells {
 				v := Verdict{Labels: row.Labels, Metric: t.Metric, Column: r.column(t, row, i), PP: IsShare(t.Metric), P: c.P,
 					Change: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
-				g.judge(v, row.Base, c)
-			}
-		}
-	}
-	cells, failed := map[string]bool{}, map[string]bool{}
-	for _, t := range r.Tables {
-		for _, row := range t.Rows {
-			for i := range row.Cells {
-				cells[result.LabelKey(row.Labels)+"\x00"+strconv.Itoa(i)] = true
+				cells[result.LabelKey(row.Labels)+"\x00"+v.Column] = true
+				var ch change
+				if c.Compared {
+					ch.est, ch.lo, ch.hi, ch.err = interval(row.Base.Values, c.Values, 1-g.Alpha, v.PP)
+					g.intervals[verdictKey(v.Labels, v.Metric, v.Column)] = ch
+				}
+				g.judge(v, row.Base, c, ch)
 			}
 		}
 	}
@@ -231,8 +234,15 @@ func (r *Result) column(t *Table, row *Row, i int) string {
 	return r.Base
 }
 
-// judge applies every rule to one cell.
-func (g *GateResult) judge(v Verdict, base Side, c Cell) {
+// change is a compared cell's change with its (1 − alpha) interval, or
+// why there is none.
+type change struct {
+	est, lo, hi float64
+	err         error
+}
+
+// judge applies every rule to one cell whose change is ch.
+func (g *GateResult) judge(v Verdict, base Side, c Cell, ch change) {
 	failed, judged, unjudged := false, false, false
 	for _, rule := range g.Rules {
 		if rule.Missing {
@@ -263,10 +273,10 @@ func (g *GateResult) judge(v Verdict, base Side, c Cell) {
 		}
 		w := v
 		w.Rule = rule.Text
-		est, lo, hi, err := interval(base.Values, c.Values, 1-g.Alpha, v.PP)
-		if err != nil || c.TooFew {
+		est, lo, hi := ch.est, ch.lo, ch.hi
+		if ch.err != nil || c.TooFew {
 			if !unjudged {
-				w.Why = "no verdict: " + noVerdictReason(base, c, err, g.Alpha)
+				w.Why = "no verdict: " + noVerdictReason(base, c, ch.err, g.Alpha)
 				g.Unjudged = append(g.Unjudged, w)
 				unjudged = true
 			}

@@ -51,10 +51,8 @@ func (r *Result) gateRows() []gateRow {
 				col := r.column(t, row, i)
 				k := verdictKey(row.Labels, t.Metric, col)
 				gr := gateRow{labels: row.Labels, metric: t.Metric, column: col, base: row.Base, new: c.Side, cell: c, fails: fails[k], unjudged: unj[k]}
-				if c.Compared {
-					if est, lo, hi, err := interval(row.Base.Values, c.Values, 1-g.Alpha, IsShare(t.Metric)); err == nil {
-						gr.change, gr.lo, gr.hi, gr.intervalAvailable = est, lo, hi, true
-					}
+				if ch, ok := g.intervals[k]; ok && ch.err == nil {
+					gr.change, gr.lo, gr.hi, gr.intervalAvailable = ch.est, ch.lo, ch.hi, true
 				}
 				out = append(out, gr)
 			}
