@@ -176,17 +176,24 @@ func vsftpdCmd(ctx context.Context, bin string, l layout) *exec.Cmd {
 // sshdCmd runs sshd in the foreground (-D), logging to stderr (-e), with
 // its own config and host key. sshd insists on its privilege-separation
 // directory /run/sshd, a path compiled in: rather than create it on the
-// host, sshd runs in a mount namespace of its own (CLONE_NEWNS, mounts
-// private) where a small tmpfs covers /run and holds an empty /run/sshd —
-// the host's /run is not touched, and whatever sshd records there (utmp)
-// stays in that tmpfs.
+// host, sshd runs in a mount namespace of its own where a small tmpfs
+// covers /run and holds an empty /run/sshd — the host's /run is not
+// touched, and whatever sshd records there (utmp) stays in that tmpfs.
+//
+// The namespace comes from clone (Cloneflags), not from Unshareflags: for
+// the latter Go remounts "/" private itself, which fails with EINVAL in a
+// chroot whose root is not a mount point. The script makes "/" private
+// instead, or, where "/" is not a mount point, the /run mount the tmpfs
+// goes on: either way the tmpfs cannot propagate back to the host.
 func sshdCmd(ctx context.Context, bin string, l layout) *exec.Cmd {
-	script := `mount -t tmpfs -o mode=0755,size=1m cnibench-apps-run /run && mkdir -m 0755 /run/sshd && exec "$@"`
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script, "sh", bin, "-D", "-e",
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", sshdScript, "sh", bin, "-D", "-e",
 		"-f", l.path("sshd_config"), "-h", l.path("ssh_host_ed25519_key"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
 	return cmd
 }
+
+const sshdScript = `{ mount --make-rprivate / 2>/dev/null || mount --make-rprivate /run; } &&
+mount -t tmpfs -o mode=0755,size=1m cnibench-apps-run /run && mkdir -m 0755 /run/sshd && exec "$@"`
 
 // writeFiles creates the daemon's directory layout and one file per size,
 // of pseudo-random bytes (nothing on the path can compress them),
