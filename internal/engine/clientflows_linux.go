@@ -195,6 +195,12 @@ func (w *workload) tcpCRR(i int, ip netip.Addr, port int) {
 
 func (w *workload) udpStream(i int, ip netip.Addr, port int, ready chan<- error) {
 	fd, err := dialUDP(ip, port, w.cfg.Timeout)
+	if err == nil && w.cfg.UDPHandshake {
+		if herr := udpHandshake(fd, w.cookie, i, w.cfg.Timeout); herr != nil {
+			unix.Close(fd)
+			fd, err = -1, herr
+		}
+	}
 	if !w.started(i, fd, err, ready) {
 		return
 	}
@@ -343,4 +349,37 @@ func writeReq(fd int, req []byte, spin bool) error {
 		return writeFull(fd, req, true)
 	}
 	return writeSmall(fd, req)
+}
+
+// udpHandshakeRetry is how long the handshake waits for the server's reply
+// before it sends its datagram again.
+const udpHandshakeRetry = 100 * time.Millisecond
+
+// udpHandshake sends flow's handshake datagram on the connected socket fd
+// and waits for the server's reply, resending every udpHandshakeRetry, for
+// at most timeout (Config.UDPHandshake). It leaves fd's receive timeout at
+// udpHandshakeRetry (udp_stream never reads).
+func udpHandshake(fd int, cookie uint64, flow int, timeout time.Duration) error {
+	tv := unix.NsecToTimeval(udpHandshakeRetry.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("udp_stream handshake: set receive timeout: %w", err)
+	}
+	hello := udpHello(cookie, flow)
+	buf := make([]byte, 2*udpStreamHeader)
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if _, err := unix.Write(fd, hello); err != nil && err != unix.ECONNREFUSED && err != unix.EINTR && err != unix.ENOBUFS {
+			return fmt.Errorf("udp_stream handshake: send: %w", err)
+		}
+		for time.Now().Before(deadline) {
+			n, err := unix.Read(fd, buf)
+			if err != nil {
+				break // timeout or an ICMP error: send again
+			}
+			if isUDPHello(buf[:n], cookie, flow) {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("udp_stream handshake: no reply from the server within %s (--udp-handshake needs a server that answers it, and the path must carry the reply)", timeout)
 }

@@ -95,6 +95,11 @@ type Config struct {
 	// path while the rr flows are measured (--load-flows; 0 means
 	// DefaultLoadFlows). Other tests refuse it.
 	LoadFlows int
+	// UDPHandshake makes every udp_stream flow send one datagram and wait
+	// for the server's reply before its stream, as iperf3's UDP mode does
+	// (--udp-handshake): a stateful firewall between them then holds the
+	// flow as established, not new. Off by default; other tests refuse it.
+	UDPHandshake bool
 }
 
 // Defaults returns cfg with unset fields filled in.
@@ -282,6 +287,8 @@ func (cfg Config) validateRest() error {
 		return &FieldError{"load-flows", strconv.Itoa(cfg.LoadFlows), fmt.Sprintf("must be between 1 and %d tcp_stream flows loading the path", MaxFlows)}
 	case cfg.Test != TCPRRLoaded && cfg.LoadFlows != 0:
 		return &FieldError{"load-flows", strconv.Itoa(cfg.LoadFlows), "only tcp_rr_loaded takes --load-flows; drop it or use --test tcp_rr_loaded"}
+	case cfg.UDPHandshake && cfg.Test != UDPStream:
+		return &FieldError{"udp-handshake", "true", "only udp_stream takes --udp-handshake; drop it or use --test udp_stream"}
 	}
 	return nil
 }
@@ -340,6 +347,9 @@ func (cfg Config) Map() map[string]string {
 		m["message_size"] = strconv.Itoa(cfg.MsgSize)
 		if cfg.MsgSize == 0 {
 			m["message_size"] = "path MTU"
+		}
+		if cfg.UDPHandshake {
+			m["udp_handshake"] = UDPHandshakeText
 		}
 	case UDPRR:
 		m["request_size"] = strconv.Itoa(cfg.ReqSize)

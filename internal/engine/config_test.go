@@ -33,6 +33,8 @@ func TestValidate(t *testing.T) {
 		{"url and target", func(c *Config) { c.Test = HTTP; c.URL = "http://127.0.0.1/" }, "--target"},
 		{"url not http test", func(c *Config) { c.Target = ""; c.URL = "http://127.0.0.1/" }, "--url"},
 		{"url scheme", func(c *Config) { c.Test = HTTP; c.Target = ""; c.URL = "https://x/" }, "--url"},
+		{"udp handshake", func(c *Config) { c.Test = UDPStream; c.UDPHandshake = true }, ""},
+		{"udp handshake not udp_stream", func(c *Config) { c.UDPHandshake = true }, "--udp-handshake"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -189,6 +189,13 @@ func (us *udpServer) worker(fd int) {
 			us.foreign.Add(1)
 			continue
 		}
+		if us.setup.Test == UDPStream && isUDPHello(buf[:n], cookie, flow) {
+			// A flow's handshake (Config.UDPHandshake), before its stream:
+			// answer it, as iperf3's server answers its client's first
+			// datagram, and count nothing.
+			_ = unix.Sendto(fd, buf[:udpStreamHeader], 0, from)
+			continue
+		}
 		us.rxBytes.Add(uint64(n))
 		switch us.setup.Test {
 		case UDPStream:

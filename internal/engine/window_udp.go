@@ -29,7 +29,30 @@ const (
 	phaseWarmup   = 0
 	phaseMeasured = 1
 	phaseAfter    = 2
+	// phaseHello marks udp_stream's handshake datagram (Config.UDPHandshake):
+	// the server answers it with its own header and counts nothing.
+	phaseHello = 3
 )
+
+// UDPHandshakeText describes Config.UDPHandshake in a result's config
+// (udp_handshake).
+const UDPHandshakeText = "one datagram each way before the stream (iperf3-style)"
+
+// udpHello builds flow's handshake datagram (and, echoed, the server's
+// reply): the udp_stream header with sequence 0 and phaseHello.
+func udpHello(cookie uint64, flow int) []byte {
+	b := make([]byte, udpStreamHeader)
+	putUDPHeader(b, cookie, 0, flow)
+	b[udpOffPhase] = phaseHello
+	return b
+}
+
+// isUDPHello reports whether b is a handshake datagram (or its reply) of
+// the session cookie and flow.
+func isUDPHello(b []byte, cookie uint64, flow int) bool {
+	c, _, f, ok := parseUDPHeader(b)
+	return ok && len(b) >= udpStreamHeader && b[udpOffPhase] == phaseHello && c == cookie && f == flow
+}
 
 // IP and UDP header sizes, for the datagram size that fits the path MTU.
 const (
