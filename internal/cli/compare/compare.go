@@ -29,6 +29,7 @@ type flags struct {
 	alpha    float64
 	junit    string
 	markdown string
+	where    []string
 }
 
 // NewCommand returns the compare command.
@@ -116,6 +117,7 @@ false-alarm rate and detection power are in docs/reports.md.`,
 	fl.Float64Var(&f.alpha, "fail-alpha", cmp.DefaultGateAlpha, "significance level of the gate; its intervals are at 1 - alpha")
 	fl.StringVar(&f.junit, "junit", "", "with --fail-on, also write JUnit XML (one test case per compared cell) to this file")
 	fl.StringVar(&f.markdown, "markdown", "", "with --fail-on, also write the pull-request comment (Markdown) to this file")
+	fl.StringArrayVar(&f.where, "where", nil, "compare only the runs with these labels: LABEL=VALUE[|VALUE…], comma-separated or repeated (e.g. path=cross-node,flows=1,datapath=veth-routing|ebpf-host-routing); with --by the baseline's runs are kept")
 	fl.StringVar(&f.flame, "flamegraph", "", "write a differential CPU flamegraph (SVG) into this directory for every compared cell both sides profiled (suite --cpu-profile): OLD → NEW with two or more files, baseline → value with --by")
 	return c
 }
@@ -165,9 +167,16 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 			metrics = append(metrics, m)
 		}
 	}
+	w, err := parseWhere(f.where)
+	if err != nil {
+		return clierr.Usagef("%s", err.Error())
+	}
 	var inputs []cmp.Input
 	for _, arg := range args {
 		set, err := readSide(arg)
+		if err == nil {
+			set, err = w.filter(set, f.by, f.baseline, arg)
+		}
 		if err != nil {
 			// Input, not a regression: exit 2, as the gate documents.
 			return clierr.Usagef("%s", err.Error())
