@@ -3,6 +3,8 @@ package lab
 import (
 	"fmt"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,26 +31,35 @@ const (
 	L4LBDirect = "direct"
 	// L4LBVXLAN: the LB encapsulates in VXLAN to the worker.
 	L4LBVXLAN = "vxlan"
+	// L4LBKubeProxy: no BPF on the LB: kube-proxy's iptables-mode rules
+	// (in nftables) DNAT the VIP to a backend picked at random and
+	// masquerade to the LB's address; the kernel's conntrack translates
+	// the replies back and the LB's stack forwards (seed 003's test 1).
+	L4LBKubeProxy = "kubeproxy"
 )
+
+// l4lbLBs are the LB modes, in L4LBModes' order.
+var l4lbLBs = []string{L4LBSNAT, L4LBDSR, L4LBKubeProxy}
 
 // L4LBMode is the load balancer's configuration (L4LB.Configure).
 type L4LBMode struct {
-	LB        string // L4LBSNAT or L4LBDSR
+	LB        string // L4LBSNAT, L4LBDSR or L4LBKubeProxy
 	Transport string // L4LBDirect or L4LBVXLAN
 	// Firewall turns the host firewall on: only L4LBClientPrefix reaches
 	// the services. It is enforced where the client's address is still
 	// visible: at the LB's ingress in snat (the workers only ever see the
-	// LB's address), at the workers' ingress in dsr.
+	// LB's address), at the workers' ingress in dsr, in the LB's
+	// prerouting (an nft rule before DNAT and conntrack) in kubeproxy.
 	Firewall bool
 	// IPv6 asks for an IPv6 service; the lab cannot build one (Validate).
 	IPv6 bool
 }
 
-// L4LBModes lists every IPv4 mode, snat before dsr, direct before vxlan,
-// firewall off before on.
+// L4LBModes lists every IPv4 mode, snat before dsr before kubeproxy,
+// direct before vxlan, firewall off before on.
 func L4LBModes() []L4LBMode {
 	var out []L4LBMode
-	for _, lb := range []string{L4LBSNAT, L4LBDSR} {
+	for _, lb := range l4lbLBs {
 		for _, tr := range []string{L4LBDirect, L4LBVXLAN} {
 			for _, fw := range []bool{false, true} {
 				out = append(out, L4LBMode{LB: lb, Transport: tr, Firewall: fw})
@@ -61,8 +72,8 @@ func L4LBModes() []L4LBMode {
 // Validate checks m. An IPv6 mode is an error wrapping ErrNotSupported
 // (the caller records it as skipped).
 func (m L4LBMode) Validate() error {
-	if m.LB != L4LBSNAT && m.LB != L4LBDSR {
-		return fmt.Errorf("l4lb mode %q: want %s or %s", m.LB, L4LBSNAT, L4LBDSR)
+	if !slices.Contains(l4lbLBs, m.LB) {
+		return fmt.Errorf("l4lb mode %q: want %s, %s or %s", m.LB, L4LBSNAT, L4LBDSR, L4LBKubeProxy)
 	}
 	if m.Transport != L4LBDirect && m.Transport != L4LBVXLAN {
 		return fmt.Errorf("l4lb transport %q: want %s or %s", m.Transport, L4LBDirect, L4LBVXLAN)
@@ -124,6 +135,12 @@ func (m L4LBMode) PacketPath() string {
 	}
 	var fwd, back string
 	switch {
+	case m.LB == L4LBKubeProxy && m.Transport == L4LBDirect:
+		fwd = "client ext0 -> switch -> lb ext0 -> nft prerouting" + fw + " -> conntrack -> nat prerouting (kube-proxy chains: random endpoint, mark, DNAT) -> IP forward -> nat postrouting (masquerade) -> ext0 -> switch -> worker ext0 -> IP stack -> veth -> backend pod"
+		back = "backend -> worker IP stack -> ext0 -> switch -> lb ext0 -> conntrack (un-masquerade) -> IP forward -> conntrack (un-DNAT: source back to the VIP) -> ext0 -> switch -> client"
+	case m.LB == L4LBKubeProxy:
+		fwd = "client ext0 -> switch -> lb ext0 -> nft prerouting" + fw + " -> conntrack -> nat prerouting (kube-proxy chains: random endpoint, mark, DNAT) -> IP forward (route via the worker's tunnel address) -> nat postrouting (masquerade to the LB's tunnel address) -> lb vxlan0 (encap) -> ext0 -> switch -> worker ext0 -> vxlan0 (decap) -> IP stack -> veth -> backend pod"
+		back = "backend -> worker IP stack -> vxlan0 (encap) -> ext0 -> switch -> lb ext0 -> vxlan0 (decap) -> conntrack (un-masquerade) -> IP forward -> conntrack (un-DNAT) -> ext0 -> switch -> client"
 	case m.LB == L4LBSNAT && m.Transport == L4LBDirect:
 		fwd = "client ext0 -> switch -> lb ext0 TCX ingress BPF" + fw + " (Maglev, ct, DNAT+SNAT, redirect_neigh) -> switch -> worker ext0 -> IP stack -> veth -> backend pod"
 		back = "backend -> worker IP stack -> ext0 -> switch -> lb ext0 TCX ingress BPF (reverse NAT, redirect_neigh) -> switch -> client"
@@ -197,7 +214,9 @@ var (
 type LBCounters struct {
 	// Forward counts client->backend packets the LB translated and sent to
 	// a worker; Reverse backend->client replies the LB translated back
-	// (snat only: it stays 0 in dsr, where replies bypass the LB).
+	// (snat and kubeproxy: it stays 0 in dsr, where replies bypass the
+	// LB). In kubeproxy they are the LB's forward-chain counters of
+	// packets to and from the pods.
 	Forward, Reverse uint64
 	// NewFlows counts flows the LB gave a backend; NoBackend and
 	// SNATFailures service packets it dropped for want of a backend or of
@@ -207,8 +226,13 @@ type LBCounters struct {
 	// (VIP -> backend, backend -> VIP), summed over both workers.
 	WorkerDNAT, WorkerRevNAT uint64
 	// FirewallDrops counts service packets the firewall dropped, wherever
-	// it is enforced (LB in snat, workers in dsr).
+	// it is enforced (LB in snat and kubeproxy, workers in dsr).
 	FirewallDrops uint64
+	// KubeProxyDNAT counts the packets the kube-proxy rules DNATed
+	// (kubeproxy only): the first packet of each connection, as NAT rules
+	// see only those; KubeProxyMasq those they marked for masquerade
+	// that the postrouting rule masqueraded.
+	KubeProxyDNAT, KubeProxyMasq uint64
 }
 
 // RefusalResult is what RefusalProbe measured from the refused client.
@@ -221,4 +245,72 @@ type RefusalResult struct {
 	Drops uint64
 	// Duration is how long the probe ran.
 	Duration time.Duration
+}
+
+// L4LBCPUSplit places the l4lb lab's receive processing with RPS (receive
+// packet steering, /sys/class/net/DEV/queues/rx-*/rps_cpus): with On,
+// every packet a device of the LB node receives is processed on CPU LB,
+// every packet a device of any other member (clients, switch, workers,
+// backends) receives on CPU Others. Off writes 0 (no steering: a veth's
+// packet is processed on the CPU that sent it). It moves softirq work
+// only: processes stay where the scheduler or their pinning puts them.
+type L4LBCPUSplit struct {
+	On         bool
+	LB, Others int
+}
+
+// SYNFloodResult is what SYNFlood sent from the refused client.
+type SYNFloodResult struct {
+	// Rate is the asked rate (SYN/s); Sent the SYNs the raw socket
+	// accepted; SendErrors the sends it refused (e.g. ENOBUFS).
+	Rate             int
+	Sent, SendErrors uint64
+	// Duration is how long the sender ran.
+	Duration time.Duration
+}
+
+// Achieved is the measured send rate, SYN/s (0 without a duration).
+func (r SYNFloodResult) Achieved() float64 {
+	if r.Duration <= 0 {
+		return 0
+	}
+	return float64(r.Sent) / r.Duration.Seconds()
+}
+
+// SoftnetCPU is one CPU's line of /proc/net/softnet_stat.
+type SoftnetCPU struct {
+	// CPU is the line's CPU (its last column on kernels that print it,
+	// else the line's index); Processed the packets received on it (every
+	// device's, in any namespace: the file is per host); ReceivedRPS the
+	// RPS interrupts it took.
+	CPU                    int
+	Processed, ReceivedRPS uint64
+}
+
+// ParseSoftnetStat parses /proc/net/softnet_stat: one line of
+// hexadecimal columns per online CPU (processed, dropped, time_squeeze,
+// 5 unused, cpu_collision, received_rps, flow_limit_count, and on recent
+// kernels backlog length and CPU index).
+func ParseSoftnetStat(text string) ([]SoftnetCPU, error) {
+	var out []SoftnetCPU
+	for i, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 10 {
+			return nil, fmt.Errorf("softnet_stat line %d: %d columns, want at least 10", i+1, len(f))
+		}
+		var v [13]uint64
+		for j := 0; j < len(f) && j < len(v); j++ {
+			n, err := strconv.ParseUint(f[j], 16, 64)
+			if err != nil {
+				return nil, fmt.Errorf("softnet_stat line %d column %d: %q is not hexadecimal", i+1, j+1, f[j])
+			}
+			v[j] = n
+		}
+		c := SoftnetCPU{CPU: i, Processed: v[0], ReceivedRPS: v[9]}
+		if len(f) >= 13 {
+			c.CPU = int(v[12])
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }

@@ -30,7 +30,7 @@ const l4lbConns = 120
 // transfer (one of lab.L4LBPorts).
 const l4lbBulkPort = 8080
 
-// TestL4LB builds the l4lb lab once and proves every mode (snat/dsr x
+// TestL4LB builds the l4lb lab once and proves every mode (snat/dsr/kubeproxy x
 // direct/vxlan x firewall off/on), switching at run time:
 //   - l4lbConns connections from the client to VIP:80 all complete an
 //     exchange with a backend; both backends answer; the client's peer is
@@ -38,7 +38,9 @@ const l4lbBulkPort = 8080
 //     tunnel address with vxlan) or the client itself (dsr);
 //   - the LB translated the forward direction; in snat it translated the
 //     replies (Reverse > 0), in dsr it saw none (Reverse == 0) while the
-//     workers gave them the VIP back;
+//     workers gave them the VIP back; in kubeproxy no program is
+//     attached, the DNAT and masquerade rules counted every connection
+//     and conntrack holds an entry with the VIP for each;
 //   - vxlan: the LB's VXLAN device sent the packets; the workers' sent the
 //     replies in snat and nothing in dsr; direct: no VXLAN device exists;
 //   - the workers' programs are attached only in dsr;
@@ -151,7 +153,7 @@ func proveL4LBMode(t *testing.T, ctx context.Context, lb *lab.L4LB, m lab.L4LBMo
 		t.Fatal(err)
 	}
 	wantPeer := lab.L4LBClientIP
-	if m.LB == lab.L4LBSNAT {
+	if m.LB != lab.L4LBDSR {
 		wantPeer = lab.L4LBNodeIP
 		if m.Transport == lab.L4LBVXLAN {
 			wantPeer = lab.L4LBTunnelIP
@@ -182,6 +184,13 @@ func proveL4LBMode(t *testing.T, ctx context.Context, lb *lab.L4LB, m lab.L4LBMo
 		if d.Reverse < 3*l4lbConns || d.WorkerDNAT != 0 || d.WorkerRevNAT != 0 {
 			t.Errorf("snat: LB reverse %d (want >= %d), worker DNAT/RevNAT %d/%d (want 0)", d.Reverse, 3*l4lbConns, d.WorkerDNAT, d.WorkerRevNAT)
 		}
+	case lab.L4LBKubeProxy:
+		// Conntrack NAT: the rules see each connection's first packet.
+		n, err := lb.ConntrackVIPEntries()
+		if d.Reverse < 3*l4lbConns || d.KubeProxyDNAT < l4lbConns || d.KubeProxyMasq < l4lbConns || err != nil || n < l4lbConns {
+			t.Errorf("kubeproxy: reverse %d (want >= %d), DNAT %d, masquerade %d, conntrack entries with the VIP %d (%v) (want >= %d each)",
+				d.Reverse, 3*l4lbConns, d.KubeProxyDNAT, d.KubeProxyMasq, n, err, l4lbConns)
+		}
 	case lab.L4LBDSR:
 		// Every packet the LB forwarded reached a worker's program: DNATed,
 		// or dropped by its firewall (a straggler of clientfw's); 2 may be
@@ -202,7 +211,7 @@ func proveL4LBMode(t *testing.T, ctx context.Context, lb *lab.L4LB, m lab.L4LBMo
 		if lbTx < d.Forward/2 {
 			t.Errorf("LB's VXLAN device sent %d packets for %d forwarded", lbTx, d.Forward)
 		}
-		if m.LB == lab.L4LBSNAT && wTx < d.Reverse/2 {
+		if m.LB != lab.L4LBDSR && wTx < d.Reverse/2 {
 			t.Errorf("snat+vxlan: workers' VXLAN devices sent %d packets for %d replies", wTx, d.Reverse)
 		}
 		// Not exactly 0: a backend socket left closing by an earlier
@@ -243,8 +252,8 @@ func proveL4LBMode(t *testing.T, ctx context.Context, lb *lab.L4LB, m lab.L4LBMo
 func checkL4LBAttachments(t *testing.T, lb *lab.L4LB, m lab.L4LBMode) []ebpf.ProgramID {
 	t.Helper()
 	lbProgs := tcxIngress(t, lb.LBNode(), "ext0")
-	if len(lbProgs) != 1 {
-		t.Errorf("LB ext0: %d TCX programs, want 1", len(lbProgs))
+	if want := map[bool]int{true: 0, false: 1}[m.LB == lab.L4LBKubeProxy]; len(lbProgs) != want {
+		t.Errorf("LB ext0: %d TCX programs, want %d", len(lbProgs), want)
 	}
 	ids := slices.Clone(lbProgs)
 	vx := m.Transport == lab.L4LBVXLAN
@@ -256,7 +265,7 @@ func checkL4LBAttachments(t *testing.T, lb *lab.L4LB, m lab.L4LBMode) []ebpf.Pro
 	}
 	if vx {
 		p := tcxIngress(t, lb.LBNode(), lab.VXLANIf)
-		if want := map[string]int{lab.L4LBSNAT: 1, lab.L4LBDSR: 0}[m.LB]; len(p) != want {
+		if want := map[string]int{lab.L4LBSNAT: 1, lab.L4LBDSR: 0, lab.L4LBKubeProxy: 0}[m.LB]; len(p) != want {
 			t.Errorf("LB %s: %d TCX programs, want %d", lab.VXLANIf, len(p), want)
 		}
 		ids = append(ids, p...)
@@ -329,6 +338,7 @@ func diff(a, b lab.LBCounters) lab.LBCounters {
 		NoBackend: b.NoBackend - a.NoBackend, SNATFailures: b.SNATFailures - a.SNATFailures,
 		WorkerDNAT: b.WorkerDNAT - a.WorkerDNAT, WorkerRevNAT: b.WorkerRevNAT - a.WorkerRevNAT,
 		FirewallDrops: b.FirewallDrops - a.FirewallDrops,
+		KubeProxyDNAT: b.KubeProxyDNAT - a.KubeProxyDNAT, KubeProxyMasq: b.KubeProxyMasq - a.KubeProxyMasq,
 	}
 }
 

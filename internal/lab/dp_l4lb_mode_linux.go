@@ -33,6 +33,12 @@ type L4LB struct {
 	closed bool
 	lb     *l4lb.LB
 	wk     [2]*l4lb.Worker // dsr only
+	// kpFWBase is the kubeproxy firewall's drops counted before its rule
+	// was last replaced (a firewall flip).
+	kpFWBase uint64
+	// cpus is the receive-processing placement (SetCPUSplit), applied
+	// again after every Configure (a new VXLAN device starts without it).
+	cpus L4LBCPUSplit
 }
 
 // Client is the benchmark client's namespace (L4LBClientIP).
@@ -120,6 +126,9 @@ func (l *L4LB) Configure(ctx context.Context, m L4LBMode) error {
 		}
 		return errors.Join(fmt.Errorf("configure l4lb %v: %w", m, err), l.release())
 	}
+	if err := l.applyRPS(); err != nil {
+		return errors.Join(fmt.Errorf("configure l4lb %v: %w", m, err), l.release())
+	}
 	l.mode, l.active = m, true
 	l.logger.Debug("l4lb configured", "mode", m.String())
 	return nil
@@ -127,9 +136,12 @@ func (l *L4LB) Configure(ctx context.Context, m L4LBMode) error {
 
 // apply sets up mode m from nothing (the caller released the previous one).
 func (l *L4LB) apply(m L4LBMode) error {
+	if m.LB == L4LBKubeProxy {
+		return l.applyKubeProxy(m)
+	}
 	tunnel, dsr := m.Transport == L4LBVXLAN, m.LB == L4LBDSR
 	if tunnel {
-		if err := l.addTunnels(); err != nil {
+		if err := l.addTunnels(true); err != nil {
 			return err
 		}
 	}
@@ -211,24 +223,40 @@ func (l *L4LB) lbServices() []l4lb.Service {
 
 // addTunnels creates the VXLAN devices: on the LB an external
 // (collect_md) one, whose remote end the program picks per packet with a
-// tunnel key, as Cilium does; on each worker a plain one towards the LB,
+// tunnel key, as Cilium does (external; otherwise, for the LB's stack in
+// kubeproxy, a plain one with a forwarding entry and a static neighbour
+// per worker); on each worker a plain one towards the LB,
 // with the LB's tunnel address resolved statically (the LB's
 // collect_md device could not send an ARP reply: it has no remote without
 // a tunnel key). Its /24 routes the backends' replies to the LB's tunnel
 // address (snat) back through the tunnel.
-func (l *L4LB) addTunnels() error {
+func (l *L4LB) addTunnels(external bool) error {
 	lbvx := &netlink.Vxlan{
 		LinkAttrs: netlink.LinkAttrs{Name: VXLANIf, MTU: l.wireMTU, HardwareAddr: l4lbTunMACs[0]},
 		FlowBased: true, Port: vxlanPort,
 	}
-	if err := l.lbNode.handle.LinkAdd(lbvx); err != nil {
-		return fmt.Errorf("create external vxlan %s in %s: %w", VXLANIf, l.lbNode.Name, err)
+	lbAddr := host32(L4LBTunnelIP)
+	if !external {
+		ext, err := ifindex(l.lbNode, l4lbExtIf)
+		if err != nil {
+			return err
+		}
+		lbvx.FlowBased, lbvx.VxlanId, lbvx.VtepDevIndex, lbvx.SrcAddr = false, L4LBVNI, ext, net.IP(L4LBNodeIP.AsSlice())
+		lbAddr = netip.PrefixFrom(L4LBTunnelIP, L4LBTunnelNet.Bits())
 	}
-	if err := addrAdd(l.lbNode, VXLANIf, host32(L4LBTunnelIP)); err != nil {
+	if err := l.lbNode.handle.LinkAdd(lbvx); err != nil {
+		return fmt.Errorf("create vxlan %s (external %v) in %s: %w", VXLANIf, external, l.lbNode.Name, err)
+	}
+	if err := addrAdd(l.lbNode, VXLANIf, lbAddr); err != nil {
 		return err
 	}
 	if err := linkUp(l.lbNode, VXLANIf); err != nil {
 		return err
+	}
+	if !external {
+		if err := l.lbTunnelPeers(); err != nil {
+			return err
+		}
 	}
 	for i, w := range l.workers {
 		ext, err := ifindex(w, l4lbExtIf)
@@ -269,6 +297,9 @@ func (l *L4LB) addTunnels() error {
 
 // setFirewall flips the firewall where the current mode enforces it.
 func (l *L4LB) setFirewall(on bool) error {
+	if l.mode.LB == L4LBKubeProxy {
+		return l.setKubeProxyFirewall(on)
+	}
 	if l.mode.LB == L4LBSNAT {
 		return l.lb.SetFirewall(on)
 	}
@@ -283,6 +314,9 @@ func (l *L4LB) setFirewall(on bool) error {
 // devices (with their addresses, routes and neighbours).
 func (l *L4LB) release() error {
 	errs := l.closeBPF()
+	if l.lbNode != nil {
+		errs = append(errs, l.releaseKubeProxy())
+	}
 	for _, ns := range []*NS{l.lbNode, l.workers[0], l.workers[1]} {
 		if ns == nil {
 			continue
@@ -335,6 +369,9 @@ func (l *L4LB) Counters() (LBCounters, error) {
 	if !l.active {
 		return LBCounters{}, errors.New("l4lb counters: no mode configured")
 	}
+	if l.mode.LB == L4LBKubeProxy {
+		return l.kubeProxyCounters()
+	}
 	c, err := l.lb.Counters()
 	if err != nil {
 		return LBCounters{}, err
@@ -359,7 +396,7 @@ func (l *L4LB) Counters() (LBCounters, error) {
 }
 
 // FirewallDrops is the firewall's drop count in the current mode, wherever
-// it is enforced (LB in snat, workers in dsr).
+// it is enforced (LB in snat and kubeproxy, workers in dsr).
 func (l *L4LB) FirewallDrops() (uint64, error) {
 	c, err := l.Counters()
 	return c.FirewallDrops, err
@@ -371,4 +408,31 @@ func ifindex(ns *NS, name string) (int, error) {
 		return 0, fmt.Errorf("find %s in %s: %w", name, ns.Name, err)
 	}
 	return lk.Attrs().Index, nil
+}
+
+// lbTunnelPeers gives the LB's plain VXLAN device a forwarding entry
+// (worker's MAC -> worker's address) and a static neighbour (worker's
+// tunnel address -> its MAC) per worker.
+func (l *L4LB) lbTunnelPeers() error {
+	idx, err := ifindex(l.lbNode, VXLANIf)
+	if err != nil {
+		return err
+	}
+	for i := range l.workers {
+		fdb := &netlink.Neigh{
+			LinkIndex: idx, Family: unix.AF_BRIDGE, Flags: netlink.NTF_SELF, State: netlink.NUD_PERMANENT,
+			IP: net.IP(L4LBWorkerIPs[i].AsSlice()), HardwareAddr: l4lbTunMACs[i+1],
+		}
+		if err := l.lbNode.handle.NeighAppend(fdb); err != nil {
+			return fmt.Errorf("vxlan forwarding entry for %s in %s: %w", L4LBWorkerRoles[i], l.lbNode.Name, err)
+		}
+		n := &netlink.Neigh{
+			LinkIndex: idx, Family: unix.AF_INET, State: netlink.NUD_PERMANENT,
+			IP: net.IP(L4LBWorkerTunIPs[i].AsSlice()), HardwareAddr: l4lbTunMACs[i+1],
+		}
+		if err := l.lbNode.handle.NeighSet(n); err != nil {
+			return fmt.Errorf("static neighbour %v on %s in %s: %w", L4LBWorkerTunIPs[i], VXLANIf, l.lbNode.Name, err)
+		}
+	}
+	return nil
 }

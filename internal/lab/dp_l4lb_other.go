@@ -29,6 +29,18 @@ func (*L4LB) Counters() (LBCounters, error)             { return LBCounters{}, E
 func (*L4LB) FirewallDrops() (uint64, error)            { return 0, ErrNotSupportedOnOS }
 func (*L4LB) Configure(context.Context, L4LBMode) error { return ErrNotSupportedOnOS }
 
+func (*L4LB) ConntrackVIPEntries() (int, error) { return 0, ErrNotSupportedOnOS }
+func (*L4LB) SetCPUSplit(L4LBCPUSplit) error    { return ErrNotSupportedOnOS }
+func (*L4LB) CPUSplit() L4LBCPUSplit            { return L4LBCPUSplit{} }
+
+// ReadSoftnetStat is not supported on this OS.
+func ReadSoftnetStat() ([]SoftnetCPU, error) { return nil, ErrNotSupportedOnOS }
+
+// SYNFlood is not supported on this OS.
+func (*L4LB) SYNFlood(context.Context, int, int) (SYNFloodResult, error) {
+	return SYNFloodResult{}, ErrNotSupportedOnOS
+}
+
 // RefusalProbe is not supported on this OS.
 func (*L4LB) RefusalProbe(context.Context, time.Duration) (RefusalResult, error) {
 	return RefusalResult{}, ErrNotSupportedOnOS

@@ -9,8 +9,8 @@ import (
 
 func TestL4LBModeParse(t *testing.T) {
 	modes := L4LBModes()
-	if len(modes) != 8 {
-		t.Fatalf("%d modes, want 8", len(modes))
+	if len(modes) != 12 {
+		t.Fatalf("%d modes, want 12", len(modes))
 	}
 	seen := map[string]bool{}
 	for _, m := range modes {
@@ -29,6 +29,9 @@ func TestL4LBModeParse(t *testing.T) {
 		if p := m.PacketPath(); !strings.Contains(p, "reply:") {
 			t.Errorf("%v: packet path %q", m, p)
 		}
+	}
+	if m, err := ParseL4LBMode("kubeproxy-vxlan"); err != nil || m != (L4LBMode{LB: L4LBKubeProxy, Transport: L4LBVXLAN}) || !strings.Contains(m.PacketPath(), "DNAT") {
+		t.Errorf("kubeproxy-vxlan: %+v, %v", m, err)
 	}
 	if m, err := ParseL4LBMode("dsr-vxlan-fw"); err != nil || m != (L4LBMode{LB: L4LBDSR, Transport: L4LBVXLAN, Firewall: true}) {
 		t.Errorf("dsr-vxlan-fw: %+v, %v", m, err)

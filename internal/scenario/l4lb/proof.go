@@ -13,6 +13,7 @@ import (
 type snapshot struct {
 	at       time.Time
 	counters lab.LBCounters
+	ct       lab.CTStats // the LB node's conntrack statistics (kubeproxy)
 	cpu      map[uint64]nscpu.Usage
 	procs    []time.Duration // backend i's process CPU time
 }
@@ -30,6 +31,18 @@ const (
 	MetricWorkersCPU    = "lb_workers_cpu_pct"       // both workers with their pods and backends
 	MetricWorker1CPU    = "lb_worker1_cpu_pct"
 	MetricWorker2CPU    = "lb_worker2_cpu_pct"
+	// kubeproxy: connections the DNAT rules translated, the LB's
+	// conntrack entries with the VIP at the cell's end (TIME_WAIT
+	// included), entries inserted and packets dropped for want of one.
+	MetricKPDNAT       = "lb_kubeproxy_dnat"
+	MetricCTVIPEntries = "lb_conntrack_vip_entries"
+	MetricCTInserts    = "lb_conntrack_inserts"
+	MetricCTDrops      = "lb_conntrack_drops"
+	// The refused client's SYN flood: asked (SYN/s), sent, and the
+	// measured send rate (sent over the sender's own run time).
+	MetricFloodAsked = "lb_synflood_asked_per_sec"
+	MetricFloodSent  = "lb_synflood_sent"
+	MetricFloodRate  = "lb_synflood_sent_per_sec"
 )
 
 // cellMetrics are the differences of two snapshots. CPU is % of one core
@@ -44,6 +57,11 @@ func cellMetrics(before, after snapshot, r lab.RefusalResult, lbNode []uint64, w
 		MetricRefusedTried:  float64(r.Attempts),
 		MetricRefusedOK:     float64(r.Connected),
 		MetricRefusedReset:  float64(r.Reset),
+	}
+	if k := after.counters.KubeProxyDNAT - before.counters.KubeProxyDNAT; k > 0 || after.ct != (lab.CTStats{}) {
+		m[MetricKPDNAT] = float64(k)
+		m[MetricCTInserts] = float64(after.ct.Insert - before.ct.Insert)
+		m[MetricCTDrops] = float64(after.ct.Drop - before.ct.Drop)
 	}
 	wall := after.at.Sub(before.at)
 	if before.cpu == nil || after.cpu == nil || wall <= 0 {
@@ -80,6 +98,13 @@ func checkCell(mode lab.L4LBMode, m map[string]float64) error {
 		if m[MetricLBReverse] == 0 {
 			errs = append(errs, errors.New("snat: the LB translated no reply"))
 		}
+	case lab.L4LBKubeProxy:
+		if m[MetricLBReverse] == 0 {
+			errs = append(errs, errors.New("kubeproxy: the LB forwarded no reply"))
+		}
+		if m[MetricKPDNAT] == 0 || m[MetricCTVIPEntries] == 0 {
+			errs = append(errs, fmt.Errorf("kubeproxy: %v connections DNATed, %v conntrack entries with the VIP, want both > 0", m[MetricKPDNAT], m[MetricCTVIPEntries]))
+		}
 	case lab.L4LBDSR:
 		if m[MetricLBReverse] != 0 {
 			errs = append(errs, fmt.Errorf("dsr: %v replies went back through the LB", m[MetricLBReverse]))
@@ -87,6 +112,9 @@ func checkCell(mode lab.L4LBMode, m map[string]float64) error {
 		if m[MetricWorkerRevNAT] == 0 {
 			errs = append(errs, errors.New("dsr: the workers translated no reply"))
 		}
+	}
+	if asked, ok := m[MetricFloodAsked]; ok && asked > 0 && m[MetricFloodSent] == 0 {
+		errs = append(errs, errors.New("syn flood: nothing sent"))
 	}
 	tried, ok := m[MetricRefusedTried], m[MetricRefusedOK]+m[MetricRefusedReset]
 	if mode.Firewall {
@@ -105,4 +133,14 @@ func checkCell(mode lab.L4LBMode, m map[string]float64) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// addFloodMetrics adds the flood's metrics (none without a flood).
+func addFloodMetrics(m map[string]float64, r lab.SYNFloodResult) {
+	if r.Rate == 0 {
+		return
+	}
+	m[MetricFloodAsked] = float64(r.Rate)
+	m[MetricFloodSent] = float64(r.Sent)
+	m[MetricFloodRate] = r.Achieved()
 }

@@ -15,13 +15,18 @@ func init() {
 	})
 }
 
-// flags registers --lb-modes.
+// flags registers --lb-modes, --lb-cpu and --syn-flood.
 func flags(fs *pflag.FlagSet) scenario.Builder {
-	modes := fs.String("lb-modes", "", "l4lb: comma-separated modes LB-TRANSPORT[-fw], LB snat or dsr, TRANSPORT direct or vxlan, e.g. snat-vxlan,dsr-direct-fw (default: all eight, and ipv6, recorded skipped)")
+	modes := fs.String("lb-modes", "", "l4lb: comma-separated modes LB-TRANSPORT[-fw], LB snat, dsr or kubeproxy, TRANSPORT direct or vxlan, e.g. snat-vxlan,dsr-direct-fw,kubeproxy-vxlan (default: all twelve, and ipv6, recorded skipped)")
+	cpus := fs.String("lb-cpu", "", "l4lb: comma-separated CPU placements: shared (no steering) and/or split (the LB node's receive processing on one CPU, everything else on another; needs --pin same) (default: shared)")
+	flood := fs.Int("syn-flood", 0, "l4lb: SYN/s the refused client floods the VIP with during every cell of an extra point per firewall-on mode (0: off)")
 	return func(c scenario.Common) (scenario.Scenario, error) {
-		var o Options
+		o := Options{SYNFlood: *flood}
 		var err error
 		if o.Modes, err = scenario.ListFlag(c, "lb-modes", *modes); err != nil {
+			return nil, err
+		}
+		if o.CPUs, err = scenario.ListFlag(c, "lb-cpu", *cpus); err != nil {
 			return nil, err
 		}
 		return New(o)
@@ -34,10 +39,11 @@ func (s *Scenario) Shape() result.ScenarioShape {
 	return result.ScenarioShape{
 		Scenario: ScenarioName,
 		Categorical: &result.CategoricalShape{
-			Groups: []string{LabelLBMode, LabelTransport}, GroupHeaders: []string{"LB mode", "Transport"},
+			Groups: []string{LabelLBMode, LabelTransport, LabelLBCPU, LabelSYNFlood}, GroupHeaders: []string{"LB mode", "Transport", "LB CPU", "SYN flood /s"},
 			Series: LabelFirewall, SeriesHeader: "Firewall",
 			Intro: "North-south load balancing (seed 003): an external client reaches the VIP through a BPF load-balancer node in front of two workers. " +
-				"Groups: LB mode (snat: replies return through the LB; dsr: the worker answers the client directly) and LB-to-worker transport (direct, vxlan); bars: host firewall off and on " +
+				"Groups: LB mode (snat: replies return through the LB; dsr: the worker answers the client directly; kubeproxy: nftables DNAT + masquerade with conntrack, no BPF), LB-to-worker transport (direct, vxlan), " +
+				"LB CPU (shared; split: the LB's receive processing alone on one CPU) and the refused client's SYN flood rate; bars: host firewall off and on " +
 				"(on: only the client's prefix is allowed; a second client connects during every cell and must be refused). Every cell proved its mode from the LB's and workers' counters. " +
 				"Node CPU is receive processing charged to the node's network namespaces by BPF accounting plus the CPU of the processes in its pods, in % of one core over the client's run; median with 95 % CI.",
 			Metrics: result.MetricsPerTest(func(test string) []string {

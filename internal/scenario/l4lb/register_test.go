@@ -20,6 +20,9 @@ func TestRegistration(t *testing.T) {
 		{[]string{"--lb-modes", "snat-vxlan,dsr-direct-fw"}, "snat-vxlan,dsr-direct-fw", ""},
 		{[]string{"--lb-modes", "bogus"}, "", `--lb-modes "bogus": l4lb mode "bogus"`},
 		{[]string{"--lb-modes", "snat-vxlan,"}, "", `--lb-modes "snat-vxlan,": empty element`},
+		{[]string{"--lb-modes", "kubeproxy-vxlan", "--lb-cpu", "shared,split", "--syn-flood", "100000"}, "kubeproxy-vxlan", ""},
+		{[]string{"--lb-cpu", "half"}, "", `--lb-cpu "half": want shared or split`},
+		{[]string{"--syn-flood", "-5"}, "", `--syn-flood -5: want 0 (off)`},
 	} {
 		build, err := reg.Parse(tt.args...)
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/engine"
@@ -37,7 +38,24 @@ const (
 	LabelTransport = "transport" // direct or vxlan
 	LabelFirewall  = "firewall"  // off or on
 	LabelIPFamily  = "ip_family" // ipv4 (ipv6 is recorded skipped)
+	LabelLBCPU     = "lb_cpu"    // shared or split (the LB's receive processing on a CPU of its own)
+	LabelSYNFlood  = "syn_flood" // the refused client's SYN flood, asked SYN/s (0: none)
 )
+
+// Values of --lb-cpu (LabelLBCPU).
+const (
+	// CPUShared: no receive steering; every process and softirq where
+	// the scheduler (or --pin) puts it.
+	CPUShared = "shared"
+	// CPUSplit: the LB node's receive processing on one CPU, every other
+	// member's (and, with --pin same, the client and the backends) on
+	// another: the LB can be the bottleneck.
+	CPUSplit = "split"
+)
+
+// MaxSYNFlood bounds --syn-flood (SYN/s): one goroutine's raw socket on
+// this class of machine sends a few hundred thousand a second at most.
+const MaxSYNFlood = 2_000_000
 
 // PathNorthSouth is the path label of every cell: the external client to
 // the VIP.
@@ -57,18 +75,48 @@ type Options struct {
 	// Modes are mode labels (lab.L4LBMode.String(), e.g. dsr-vxlan-fw);
 	// empty: every IPv4 mode, and the IPv6 point (skipped here).
 	Modes []string
+	// CPUs are the receive-processing placements (CPUShared, CPUSplit),
+	// each run with every mode; empty: shared only.
+	CPUs []string
+	// SYNFlood > 0 adds, for every firewall-on mode, a point where the
+	// refused client floods the VIP with SYNs at this rate (SYN/s) during
+	// every cell.
+	SYNFlood int
+}
+
+// pointSpec is one point: a mode, a CPU placement and a flood rate.
+type pointSpec struct {
+	mode  lab.L4LBMode
+	split bool
+	flood int
 }
 
 // Scenario is the l4lb scenario (scenario.Scenario).
 type Scenario struct {
 	o     Options
 	modes []lab.L4LBMode
+	cpus  []string
 	state
 }
 
 // New validates o. Errors name the flag.
 func New(o Options) (*Scenario, error) {
-	s := &Scenario{o: o}
+	s := &Scenario{o: o, cpus: []string{CPUShared}}
+	if o.SYNFlood < 0 || o.SYNFlood > MaxSYNFlood {
+		return nil, fmt.Errorf("--syn-flood %d: want 0 (off) to %d SYN/s", o.SYNFlood, MaxSYNFlood)
+	}
+	if len(o.CPUs) > 0 {
+		s.cpus = nil
+		for _, c := range o.CPUs {
+			if c != CPUShared && c != CPUSplit {
+				return nil, fmt.Errorf("--lb-cpu %q: want %s or %s (e.g. --lb-cpu shared,split)", c, CPUShared, CPUSplit)
+			}
+			if slices.Contains(s.cpus, c) {
+				return nil, fmt.Errorf("--lb-cpu %q: listed twice", c)
+			}
+			s.cpus = append(s.cpus, c)
+		}
+	}
 	if len(o.Modes) == 0 {
 		s.modes = append(lab.L4LBModes(), lab.L4LBMode{LB: lab.L4LBDSR, Transport: lab.L4LBDirect, IPv6: true})
 		return s, nil
@@ -76,7 +124,7 @@ func New(o Options) (*Scenario, error) {
 	for _, name := range o.Modes {
 		m, err := lab.ParseL4LBMode(name)
 		if err != nil {
-			return nil, fmt.Errorf("--lb-modes %q: %v (e.g. snat-direct, dsr-vxlan-fw)", name, err)
+			return nil, fmt.Errorf("--lb-modes %q: %v (e.g. snat-direct, dsr-vxlan-fw, kubeproxy-vxlan)", name, err)
 		}
 		if slices.Contains(s.modes, m) {
 			return nil, fmt.Errorf("--lb-modes %q: listed twice", name)
@@ -92,33 +140,63 @@ func (s *Scenario) Name() string { return ScenarioName }
 // Datapath implements scenario.OwnDatapath.
 func (s *Scenario) Datapath() string { return lab.L4LBDatapathName }
 
-// PointLabels are the labels of mode m's point.
-func PointLabels(m lab.L4LBMode) map[string]string {
-	fw, fam := "off", "ipv4"
+// PointLabels are the labels of mode m's point with the CPUs shared and
+// no flood.
+func PointLabels(m lab.L4LBMode) map[string]string { return pointSpec{mode: m}.labels() }
+
+func (ps pointSpec) labels() map[string]string {
+	m := ps.mode
+	fw, fam, cpu := "off", "ipv4", CPUShared
 	if m.Firewall {
 		fw = "on"
 	}
 	if m.IPv6 {
 		fam = "ipv6"
 	}
+	if ps.split {
+		cpu = CPUSplit
+	}
 	return map[string]string{scenario.LabelScenario: ScenarioName, LabelLBMode: m.LB, LabelTransport: m.Transport,
-		LabelFirewall: fw, LabelIPFamily: fam}
+		LabelFirewall: fw, LabelIPFamily: fam, LabelLBCPU: cpu, LabelSYNFlood: strconv.Itoa(ps.flood)}
 }
 
-// Points implements scenario.Scenario: one per mode; a mode the lab
-// cannot build (IPv6) is skipped with its reason.
-func (s *Scenario) Points() []scenario.Point {
-	var out []scenario.Point
-	for _, m := range s.modes {
-		out = append(out, scenario.Point{Labels: PointLabels(m), Skip: m.Validate()})
+// specs are the points: per CPU placement, every mode, each firewall-on
+// mode followed by its flooded twin (with SYNFlood). The IPv6 point is
+// listed once (skipped anyway).
+func (s *Scenario) specs() []pointSpec {
+	var out []pointSpec
+	for i, cpu := range s.cpus {
+		for _, m := range s.modes {
+			if m.IPv6 && i > 0 {
+				continue
+			}
+			out = append(out, pointSpec{mode: m, split: cpu == CPUSplit})
+			if s.o.SYNFlood > 0 && m.Firewall && !m.IPv6 {
+				out = append(out, pointSpec{mode: m, split: cpu == CPUSplit, flood: s.o.SYNFlood})
+			}
+		}
 	}
 	return out
 }
 
-// modeOf reads a point's mode back from its labels.
-func modeOf(p scenario.Point) lab.L4LBMode {
+// Points implements scenario.Scenario; a mode the lab cannot build (IPv6)
+// is skipped with its reason.
+func (s *Scenario) Points() []scenario.Point {
+	var out []scenario.Point
+	for _, ps := range s.specs() {
+		out = append(out, scenario.Point{Labels: ps.labels(), Skip: ps.mode.Validate()})
+	}
+	return out
+}
+
+// specOf reads a point back from its labels.
+func specOf(p scenario.Point) pointSpec {
 	l := p.Labels
-	return lab.L4LBMode{LB: l[LabelLBMode], Transport: l[LabelTransport], Firewall: l[LabelFirewall] == "on", IPv6: l[LabelIPFamily] == "ipv6"}
+	flood, _ := strconv.Atoi(l[LabelSYNFlood]) // written by labels: always a number
+	return pointSpec{
+		mode:  lab.L4LBMode{LB: l[LabelLBMode], Transport: l[LabelTransport], Firewall: l[LabelFirewall] == "on", IPv6: l[LabelIPFamily] == "ipv6"},
+		split: l[LabelLBCPU] == CPUSplit, flood: flood,
+	}
 }
 
 // Cells implements scenario.Celler.
@@ -153,6 +231,8 @@ func (s *Scenario) Config() map[string]string {
 		"lb_vip":            lab.L4LBVIP.String(),
 		"scenario_cells":    fmt.Sprintf("per mode: http ×%d clients keep-alive off (VIP:%d), tcp_stream ×1 and tcp_rr ×1 (service mode, VIP:%d), from the external client", HTTPClients, HTTPPort, RRPort),
 		"lb_refused_client": lab.L4LBClientFWIP.String() + " connects to the VIP during every cell (16 attempts/s, 250 ms each), firewall off or on",
+		"lb_cpu":            strings.Join(s.cpus, ","),
+		"lb_syn_flood":      fmt.Sprintf("%d SYN/s from %s to VIP:%d during every cell of each firewall-on mode's flooded point (raw socket, random source ports; 0: none)", s.o.SYNFlood, lab.L4LBClientFWIP, lab.L4LBPort),
 		"node_cpu_method":   "BPF accounting of receive processing per network namespace (internal/bpf/nscpu: a node's own namespace plus its pods'), plus the CPU time of the processes in its pods; over the client's whole run (warm-up included)",
 	}
 }

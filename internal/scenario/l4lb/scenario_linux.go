@@ -76,12 +76,15 @@ func (s *Scenario) Close(context.Context) error {
 
 // prepared is one mode configured.
 type prepared struct {
-	s       *Scenario
-	env     scenario.Env
-	lb      *lab.L4LB
-	mode    lab.L4LBMode
-	metrics map[string]float64
-	config  map[string]string
+	s    *Scenario
+	env  scenario.Env
+	lb   *lab.L4LB
+	mode lab.L4LBMode
+	spec pointSpec
+	// floodCPU is the flood sender's CPU (-1: not pinned).
+	floodCPU int
+	metrics  map[string]float64
+	config   map[string]string
 	// nodes are the network namespace inodes of each node and its pods.
 	lbNode  []uint64
 	workers [2][]uint64
@@ -103,8 +106,9 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	if err := s.ensure(ctx, env, lb); err != nil {
 		return nil, err
 	}
-	pr := &prepared{s: s, env: env, lb: lb, mode: modeOf(p), metrics: map[string]float64{},
-		config: map[string]string{"lb_mode_label": modeOf(p).String(), "lb_packet_path": modeOf(p).PacketPath()}}
+	spec := specOf(p)
+	pr := &prepared{s: s, env: env, lb: lb, mode: spec.mode, spec: spec, floodCPU: -1, metrics: map[string]float64{},
+		config: map[string]string{"lb_mode_label": spec.mode.String(), "lb_packet_path": spec.mode.PacketPath()}}
 	if s.acct == nil {
 		pr.config["node_cpu"] = "not measured: " + s.acctErr.Error()
 	}
@@ -116,6 +120,9 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 		return nil, fmt.Errorf("configure %s: %w", pr.mode, err)
 	}
 	pr.metrics["lb_configure_seconds"] = time.Since(t0).Seconds()
+	if err := pr.placeCPUs(); err != nil {
+		return nil, err
+	}
 	if err := pr.verify(ctx); err != nil {
 		return nil, fmt.Errorf("proof before measuring %s: %w", pr.mode, err)
 	}
@@ -171,6 +178,11 @@ func (p *prepared) snapshot() (snapshot, error) {
 		return sn, err
 	}
 	sn.counters = c
+	if p.mode.LB == lab.L4LBKubeProxy {
+		if sn.ct, err = lab.ConntrackStats(p.lb.LBNode()); err != nil {
+			return sn, err
+		}
+	}
 	if p.s.acct != nil {
 		if sn.cpu, err = p.s.acct.Read(); err != nil {
 			return sn, err
@@ -207,17 +219,30 @@ func (p *prepared) BeginCell(c scenario.Cell) (func() (map[string]float64, error
 		r, err := p.lb.RefusalProbe(ctx, time.Hour)
 		done <- probeResult{r, err}
 	}()
+	stopFlood := p.startFlood()
 	return func() (map[string]float64, error) {
+		fr, ferr := stopFlood()
 		after, err := p.snapshot()
 		cancel()
 		pr := <-done
 		if err != nil {
 			return nil, err
 		}
+		if ferr != nil {
+			return nil, ferr
+		}
 		if pr.err != nil && !errors.Is(pr.err, context.Canceled) {
 			return nil, fmt.Errorf("refusal probe: %w", pr.err)
 		}
 		m := cellMetrics(before, after, pr.r, p.lbNode, p.workers)
+		addFloodMetrics(m, fr)
+		if p.mode.LB == lab.L4LBKubeProxy {
+			n, err := p.lb.ConntrackVIPEntries()
+			if err != nil {
+				return nil, err
+			}
+			m[MetricCTVIPEntries] = float64(n)
+		}
 		return m, checkCell(p.mode, m)
 	}, nil
 }

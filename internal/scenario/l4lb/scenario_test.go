@@ -2,6 +2,8 @@ package l4lb
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,12 +20,12 @@ func TestPoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	pts := s.Points()
-	if len(pts) != 9 {
-		t.Fatalf("%d points, want 8 modes and IPv6", len(pts))
+	if len(pts) != 13 {
+		t.Fatalf("%d points, want 12 modes and IPv6", len(pts))
 	}
 	skipped := 0
 	for _, p := range pts {
-		if modeOf(p).String() == "" || PointLabels(modeOf(p))[LabelLBMode] != p.Labels[LabelLBMode] {
+		if ps := specOf(p); ps.mode.String() == "" || !maps.Equal(ps.labels(), p.Labels) || p.Labels[LabelLBCPU] != CPUShared || p.Labels[LabelSYNFlood] != "0" {
 			t.Errorf("labels %v do not round-trip", p.Labels)
 		}
 		if p.Skip != nil {
@@ -53,6 +55,64 @@ func TestPoints(t *testing.T) {
 	}
 }
 
+// TestPointsCPUFlood: --lb-cpu repeats every mode per placement (IPv6
+// once); --syn-flood adds a flooded twin after each firewall-on mode;
+// labels read back to the same point; bad values name their flag.
+func TestPointsCPUFlood(t *testing.T) {
+	s, err := New(Options{Modes: []string{"snat-direct", "kubeproxy-vxlan-fw", "dsr-direct-ipv6"}, CPUs: []string{CPUShared, CPUSplit}, SYNFlood: 50000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range s.Points() {
+		ps := specOf(p)
+		if !maps.Equal(ps.labels(), p.Labels) {
+			t.Errorf("labels %v do not round-trip: %+v", p.Labels, ps)
+		}
+		got = append(got, ps.mode.String()+"/"+p.Labels[LabelLBCPU]+"/"+p.Labels[LabelSYNFlood])
+	}
+	want := []string{"snat-direct/shared/0", "kubeproxy-vxlan-fw/shared/0", "kubeproxy-vxlan-fw/shared/50000", "dsr-direct-ipv6/shared/0",
+		"snat-direct/split/0", "kubeproxy-vxlan-fw/split/0", "kubeproxy-vxlan-fw/split/50000"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("points\n got %v\nwant %v", got, want)
+	}
+	for _, tt := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{CPUs: []string{"both"}}, "--lb-cpu \"both\""},
+		{Options{CPUs: []string{CPUSplit, CPUSplit}}, "twice"},
+		{Options{SYNFlood: -1}, "--syn-flood -1"},
+		{Options{SYNFlood: MaxSYNFlood + 1}, "--syn-flood"},
+	} {
+		if _, err := New(tt.o); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: error %v, want %q", tt.o, err, tt.want)
+		}
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want []int
+		err  bool
+	}{
+		{"0", []int{0}, false}, {"0-1\n", []int{0, 1}, false}, {"0,2-3", []int{0, 2, 3}, false},
+		{"", nil, true}, {"a", nil, true}, {"3-1", nil, true}, {"-1", nil, true}, {"0-", nil, true},
+	} {
+		got, err := parseCPUList(tt.in)
+		if (err != nil) != tt.err || !slices.Equal(got, tt.want) {
+			t.Errorf("parseCPUList(%q) = %v, %v; want %v (error %v)", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+	if c, err := cpusAllowed("Name:\tcnibench\nCpus_allowed:\t1\nCpus_allowed_list:\t0\n"); err != nil || !slices.Equal(c, []int{0}) {
+		t.Errorf("cpusAllowed: %v, %v", c, err)
+	}
+	if _, err := cpusAllowed("Name: x\n"); err == nil {
+		t.Error("status without Cpus_allowed_list accepted")
+	}
+}
+
 func TestCheckCell(t *testing.T) {
 	snat, dsrFW := lab.L4LBMode{LB: lab.L4LBSNAT, Transport: lab.L4LBDirect}, lab.L4LBMode{LB: lab.L4LBDSR, Transport: lab.L4LBVXLAN, Firewall: true}
 	m := func(kv ...float64) map[string]float64 {
@@ -62,6 +122,13 @@ func TestCheckCell(t *testing.T) {
 			out[keys[i]] = v
 		}
 		return out
+	}
+	kp := lab.L4LBMode{LB: lab.L4LBKubeProxy, Transport: lab.L4LBVXLAN}
+	with := func(base map[string]float64, kv ...any) map[string]float64 {
+		for i := 0; i+1 < len(kv); i += 2 {
+			base[kv[i].(string)] = float64(kv[i+1].(int))
+		}
+		return base
 	}
 	tests := []struct {
 		name string
@@ -79,6 +146,12 @@ func TestCheckCell(t *testing.T) {
 		{"dsr workers idle", dsrFW, m(100, 0, 0, 4, 0, 0, 5), "the workers translated no reply"},
 		{"firewall let it in", dsrFW, m(100, 0, 90, 4, 1, 0, 5), "got 1 answers"},
 		{"firewall counted nothing", dsrFW, m(100, 0, 90, 4, 0, 0, 0), "no drop counted"},
+		{"kubeproxy ok", kp, with(m(100, 90, 0, 4, 0, 4, 0), MetricKPDNAT, 30, MetricCTVIPEntries, 30), ""},
+		{"kubeproxy no DNAT", kp, with(m(100, 90, 0, 4, 0, 4, 0), MetricKPDNAT, 0, MetricCTVIPEntries, 30), "0 connections DNATed"},
+		{"kubeproxy no conntrack", kp, with(m(100, 90, 0, 4, 0, 4, 0), MetricKPDNAT, 30), "0 conntrack entries"},
+		{"kubeproxy no reply", kp, with(m(100, 0, 0, 4, 0, 4, 0), MetricKPDNAT, 30, MetricCTVIPEntries, 30), "forwarded no reply"},
+		{"flood sent nothing", dsrFW, with(m(100, 0, 90, 4, 0, 0, 5), MetricFloodAsked, 1000, MetricFloodSent, 0), "nothing sent"},
+		{"flood ok", dsrFW, with(m(100, 0, 90, 4, 0, 0, 5), MetricFloodAsked, 1000, MetricFloodSent, 900), ""},
 	}
 	for _, tt := range tests {
 		err := checkCell(tt.mode, tt.m)

@@ -1,0 +1,134 @@
+package lab_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/lab"
+)
+
+// l4lbFloodRate is the modest rate the flood tests ask for, SYN/s.
+const l4lbFloodRate = 20000
+
+// TestL4LBFloodAndSplit proves the SYN flood and the CPU split on one lab:
+//   - with the firewall on (snat: the LB's program; kubeproxy: its nft
+//     rule), a flood asked for l4lbFloodRate SYN/s for 1 s reaches at least
+//     80 % of it, and the firewall counts at least 90 % of what was sent
+//     as dropped;
+//   - the flood's sender pinned to CPU 0: without the split the LB's
+//     receive processing stays on CPU 0 (CPU 1 processes under 30 % as
+//     many packets as were sent); with the split (LB on CPU 1, everyone
+//     else on CPU 0) CPU 1 processes at least 80 % of them and takes RPS
+//     interrupts: the LB's ext0 steered them there.
+func TestL4LBFloodAndSplit(t *testing.T) {
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil || !allowed.IsSet(0) || !allowed.IsSet(1) {
+		t.Skipf("needs CPUs 0 and 1 (affinity %v, %v)", allowed, err)
+	}
+	l := upLab(t, lab.Options{Datapaths: []string{lab.L4LBDatapathName}})
+	if err, ok := l.Skipped()[lab.L4LBDatapathName]; ok {
+		t.Skip(err)
+	}
+	lb, err := lab.L4LBOf(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	flood := func(t *testing.T, d time.Duration) (lab.SYNFloodResult, uint64, [2]lab.SoftnetCPU) {
+		t.Helper()
+		before, err := lb.FirewallDrops()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s0 := softnet(t)
+		fctx, fcancel := context.WithTimeout(ctx, d)
+		defer fcancel()
+		r, err := lb.SYNFlood(fctx, l4lbFloodRate, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // the last SYNs' way to the firewall
+		s1 := softnet(t)
+		after, err := lb.FirewallDrops()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ds [2]lab.SoftnetCPU
+		for i := range ds {
+			ds[i] = lab.SoftnetCPU{CPU: i, Processed: s1[i].Processed - s0[i].Processed, ReceivedRPS: s1[i].ReceivedRPS - s0[i].ReceivedRPS}
+		}
+		t.Logf("flood %+v (achieved %.0f/s), drops %d, softnet delta %+v", r, r.Achieved(), after-before, ds)
+		if r.Achieved() < 0.8*l4lbFloodRate {
+			t.Errorf("flood achieved %.0f SYN/s, want >= 80 %% of %d", r.Achieved(), l4lbFloodRate)
+		}
+		if drops := after - before; float64(drops) < 0.9*float64(r.Sent) {
+			t.Errorf("firewall dropped %d of %d SYNs sent, want >= 90 %%", drops, r.Sent)
+		}
+		return r, after - before, ds
+	}
+	for _, mode := range []string{"snat-direct-fw", "kubeproxy-vxlan-fw"} {
+		m, err := lab.ParseL4LBMode(mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lb.Configure(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(mode, func(t *testing.T) { flood(t, time.Second) })
+	}
+	t.Run("split", func(t *testing.T) {
+		if err := lb.Configure(ctx, lab.L4LBMode{LB: lab.L4LBSNAT, Transport: lab.L4LBDirect, Firewall: true}); err != nil {
+			t.Fatal(err)
+		}
+		r, _, ds := flood(t, 500*time.Millisecond)
+		if float64(ds[1].Processed) > 0.3*float64(r.Sent) {
+			t.Errorf("no split: CPU 1 processed %d packets for %d SYNs sent from CPU 0, want < 30 %%", ds[1].Processed, r.Sent)
+		}
+		if err := lb.SetCPUSplit(lab.L4LBCPUSplit{On: true, LB: 1, Others: 0}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := lb.SetCPUSplit(lab.L4LBCPUSplit{}); err != nil {
+				t.Error(err)
+			}
+		}()
+		if err := lb.SetCPUSplit(lab.L4LBCPUSplit{On: true, LB: 1, Others: 1}); err == nil {
+			t.Error("a split onto one CPU was accepted")
+		}
+		r, _, ds = flood(t, 500*time.Millisecond)
+		if float64(ds[1].Processed) < 0.8*float64(r.Sent) || ds[1].ReceivedRPS == 0 {
+			t.Errorf("split: CPU 1 processed %d packets (RPS interrupts %d) for %d SYNs sent, want >= 80 %% and some", ds[1].Processed, ds[1].ReceivedRPS, r.Sent)
+		}
+		// The split survives a change of mode (new devices get it too).
+		if err := lb.Configure(ctx, lab.L4LBMode{LB: lab.L4LBKubeProxy, Transport: lab.L4LBVXLAN, Firewall: true}); err != nil {
+			t.Fatal(err)
+		}
+		if s := lb.CPUSplit(); !s.On || s.LB != 1 {
+			t.Errorf("split after Configure: %+v", s)
+		}
+		r, _, ds = flood(t, 500*time.Millisecond)
+		if float64(ds[1].Processed) < 0.8*float64(r.Sent) {
+			t.Errorf("split, kubeproxy: CPU 1 processed %d packets for %d SYNs sent, want >= 80 %%", ds[1].Processed, r.Sent)
+		}
+	})
+}
+
+// softnet reads CPUs 0 and 1's receive counters.
+func softnet(t *testing.T) [2]lab.SoftnetCPU {
+	t.Helper()
+	s, err := lab.ReadSoftnetStat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [2]lab.SoftnetCPU
+	for _, c := range s {
+		if c.CPU == 0 || c.CPU == 1 {
+			out[c.CPU] = c
+		}
+	}
+	return out
+}
