@@ -150,6 +150,7 @@ func (m *model) summarySection() section {
 	}
 	s.Blocks = append(s.Blocks, m.whyBlocks()...)
 	s.Blocks = append(s.Blocks, block{Para: GradeExplanation()})
+	s.Blocks = append(s.Blocks, m.leftOutBlocks()...)
 	return s
 }
 

@@ -65,6 +65,13 @@ func (o Options) validateBackend() error {
 	return nil
 }
 
+// The quick profile's repeats and windows (see Profile).
+const (
+	QuickRepeat   = 12
+	QuickDuration = 200 * time.Millisecond
+	QuickWarmup   = 100 * time.Millisecond
+)
+
 // Profile returns the defaults of a named profile.
 func Profile(name string) (Options, error) {
 	o := Options{
@@ -75,11 +82,19 @@ func Profile(name string) (Options, error) {
 	}
 	switch name {
 	case "quick":
-		// Short windows: a first look in under 3 minutes, not a verdict.
-		// 5 repeats, so that two quick runs can be compared (3 against 3
-		// can never be significant): 80 cells × 5 repeats × ~0.4 s per
-		// client run ≈ 160 s on 2 cores.
-		o.Repeat, o.Duration, o.Warmup, o.MTUs = 5, 200*time.Millisecond, 100*time.Millisecond, []int{1500}
+		// The summary's headline in under 3 minutes on 2 cores: every
+		// datapath against the baseline on tcp_stream, tcp_rr and tcp_crr
+		// at one flow, one MTU. Its repeats, not its windows, decide the
+		// grades' intervals: a repeat's spread comes from the machine
+		// (scheduling, other load) and is about as wide with 2 s windows
+		// as with 200 ms ones, while the median's order-statistic 95 %
+		// interval narrows in steps, at 9, 12 and 16 repeats (5 to 8 give
+		// the range). So: many short repeats. What this leaves out (udp_stream,
+		// http, tcp_rr_loaded, 32 flows, MTU 9000) the report lists with
+		// the command that measures it; docs/reports.md, "The quick
+		// profile", has the numbers behind the shape.
+		o.Tests, o.Flows = []string{engine.TCPStream, engine.TCPRR, engine.TCPCRR}, []int{1}
+		o.Repeat, o.Duration, o.Warmup, o.MTUs = QuickRepeat, QuickDuration, QuickWarmup, []int{1500}
 	case "standard":
 		// 2 s windows (1.5 s before): 114 cells (80 + 16 tcp_rr_loaded +
 		// 18 at MTU 9000) × 5 repeats × ~2.35 s per client run ≈ 22.3 min

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/report"
 )
 
 func TestProfiles(t *testing.T) {
@@ -23,15 +25,45 @@ func TestProfiles(t *testing.T) {
 	if _, err := Profile("huge"); err == nil {
 		t.Error("unknown profile accepted")
 	}
-	q, _ := Profile("quick")
-	// The seeds' matrix: tcp tests at 1 and 32 flows, udp_stream, http.
-	v := q.testVariants(true)
-	if len(v) != 8 || v[0] != [2]string{"tcp_stream", "1"} || v[1] != [2]string{"tcp_stream", "32"} {
-		t.Errorf("quick variants: %v", v)
+	s, _ := Profile("standard")
+	// The seeds' matrix: tcp tests at 1 and 32 flows, udp_stream, http,
+	// tcp_rr_loaded.
+	v := s.testVariants(true)
+	if len(v) != 9 || v[0] != [2]string{"tcp_stream", "1"} || v[1] != [2]string{"tcp_stream", "32"} {
+		t.Errorf("standard variants: %v", v)
 	}
 	// Further MTUs re-run only the MTU-sensitive single-flow tests.
-	if sweep := q.testVariants(false); len(sweep) != 2 {
+	if sweep := s.testVariants(false); len(sweep) != 2 {
 		t.Errorf("MTU sweep variants: %v", sweep)
+	}
+	// The quick profile grades the headline: the three tcp tests at one
+	// flow, one MTU.
+	q, _ := Profile("quick")
+	want := [][2]string{{"tcp_stream", "1"}, {"tcp_rr", "1"}, {"tcp_crr", "1"}}
+	if v := q.testVariants(true); !slices.Equal(v, want) || !slices.Equal(q.MTUs, []int{1500}) {
+		t.Errorf("quick variants %v at MTUs %v, want %v at 1500", v, q.MTUs, want)
+	}
+}
+
+// The report lists what a quick run leaves out of the standard matrix
+// from its own copy of that matrix: it must be the standard profile's.
+func TestReportKnowsStandardMatrix(t *testing.T) {
+	s, _ := Profile("standard")
+	itoa := func(v []int) []string {
+		out := make([]string, len(v))
+		for i, x := range v {
+			out[i] = strconv.Itoa(x)
+		}
+		return out
+	}
+	if !slices.Equal(report.StandardTests, s.Tests) || !slices.Equal(report.StandardFlows, itoa(s.Flows)) || !slices.Equal(report.StandardMTUs, itoa(s.MTUs)) {
+		t.Errorf("report's standard matrix %v × %v × %v, the profile's %v × %v × %v",
+			report.StandardTests, report.StandardFlows, report.StandardMTUs, s.Tests, s.Flows, s.MTUs)
+	}
+	q, _ := Profile("quick")
+	cfg := map[string]string{"profile": "quick", "tests": strings.Join(q.Tests, ","), "flows": strings.Join(itoa(q.Flows), ","), "mtus": strings.Join(itoa(q.MTUs), ",")}
+	if l := report.LeftOut(cfg); len(l) == 0 {
+		t.Error("the quick profile leaves nothing out, by the report")
 	}
 }
 
