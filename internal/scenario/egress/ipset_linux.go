@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"syscall"
+
+	"github.com/cnibench/cnibench/internal/scenario"
 )
 
 // ipsetName is the set the ipset mechanism creates. IP sets are per network
@@ -20,16 +23,38 @@ const ipsetMaxRules = 10_000_000
 // ipsetHeadroom is room left in maxelem for Add after a full load.
 const ipsetHeadroom = 1024
 
-func init() { Register("ipset", func() Mechanism { return ipsetMechanism{} }) }
+func init() {
+	Register("ipset", func() Mechanism { return ipsetMechanism{name: "ipset"} })
+	Register(MechIPSetDefault, func() Mechanism {
+		return ipsetMechanism{name: MechIPSetDefault, maxelem: IPSetDefaultMaxelem}
+	})
+	Register(MechCalicoLike, func() Mechanism {
+		return ipsetMechanism{name: MechCalicoLike, maxelem: CalicoMaxIPSetSize, calico: true}
+	})
+}
 
 // ipsetMechanism filters with one hash:net set and one iptables (nft
 // backend) rule matching it. The set is created and filled over netlink in
 // the ipset protocol, entries aggregated in ADT requests as `ipset restore`
 // aggregates its lines, without formatting and parsing text (ipsetnl.go);
 // `make bench` compares it with `ipset restore` of the same set.
-type ipsetMechanism struct{}
+//
+// ipset sizes maxelem to N + ipsetHeadroom (ipsetSizes), so it never fills;
+// ipset-default and calico-like fix maxelem (the kernel's default, Calico's
+// MaxIpsetSize) and a deny set that does not fit is refused by the kernel
+// ("Hash is full"): the point is "too large" with the kernel's error
+// (errHashFull). calico-like matches the set from Calico-shaped chains
+// (calicoRules).
+type ipsetMechanism struct {
+	name    string
+	maxelem int // 0: sized to N (ipsetSizes)
+	calico  bool
+}
 
-func (ipsetMechanism) Name() string  { return "ipset" }
+func (m ipsetMechanism) Name() string { return m.name }
+
+// MaxRules is ipsetMaxRules for every variant: a fixed maxelem is the
+// kernel's to enforce, so N above it runs and records the kernel's refusal.
 func (ipsetMechanism) MaxRules() int { return ipsetMaxRules }
 
 func (ipsetMechanism) Probe() error {
@@ -46,8 +71,29 @@ func ipsetSizes(n int) (hashsize, maxelem int) {
 	return ceilPow2(max(n/4, 1024)), max(n+ipsetHeadroom, 65536)
 }
 
-func (ipsetMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix, o Options) (Filter, LoadInfo, error) {
-	f := &ipsetFilter{iptFilter: iptFilter{t: t, tool: iptNFT, bypass: o.EstablishedBypass, counterChain: chainEgress, rules: len(cidrs)}}
+// ipsetErrHashFull is IPSET_ERR_HASH_FULL, the kernel's answer to an add
+// beyond maxelem (the ipset tool prints "Hash is full, cannot add more
+// elements").
+const ipsetErrHashFull = syscall.Errno(4352)
+
+// errHashFull turns the kernel's hash-full refusal of adding to set name
+// (maxelem entries) into a "too large" error naming it; other errors are
+// returned as they are.
+func errHashFull(err error, name string, maxelem int) error {
+	var e syscall.Errno
+	if errors.As(err, &e) && e == ipsetErrHashFull {
+		return fmt.Errorf("%w: %s: ipset hash:net with maxelem %d: the kernel refused: %w", scenario.ErrTooLarge, name, maxelem, err)
+	}
+	return err
+}
+
+func (m ipsetMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix, o Options) (Filter, LoadInfo, error) {
+	f := &ipsetFilter{iptFilter: iptFilter{t: t, tool: iptNFT, bypass: o.EstablishedBypass, counterChain: chainEgress, rules: len(cidrs)}, name: m.name}
+	if m.calico {
+		// Calico's chains: its leading accept (always new-connection), the
+		// drop counted in the policy chain (cleaned up with chainEgress).
+		f.bypass, f.counterChain, f.drop = true, chainCaliPolicy, chainCaliPolicy
+	}
 	if err := f.noteTable(); err != nil {
 		return nil, LoadInfo{}, err
 	}
@@ -57,23 +103,34 @@ func (ipsetMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix, 
 	}
 	f.nl = nl
 	hashsize, maxelem := ipsetSizes(len(cidrs))
+	if m.maxelem > 0 {
+		maxelem = m.maxelem
+	}
+	f.maxelem = maxelem
 	rev, err := nl.create(ipsetName, hashsize, maxelem)
 	if err != nil {
 		return nil, LoadInfo{}, errors.Join(err, nl.Close())
 	}
 	reqs, err := nl.add(ctx, ipsetName, cidrs)
 	if err != nil {
-		return nil, LoadInfo{}, errors.Join(fmt.Errorf("load %d cidrs into ipset %s: %w", len(cidrs), ipsetName, err),
+		return nil, LoadInfo{}, errors.Join(errHashFull(fmt.Errorf("load %d cidrs into ipset %s: %w", len(cidrs), ipsetName, err), m.name, maxelem),
 			f.destroySet(), nl.Close())
 	}
-	var r lineBuffer
-	r.Write("*filter")
-	r.Write(":"+chainEgress, "-", "[0:0]")
-	f.writeBypass(&r)
-	r.Write("-A", chainEgress, "-m", "set", "--match-set", ipsetName, "dst", "-j", "DROP")
-	r.Write(append([]string{"-I"}, f.jump(1)...)...)
-	r.Write("COMMIT")
-	ruleRes, err := runIn(ctx, t, r.Bytes(), iptNFT.restore, "--noflush", "-w")
+	var rules []byte
+	chains := "+ one set-match rule"
+	if m.calico {
+		rules, chains = calicoRules(ipsetName, f.jump(1)), "+ Calico-shaped workload and policy chains"
+	} else {
+		var r lineBuffer
+		r.Write("*filter")
+		r.Write(":"+chainEgress, "-", "[0:0]")
+		f.writeBypass(&r)
+		r.Write("-A", chainEgress, "-m", "set", "--match-set", ipsetName, "dst", "-j", "DROP")
+		r.Write(append([]string{"-I"}, f.jump(1)...)...)
+		r.Write("COMMIT")
+		rules = r.Bytes()
+	}
+	ruleRes, err := runIn(ctx, t, rules, iptNFT.restore, "--noflush", "-w")
 	if err != nil {
 		cctx := context.WithoutCancel(ctx)
 		return nil, LoadInfo{}, errors.Join(fmt.Errorf("load the set-match rule: %w", err),
@@ -82,8 +139,8 @@ func (ipsetMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix, 
 	f.attached = true
 	return f, LoadInfo{
 		Traversal: f.traversal(),
-		Method: fmt.Sprintf("ipset netlink protocol, %d ADT requests of <= %d entries (hash:net revision %d hashsize %d maxelem %d) + %s --noflush",
-			reqs, ipsetPerMsg, rev, hashsize, maxelem, iptNFT.restore),
+		Method: fmt.Sprintf("ipset netlink protocol, %d ADT requests of <= %d entries (hash:net revision %d hashsize %d maxelem %d) + %s --noflush %s",
+			reqs, ipsetPerMsg, rev, hashsize, maxelem, iptNFT.restore, chains),
 		Batches:       reqs + 2, // + create, + the rule
 		LoaderPeakRSS: ruleRes.PeakRSS,
 	}, nil
@@ -93,7 +150,9 @@ func (ipsetMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix, 
 // Attach (from iptFilter) remove and restore only the FORWARD jump.
 type ipsetFilter struct {
 	iptFilter
-	nl *ipsetConn
+	nl      *ipsetConn
+	name    string // the mechanism's
+	maxelem int
 }
 
 func (f *ipsetFilter) Add(ctx context.Context, p netip.Prefix) error {
@@ -101,7 +160,7 @@ func (f *ipsetFilter) Add(ctx context.Context, p netip.Prefix) error {
 		return err
 	}
 	if err := f.nl.one(ipsetCmdAdd, ipsetName, p); err != nil {
-		return fmt.Errorf("add deny cidr %s: %w", p, err)
+		return errHashFull(fmt.Errorf("add deny cidr %s: %w", p, err), f.name, f.maxelem)
 	}
 	f.rules++
 	return nil

@@ -7,15 +7,6 @@ import (
 	"net/netip"
 )
 
-// Chains the iptables-based mechanisms create in the filter table of the
-// node namespace. FORWARD -i Dev jumps to chainEgress; for the iptables
-// mechanisms chainEgress holds one "-d CIDR -j chainDrop" rule per CIDR and
-// chainDrop a single DROP whose packet counter is Stats.Dropped.
-const (
-	chainEgress = "CNB-EGRESS"
-	chainDrop   = "CNB-EGRESS-DROP"
-)
-
 // iptablesMaxRules bounds the legacy backend at 1M rules: it copies the
 // whole table blob between user space and the kernel for every change, so
 // each Add/Remove/Stats takes about 1.7 s at 1M (measured: load 3.2 s,

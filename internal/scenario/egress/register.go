@@ -80,7 +80,7 @@ func (s *Scenario) Config() map[string]string {
 		"rules":            strings.Join(rules, ","),
 		"filter_traversal": strings.Join(s.o.Traversals, ","),
 		"filter_seed":      strconv.FormatUint(s.o.Seed, 10),
-		"scenario_cells":   "per point: udp_stream (max rate), udp_stream --rate " + scenario.FixedRate + " (label rate), tcp_stream, tcp_rr, icmp_echo; cross-node, 1 flow",
+		"scenario_cells":   "per point: udp_stream (max rate), udp_stream --rate " + scenario.FixedRate + " (label rate), tcp_stream, tcp_rr, icmp_echo; on the lab also udp_stream --udp-handshake (label " + LabelUDPHandshake + "); cross-node, 1 flow",
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/scenario"
 	res "github.com/cnibench/cnibench/pkg/result"
@@ -62,6 +63,7 @@ func (s *Scenario) Close(ctx context.Context) error {
 
 // prepared is one loaded, proven filter.
 type prepared struct {
+	path    backend.Path // the cross-node path the cells run on
 	f       Filter
 	metrics map[string]float64
 	config  map[string]string
@@ -70,6 +72,10 @@ type prepared struct {
 
 func (p *prepared) Metrics() map[string]float64 { return p.metrics }
 func (p *prepared) Config() map[string]string   { return p.config }
+
+// Target is a cell's client and target (scenario.Targeter): the path's,
+// with the handshake for UDPHandshakeCell.
+func (p *prepared) Target(c scenario.Cell) (scenario.Target, error) { return cellTarget(p.path, c) }
 
 // Close removes the filter and returns filter_teardown_seconds.
 func (p *prepared) Close(ctx context.Context) (map[string]float64, error) {
@@ -142,7 +148,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	opts := Options{EstablishedBypass: traversal == TraversalNewConnection}
 	probe := Probe{ClientDo: ep.Client.Do, ServerDo: ep.Server.Do, Denied: DeniedAddr, Allowed: ep.ServerIP,
 		Warmup: probeWarmup(len(cidrs)), Interval: probeInterval}
-	pr := &prepared{metrics: map[string]float64{}, config: map[string]string{
+	pr := &prepared{path: env.Path, metrics: map[string]float64{}, config: map[string]string{
 		"filter_seed":          strconv.FormatUint(s.o.Seed, 10),
 		"filter_rules":         strconv.Itoa(len(cidrs)),
 		"filter_denied_addr":   DeniedAddr.String(),

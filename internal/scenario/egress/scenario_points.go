@@ -122,13 +122,6 @@ func (s *Scenario) Name() string { return ScenarioName }
 // Options returns the options with their defaults filled in.
 func (s *Scenario) Options() ScenarioOptions { return s.o }
 
-// ignoresTraversal reports mechanisms that have no conntrack bypass: the
-// baseline loads nothing, BPF mechanisms see every packet (Options), a
-// cluster's policy layer builds the CNI's own datapath.
-func ignoresTraversal(mech string) bool {
-	return mech == "none" || strings.HasPrefix(mech, "ebpf") || IsPolicyMechanism(mech)
-}
-
 // PointLabels are the labels of one point.
 func PointLabels(mech string, rules int, traversal string) map[string]string {
 	return map[string]string{
@@ -141,7 +134,8 @@ func PointLabels(mech string, rules int, traversal string) map[string]string {
 
 // Points lists mechanism × rules × traversal in that order. A mechanism
 // whose Probe fails has every point skipped with the reason; a rule count
-// above its MaxRules is skipped as too large.
+// above its MaxRules is skipped as too large. A mechanism built with one
+// traversal only (fixedTraversal) gets that point once, labelled with it.
 func (s *Scenario) Points() []scenario.Point {
 	var out []scenario.Point
 	for _, name := range s.o.Mechanisms {
@@ -149,11 +143,11 @@ func (s *Scenario) Points() []scenario.Point {
 		probeErr, maxRules := s.pointLimits(name, m)
 		for _, n := range s.o.Rules {
 			for _, tr := range s.o.Traversals {
-				if ignoresTraversal(name) && tr != TraversalEveryPacket {
-					if slices.Contains(s.o.Traversals, TraversalEveryPacket) {
-						continue // the every-packet point is the same
+				if fixed := fixedTraversal(name); fixed != "" && tr != fixed {
+					if slices.Contains(s.o.Traversals, fixed) {
+						continue // the point of its own traversal is the same
 					}
-					tr = TraversalEveryPacket
+					tr = fixed
 				}
 				p := scenario.Point{Labels: PointLabels(name, n, tr)}
 				switch {
@@ -161,6 +155,9 @@ func (s *Scenario) Points() []scenario.Point {
 					p.Skip = probeErr
 				case n > maxRules:
 					p.Skip = fmt.Errorf("%w: %s holds at most %d rules, asked for %d", scenario.ErrTooLarge, name, maxRules, n)
+					if lr, ok := m.(limitReasoner); ok && s.backend != backendKubernetes {
+						p.Skip = fmt.Errorf("%w: %s", p.Skip, lr.LimitReason())
+					}
 				}
 				out = append(out, p)
 			}
@@ -210,6 +207,7 @@ const probeInterval = 25 * time.Microsecond
 var bytesPerRule = map[string]int64{
 	"none": 0, "ebpf-hash": 110, "ebpf-lpm": 40, "ipset": 60,
 	"nftables": 600, "iptables-legacy": 800, "iptables": 3000,
+	MechCalicoLike: 60, MechIPSetDefault: 60, MechCiliumLike: 40,
 }
 
 // generateBytesPerRule is the generated set in the suite (a netip.Prefix
