@@ -30,6 +30,7 @@ type flagpole struct {
 	HTTPBody, HTTPPath     string
 	URL, Service           string
 	KeepAlive, BusyPoll    bool
+	UDPHandshake           bool
 	Rate                   string
 	Format, Output         string
 	Quiet                  bool
@@ -82,6 +83,7 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 	fl.StringVar(&f.URL, "url", "", "http test against an external HTTP server, e.g. http://198.18.0.10:8080/, or several URLs with the same path separated by commas, which connections take in turn (instead of --target; server CPU is then not measured)")
 	fl.BoolVar(&f.KeepAlive, "http-keepalive", false, "reuse HTTP connections (default: a new connection per request, as 'hey -disable-keepalive')")
 	fl.StringVar(&f.Rate, "rate", "0", "fixed offered load: bit/s for stream tests (e.g. 1G), trans/s otherwise (e.g. 20k), latency then timed from each scheduled send (open loop, as wrk2); 0 = as fast as possible (closed loop: one transaction in flight per flow)")
+	fl.BoolVar(&f.UDPHandshake, "udp-handshake", false, "udp_stream: one datagram each way before the stream, as iperf3's UDP mode (a stateful firewall then holds the flow established)")
 	fl.BoolVar(&f.BusyPoll, "busy-poll", false, "spin on non-blocking sockets instead of blocking in the kernel (recorded in the result)")
 	fl.DurationVar(&f.Timeout, "timeout", 5*time.Second, "bound on one blocking socket operation")
 	fl.StringVar(&f.Format, "format", "text", "output format: text or json (a cnibench/result/v1 document)")
@@ -101,7 +103,7 @@ func (f *flagpole) config(cmd *cobra.Command) (engine.Config, error) {
 		Target: f.Target, Test: f.Test, Duration: f.Duration, Warmup: f.Warmup,
 		Repeat: f.Repeat, Flows: f.Flows, HTTPKeepAlive: f.KeepAlive, HTTPPath: f.HTTPPath,
 		BusyPoll: f.BusyPoll, Timeout: f.Timeout, URL: f.URL, Service: f.Service,
-		LoadFlows: f.LoadFlows,
+		LoadFlows: f.LoadFlows, UDPHandshake: f.UDPHandshake,
 	}
 	if cmd.Flags().Changed("warmup") && f.Warmup == 0 {
 		cfg.Warmup = -1 // explicit zero: no warm-up
