@@ -9,6 +9,7 @@ import (
 	_ "github.com/cnibench/cnibench/internal/scenario/egress"
 	_ "github.com/cnibench/cnibench/internal/scenario/encrypt"
 	_ "github.com/cnibench/cnibench/internal/scenario/l4lb"
+	_ "github.com/cnibench/cnibench/internal/scenario/mtu"
 	_ "github.com/cnibench/cnibench/internal/scenario/proxies"
 	_ "github.com/cnibench/cnibench/internal/scenario/services"
 )
