@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"syscall"
 
 	"github.com/cnibench/cnibench/internal/scenario"
@@ -71,6 +72,9 @@ func ipsetSizes(n int) (hashsize, maxelem int) {
 	return ceilPow2(max(n/4, 1024)), max(n+ipsetHeadroom, 65536)
 }
 
+// ipsetToolHashsize is the ipset tool's default initial hashsize.
+const ipsetToolHashsize = 1024
+
 // ipsetErrHashFull is IPSET_ERR_HASH_FULL, the kernel's answer to an add
 // beyond maxelem (the ipset tool prints "Hash is full, cannot add more
 // elements").
@@ -103,18 +107,41 @@ func (m ipsetMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix
 	}
 	f.nl = nl
 	hashsize, maxelem := ipsetSizes(len(cidrs))
+	method := ""
+	batches := 0
 	if m.maxelem > 0 {
-		maxelem = m.maxelem
-	}
-	f.maxelem = maxelem
-	rev, err := nl.create(ipsetName, hashsize, maxelem)
-	if err != nil {
-		return nil, LoadInfo{}, errors.Join(err, nl.Close())
-	}
-	reqs, err := nl.add(ctx, ipsetName, cidrs)
-	if err != nil {
-		return nil, LoadInfo{}, errors.Join(errHashFull(fmt.Errorf("load %d cidrs into ipset %s: %w", len(cidrs), ipsetName, err), m.name, maxelem),
-			f.destroySet(), nl.Close())
+		// A fixed limit (the tool's default, Calico's): the set is made and
+		// filled by `ipset restore`, as Felix programs Calico's sets, with
+		// the tool's initial hashsize. The kernel checks maxelem against a
+		// count it sums lazily over the regions of its hash: a set filled
+		// by this package's own netlink batches took 65 537 entries of
+		// maxelem 65 536 on kernel 6.18 without an error, where the tool's
+		// restore is refused at its 65 537th line ("Hash is full").
+		f.maxelem = m.maxelem
+		if err := ipsetRestore(ctx, t, ipsetName, ipsetToolHashsize, m.maxelem, cidrs); err != nil {
+			_, derr := runIn(ctx, t, nil, "ipset", "destroy", ipsetName)
+			if strings.Contains(err.Error(), "Hash is full") {
+				err = fmt.Errorf("%w: %s: ipset hash:net with maxelem %d: the kernel refused: %w", scenario.ErrTooLarge, m.name, m.maxelem, err)
+			} else if derr != nil && !strings.Contains(derr.Error(), "does not exist") {
+				err = errors.Join(err, derr)
+			}
+			return nil, LoadInfo{}, errors.Join(err, nl.Close())
+		}
+		method = fmt.Sprintf("ipset restore (hash:net hashsize %d maxelem %d)", ipsetToolHashsize, m.maxelem)
+		batches = 1
+	} else {
+		f.maxelem = maxelem
+		rev, err := nl.create(ipsetName, hashsize, maxelem)
+		if err != nil {
+			return nil, LoadInfo{}, errors.Join(err, nl.Close())
+		}
+		reqs, err := nl.add(ctx, ipsetName, cidrs)
+		if err != nil {
+			return nil, LoadInfo{}, errors.Join(errHashFull(fmt.Errorf("load %d cidrs into ipset %s: %w", len(cidrs), ipsetName, err), m.name, maxelem),
+				f.destroySet(), nl.Close())
+		}
+		method = fmt.Sprintf("ipset netlink protocol, %d ADT requests of <= %d entries (hash:net revision %d hashsize %d maxelem %d)", reqs, ipsetPerMsg, rev, hashsize, maxelem)
+		batches = reqs + 1
 	}
 	var rules []byte
 	chains := "+ one set-match rule"
@@ -138,10 +165,9 @@ func (m ipsetMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix
 	}
 	f.attached = true
 	return f, LoadInfo{
-		Traversal: f.traversal(),
-		Method: fmt.Sprintf("ipset netlink protocol, %d ADT requests of <= %d entries (hash:net revision %d hashsize %d maxelem %d) + %s --noflush %s",
-			reqs, ipsetPerMsg, rev, hashsize, maxelem, iptNFT.restore, chains),
-		Batches:       reqs + 2, // + create, + the rule
+		Traversal:     f.traversal(),
+		Method:        fmt.Sprintf("%s + %s --noflush %s", method, iptNFT.restore, chains),
+		Batches:       batches + 1, // + the rule
 		LoaderPeakRSS: ruleRes.PeakRSS,
 	}, nil
 }
@@ -207,4 +233,16 @@ func (f *ipsetFilter) destroySet() error {
 		return fmt.Errorf("destroy ipset %s: %w", ipsetName, err)
 	}
 	return nil
+}
+
+// ipsetRestore creates set name (hash:net) and adds cidrs with one
+// `ipset restore` in t's namespace.
+func ipsetRestore(ctx context.Context, t Target, name string, hashsize, maxelem int, cidrs []netip.Prefix) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "create %s hash:net family inet hashsize %d maxelem %d\n", name, hashsize, maxelem)
+	for _, p := range cidrs {
+		fmt.Fprintf(&b, "add %s %s\n", name, p)
+	}
+	_, err := runIn(ctx, t, []byte(b.String()), "ipset", "restore")
+	return err
 }
