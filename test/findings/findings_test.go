@@ -1,0 +1,371 @@
+// Package findings checks docs/findings.md against the data committed
+// beside it: text and data cannot drift apart.
+//
+// A finding's figures come from commands run on committed results. Each
+// such command is written in findings.md as an HTML comment
+//
+//	<!-- check: cnibench compare --by datapath … data/DIR/x.results.json.gz > data/DIR/x.txt -->
+//
+// (paths relative to docs/; `cnibench …` runs in-process, `go run ../hack/…`
+// with the Go toolchain). TestFindings re-runs every command and requires
+// its output to equal the committed file after the `>`; with -update it
+// rewrites the files instead. It then requires every figure the section
+// quotes — percentages, p-values and values with a unit or a k/M/G
+// multiplier — to be found, at the precision quoted, among the numbers of
+// that section's outputs (the first section, the seed-claims table, may
+// quote any section's). Figures that are not measurements (a seed's own,
+// a configured rate) are listed in the section in a comment
+// `<!-- not data: 105 %, 1 Gbit/s -->`.
+package findings
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/app"
+	"github.com/cnibench/cnibench/internal/cli"
+)
+
+var update = flag.Bool("update", false, "rewrite the outputs of findings.md's check commands")
+
+const docsDir = "../../docs"
+
+func TestFindings(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join(docsDir, "findings.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs := sections(string(text))
+	if len(secs) < 2 {
+		t.Fatalf("findings.md: found %d sections", len(secs))
+	}
+	all := &pool{}
+	for i := range secs {
+		s := &secs[i]
+		for _, c := range s.checks {
+			out, err := runCheck(t, c)
+			if err != nil {
+				t.Errorf("%s: %q: %v", s.title, c.cmd, err)
+				continue
+			}
+			file := filepath.Join(docsDir, c.out)
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(file, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else if want, err := os.ReadFile(file); err != nil {
+				t.Errorf("%s: %v (run go test ./test/findings -update)", s.title, err)
+			} else if !bytes.Equal(want, out) {
+				t.Errorf("%s: %s is not what %q prints on the committed data now:\n%s", s.title, c.out, c.cmd, firstDiff(want, out))
+			}
+			s.pool.add(string(out))
+			all.add(string(out))
+		}
+	}
+	for i, s := range secs {
+		figs := figures(s.prose)
+		if len(figs) == 0 {
+			continue
+		}
+		p := &s.pool
+		if i == 0 {
+			p = all
+		}
+		if len(s.checks) == 0 && i != 0 {
+			t.Errorf("%s quotes %d figures (%s, …) but runs no check command on committed data", s.title, len(figs), figs[0].text)
+			continue
+		}
+		for _, f := range figs {
+			if s.notData[normalize(f.text)] || globalNotData(f) {
+				continue
+			}
+			if !p.has(f) {
+				t.Errorf("%s: %q is not among the figures its check commands print", s.title, f.text)
+			}
+		}
+	}
+	for _, l := range dataLinks(string(text)) {
+		if _, err := os.Stat(filepath.Join(docsDir, l)); err != nil {
+			t.Errorf("findings.md links to %s: %v", l, err)
+		}
+	}
+}
+
+// section is one "## " part of findings.md (the text before the first is
+// the first section).
+type section struct {
+	title   string
+	prose   string
+	checks  []check
+	notData map[string]bool
+	pool    pool
+}
+
+type check struct {
+	cmd string // the command, as written
+	out string // the output file, relative to docs/
+}
+
+var (
+	checkRe   = regexp.MustCompile(`<!--\s*check:\s*(.+?)\s+>\s+(\S+)\s*-->`)
+	notDataRe = regexp.MustCompile(`<!--\s*not data:\s*(.+?)\s*-->`)
+	commentRe = regexp.MustCompile(`(?s)<!--.*?-->`)
+	fenceRe   = regexp.MustCompile("(?s)```.*?```")
+	linkRe    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+)
+
+func sections(text string) []section {
+	var out []section
+	cur := section{title: "the introduction"}
+	flush := func() {
+		out = append(out, cur)
+	}
+	for _, part := range splitKeep(text, "\n## ") {
+		if strings.HasPrefix(part, "## ") {
+			flush()
+			title, _, _ := strings.Cut(part, "\n")
+			cur = section{title: strings.TrimSpace(strings.TrimPrefix(title, "## "))}
+		}
+		cur.prose += part
+	}
+	flush()
+	for i := range out {
+		s := &out[i]
+		s.notData = map[string]bool{}
+		for _, m := range checkRe.FindAllStringSubmatch(s.prose, -1) {
+			s.checks = append(s.checks, check{cmd: m[1], out: m[2]})
+		}
+		for _, m := range notDataRe.FindAllStringSubmatch(s.prose, -1) {
+			for _, f := range strings.Split(m[1], ",") {
+				s.notData[normalize(f)] = true
+			}
+		}
+		s.prose = commentRe.ReplaceAllString(s.prose, " ")
+		s.prose = fenceRe.ReplaceAllString(s.prose, " ")
+		s.prose = linkRe.ReplaceAllString(s.prose, "]")
+	}
+	return out
+}
+
+// splitKeep splits text before every occurrence of sep (sep's leading
+// newline stays with the previous part).
+func splitKeep(text, sep string) []string {
+	var parts []string
+	for {
+		i := strings.Index(text, sep)
+		if i < 0 {
+			return append(parts, text)
+		}
+		parts = append(parts, text[:i+1])
+		text = text[i+1:]
+	}
+}
+
+func dataLinks(text string) []string {
+	var out []string
+	for _, m := range linkRe.FindAllStringSubmatch(text, -1) {
+		l, _, _ := strings.Cut(m[1], "#")
+		if strings.HasPrefix(l, "data/") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// runCheck runs one check command in docs/.
+func runCheck(t *testing.T, c check) ([]byte, error) {
+	args := strings.Fields(c.cmd)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	switch {
+	case len(args) > 1 && args[0] == "cnibench":
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		if err := os.Chdir(docsDir); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := os.Chdir(wd); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		var out, errOut bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		if err := app.Run(ctx, logger, cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, args[1:]); err != nil {
+			return nil, fmt.Errorf("%w: %s", err, strings.TrimSpace(errOut.String()))
+		}
+		return out.Bytes(), nil
+	case len(args) > 2 && args[0] == "go" && args[1] == "run" && strings.HasPrefix(args[2], "../hack/"):
+		cmd := exec.CommandContext(ctx, "go", args[1:]...)
+		cmd.Dir = docsDir
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", err, strings.TrimSpace(errOut.String()))
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("a check runs `cnibench …` or `go run ../hack/…`")
+}
+
+func firstDiff(want, got []byte) string {
+	w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			return fmt.Sprintf("line %d: committed %q, now %q", i+1, a, b)
+		}
+	}
+	return "(same lines)"
+}
+
+// figure is a quoted figure: its value, the precision it was written at
+// (half a unit of its last digit, in the value's scale) and its kind.
+type figure struct {
+	text  string
+	kind  byte // '%', 'p' or 'u' (a value with a unit or multiplier)
+	op    string
+	value float64
+	tol   float64
+}
+
+const num = `(\d{1,3}(?:[  ]\d{3})+|\d*\.\d+|\d+)`
+
+var (
+	pctRe  = regexp.MustCompile(`[+−-]?` + num + `(?:\s?[–-]\s?[+−-]?` + num + `)?\s?%`)
+	pRe    = regexp.MustCompile(`\bp\s?(=|<|>|≤|≥)\s?` + num)
+	unitRe = regexp.MustCompile(num + `(?:\s?[–-]\s?` + num + `)?\s?(Gbit/s|Mbit/s|kbit/s|µs|ms|MiB|mCPU|k|M|G)(?:\b|/|\s|$)`)
+)
+
+// figures finds the checked figures of a text.
+func figures(text string) []figure {
+	var out []figure
+	for _, m := range pctRe.FindAllStringSubmatch(text, -1) {
+		for _, v := range []string{m[1], m[2]} {
+			if v != "" {
+				out = append(out, mkFigure(m[0], '%', "=", v, 1))
+			}
+		}
+	}
+	for _, m := range pRe.FindAllStringSubmatch(text, -1) {
+		out = append(out, mkFigure(m[0], 'p', m[1], m[2], 1))
+	}
+	for _, m := range unitRe.FindAllStringSubmatch(text, -1) {
+		for _, v := range []string{m[1], m[2]} {
+			if v != "" {
+				out = append(out, mkFigure(m[0], 'u', "=", v, scale(m[3])))
+			}
+		}
+	}
+	return out
+}
+
+func mkFigure(text string, kind byte, op, v string, sc float64) figure {
+	v = strings.NewReplacer(" ", "", " ", "").Replace(v)
+	f, _ := strconv.ParseFloat(v, 64)
+	dec := 0
+	if _, frac, ok := strings.Cut(v, "."); ok {
+		dec = len(frac)
+	}
+	return figure{text: strings.TrimSpace(text), kind: kind, op: op, value: f * sc, tol: 0.5 * math.Pow(10, -float64(dec)) * sc * (1 + 1e-9)}
+}
+
+func scale(unit string) float64 {
+	switch unit {
+	case "k":
+		return 1e3
+	case "M", "Mbit/s":
+		return 1e6
+	case "G", "Gbit/s":
+		return 1e9
+	case "kbit/s":
+		return 1e3
+	}
+	return 1
+}
+
+// pool holds the numbers a section's outputs print, by kind.
+type pool struct {
+	pct, p, unit []float64
+}
+
+func (p *pool) add(out string) {
+	for _, f := range figures(out) {
+		switch f.kind {
+		case '%':
+			p.pct = append(p.pct, math.Abs(f.value))
+		case 'p':
+			p.p = append(p.p, f.value)
+		case 'u':
+			p.unit = append(p.unit, f.value)
+		}
+	}
+	// Bare numbers (counts, rates without a unit) count as values too.
+	for _, m := range regexp.MustCompile(`(?:^|[\s(\[=/])`+num+`(?:$|[\s),\]])`).FindAllStringSubmatch(out, -1) {
+		p.unit = append(p.unit, mkFigure(m[1], 'u', "=", m[1], 1).value)
+	}
+}
+
+func (p *pool) has(f figure) bool {
+	var vals []float64
+	want := f.value
+	switch f.kind {
+	case '%':
+		vals, want = p.pct, math.Abs(f.value)
+	case 'p':
+		vals = p.p
+	default:
+		vals = p.unit
+	}
+	for _, v := range vals {
+		switch f.op {
+		case "<", "≤":
+			if v <= want+f.tol {
+				return true
+			}
+		case ">", "≥":
+			if v >= want-f.tol && v <= want+f.tol {
+				return true
+			}
+		default:
+			if math.Abs(v-want) <= f.tol {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func normalize(s string) string {
+	return strings.NewReplacer(" ", "", " ", "", "−", "-", "\u202f", "").Replace(strings.TrimSpace(s))
+}
+
+// globalNotData are figures that state a rule, not a measurement: the
+// significance threshold.
+func globalNotData(f figure) bool {
+	return f.kind == 'p' && f.value == 0.05
+}
