@@ -360,8 +360,11 @@ func (p *pool) has(f figure) bool {
 	return false
 }
 
+// normalize makes a figure comparable with a "not data" entry: no spaces,
+// no sign.
 func normalize(s string) string {
-	return strings.NewReplacer(" ", "", " ", "", "−", "-", "\u202f", "").Replace(strings.TrimSpace(s))
+	s = strings.NewReplacer(" ", "", " ", "", "−", "-", "\u202f", "").Replace(strings.TrimSpace(s))
+	return strings.TrimLeft(s, "+-")
 }
 
 // globalNotData are figures that state a rule, not a measurement: the
