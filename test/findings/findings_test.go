@@ -30,6 +30,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -223,7 +224,7 @@ func runCheck(t *testing.T, c check) ([]byte, error) {
 		}
 		return out.Bytes(), nil
 	case len(args) > 2 && args[0] == "go" && args[1] == "run" && strings.HasPrefix(args[2], "../hack/"):
-		cmd := exec.CommandContext(ctx, "go", args[1:]...)
+		cmd := exec.CommandContext(ctx, goTool(), args[1:]...)
 		cmd.Dir = docsDir
 		var errOut bytes.Buffer
 		cmd.Stderr = &errOut
@@ -381,4 +382,15 @@ func normalize(s string) string {
 // significance threshold.
 func globalNotData(f figure) bool {
 	return f.kind == 'p' && f.value == 0.05
+}
+
+// goTool is the go command of the toolchain running the test (make may
+// run it from a GOROOT that is not on PATH), else the one on PATH.
+func goTool() string {
+	if g := filepath.Join(runtime.GOROOT(), "bin", "go"); runtime.GOROOT() != "" {
+		if _, err := os.Stat(g); err == nil {
+			return g
+		}
+	}
+	return "go"
 }
