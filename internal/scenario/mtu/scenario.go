@@ -214,7 +214,7 @@ func (s *Scenario) Config() map[string]string {
 		"mtu_points": strings.Join(ps, ","),
 		"scenario_cells": fmt.Sprintf("per point, cross-node: tcp_stream ×1, tcp_rr ×1, tcp_crr ×1; each cell bounded by its warm-up, window and %s (then recorded stalled)",
 			StallTimeout),
-		"mtu_settings": fmt.Sprintf("correct: wire less the datapath's encapsulation; 1500, 1450: fixed; too-large: correct + %d; pods' interfaces and their node-side veths set, node devices (bridge, VXLAN, wire) left as the datapath built them", TooLargeBy),
+		"mtu_settings":  fmt.Sprintf("correct: wire less the datapath's encapsulation; 1500, 1450: fixed; too-large: correct + %d; pods' interfaces and their node-side veths set, node devices (bridge, VXLAN, wire) left as the datapath built them", TooLargeBy),
 		"mtu_icmp_drop": "an nft rule on both nodes (output and forward) drops ICMP type 3 code 4; with pass the same rule only counts",
 	}
 }
