@@ -122,8 +122,10 @@ func TestSuiteEgressScenario(t *testing.T) {
 	if len(set.Skipped) != 0 {
 		t.Errorf("skipped: %+v", set.Skipped)
 	}
-	// 3 mechanisms × 2 rule counts × 5 cells.
-	if want := 3 * 2 * 5; len(set.Runs) != want {
+	// 3 mechanisms × 2 rule counts × 6 cells (tcp_rr, icmp_echo,
+	// tcp_stream, udp_stream, udp_stream at a fixed rate, udp_stream with
+	// iperf3's handshake).
+	if want := 3 * 2 * 6; len(set.Runs) != want {
 		t.Fatalf("%d runs, want %d\n%s", len(set.Runs), want, progress)
 	}
 	proven := []string{result.FilterSetupSeconds, result.FilterSetupReturnedSeconds, result.FilterSetupResolutionSeconds,
