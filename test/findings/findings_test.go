@@ -267,8 +267,10 @@ type figure struct {
 const num = `(\d{1,3}(?:[  ]\d{3})+|\d*\.\d+|\d+)`
 
 var (
-	pctRe  = regexp.MustCompile(`[+−-]?` + num + `(?:\s?[–-]\s?[+−-]?` + num + `)?\s?%`)
-	pRe    = regexp.MustCompile(`\bp\s?(=|<|>|≤|≥)\s?` + num)
+	pctRe = regexp.MustCompile(`[+−-]?` + num + `(?:\s?[–-]\s?[+−-]?` + num + `)?\s?%`)
+	pRe   = regexp.MustCompile(`\bp\s?(=|<|>|≤|≥)\s?` + num)
+	// bareRe finds numbers with no unit in a check's output.
+	bareRe = regexp.MustCompile(`(?:^|[\s(\[=/])` + num + `(?:$|[\s),\]])`)
 	unitRe = regexp.MustCompile(num + `(?:\s?[–-]\s?` + num + `)?\s?(Gbit/s|Mbit/s|kbit/s|µs|ms|MiB|mCPU|k|M|G)(?:\b|/|\s|$)`)
 )
 
@@ -336,7 +338,7 @@ func (p *pool) add(out string) {
 		}
 	}
 	// Bare numbers (counts, rates without a unit) count as values too.
-	for _, m := range regexp.MustCompile(`(?:^|[\s(\[=/])`+num+`(?:$|[\s),\]])`).FindAllStringSubmatch(out, -1) {
+	for _, m := range bareRe.FindAllStringSubmatch(out, -1) {
 		p.unit = append(p.unit, mkFigure(m[1], 'u', "=", m[1], 1).value)
 	}
 }

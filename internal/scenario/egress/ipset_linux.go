@@ -86,9 +86,15 @@ const ipsetErrHashFull = syscall.Errno(4352)
 func errHashFull(err error, name string, maxelem int) error {
 	var e syscall.Errno
 	if errors.As(err, &e) && e == ipsetErrHashFull {
-		return fmt.Errorf("%w: %s: ipset hash:net with maxelem %d: the kernel refused: %w", scenario.ErrTooLarge, name, maxelem, err)
+		return hashFull(err, name, maxelem)
 	}
 	return err
+}
+
+// hashFull is the "too large" error of a set (mechanism name, maxelem
+// entries) the kernel refused to fill, err its refusal.
+func hashFull(err error, name string, maxelem int) error {
+	return fmt.Errorf("%w: %s: ipset hash:net with maxelem %d: the kernel refused: %w", scenario.ErrTooLarge, name, maxelem, err)
 }
 
 func (m ipsetMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix, o Options) (Filter, LoadInfo, error) {
@@ -121,7 +127,7 @@ func (m ipsetMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix
 		if err := ipsetRestore(ctx, t, ipsetName, ipsetToolHashsize, m.maxelem, cidrs); err != nil {
 			_, derr := runIn(ctx, t, nil, "ipset", "destroy", ipsetName)
 			if strings.Contains(err.Error(), "Hash is full") {
-				err = fmt.Errorf("%w: %s: ipset hash:net with maxelem %d: the kernel refused: %w", scenario.ErrTooLarge, m.name, m.maxelem, err)
+				err = hashFull(err, m.name, m.maxelem)
 			} else if derr != nil && !strings.Contains(derr.Error(), "does not exist") {
 				err = errors.Join(err, derr)
 			}
