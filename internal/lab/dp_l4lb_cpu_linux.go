@@ -109,41 +109,78 @@ func setRPS(ns *NS, mask string) error {
 	})
 }
 
-// inNetnsSysfs runs f with the sysfs of ns mounted at the directory it
-// is given. sysfs shows the devices of the namespace that mounts it, so f
-// runs on a throw-away thread in its own mount namespace, switched into
-// ns; the thread ends with it (never unlocked), taking both namespaces'
-// changes with it.
+// inNetnsSysfs runs f with the sysfs of ns at the directory it is given.
+// sysfs shows the devices of the network namespace that creates the
+// mount, so a throw-away thread enters ns (never unlocked: the thread
+// exits with the goroutine) and creates a detached sysfs mount there
+// (fsopen/fsmount): attached nowhere, it cannot propagate to the host's
+// mount table, and f reaches it through the mount's file descriptor.
+// Kernels before 5.2 lack fsopen; there the thread mounts sysfs in a
+// mount namespace of its own instead (legacyNetnsSysfs).
 func inNetnsSysfs(ns *NS, f func(sysfs string) error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
 		errc <- func() error {
-			if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-				return fmt.Errorf("unshare the mount namespace: %w", err)
-			}
-			if err := unix.Mount("", "/", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
-				return fmt.Errorf("make / a slave mount: %w", err)
-			}
 			if err := unix.Setns(ns.Fd(), unix.CLONE_NEWNET); err != nil {
 				return fmt.Errorf("enter %s: %w", ns.Name, err)
 			}
-			dir, err := os.MkdirTemp("", "cnb-sysfs-")
+			mfd, err := detachedSysfs()
+			if errors.Is(err, unix.ENOSYS) {
+				return legacyNetnsSysfs(f)
+			}
 			if err != nil {
 				return err
 			}
-			defer os.Remove(dir)
-			if err := unix.Mount("sysfs", dir, "sysfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-				return fmt.Errorf("mount sysfs of %s: %w", ns.Name, err)
-			}
-			defer func() { _ = unix.Unmount(dir, unix.MNT_DETACH) }()
-			return f(dir)
+			defer unix.Close(mfd)
+			return f(fmt.Sprintf("/proc/self/fd/%d", mfd))
 		}()
 	}()
 	if err := <-errc; err != nil {
 		return fmt.Errorf("sysfs of %s: %w", ns.Name, err)
 	}
 	return nil
+}
+
+// detachedSysfs creates a sysfs mount of the calling thread's network
+// namespace that is attached nowhere and returns its file descriptor.
+func detachedSysfs() (int, error) {
+	fsfd, err := unix.Fsopen("sysfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("fsopen sysfs: %w", err)
+	}
+	defer unix.Close(fsfd)
+	if err := unix.FsconfigCreate(fsfd); err != nil {
+		return -1, fmt.Errorf("create sysfs: %w", err)
+	}
+	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("fsmount sysfs: %w", err)
+	}
+	return mfd, nil
+}
+
+// legacyNetnsSysfs mounts sysfs on a temporary directory in a mount
+// namespace of the calling (locked, throw-away) thread's own, its mounts
+// made slaves so that nothing propagates back. "/" must be a mount point
+// for that (it is not in a chroot: EINVAL), which the fsopen path avoids.
+func legacyNetnsSysfs(f func(sysfs string) error) error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("unshare the mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("make / a slave mount: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "cnb-sysfs-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(dir)
+	if err := unix.Mount("sysfs", dir, "sysfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount sysfs: %w", err)
+	}
+	defer func() { _ = unix.Unmount(dir, unix.MNT_DETACH) }()
+	return f(dir)
 }
 
 // ReadSoftnetStat reads the host's per-CPU receive counters.
