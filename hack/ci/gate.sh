@@ -4,7 +4,8 @@
 # suite, compare them, and fail on a significant slowdown.
 #
 #   hack/ci/gate.sh [--base-ref REF | --base-results FILE] [--profile P]
-#                   [--fail-on RULES] [--out DIR] [-- SUITE FLAGS...]
+#                   [--shape measured|profile] [--rounds N] [--fail-on RULES]
+#                   [--out DIR] [-- SUITE FLAGS...]
 #
 #   --base-ref REF        build cnibench at git REF (a worktree) and measure
 #                         it on this machine, right before the change: the
@@ -13,6 +14,21 @@
 #                         previous run's artifact; compare notes when its
 #                         machine differs)
 #   --profile P           suite profile (default quick)
+#   --shape S             how each cell is measured. measured (default): the
+#                         shape the documented error rates were measured
+#                         with (docs/reports.md), passed to the suite
+#                         explicitly, so that a later change of the
+#                         profile does not change what the gate runs:
+#                           quick:    --repeat 5 --duration 200ms
+#                                     --warmup 100ms --pin none --wire nic
+#                                     --mtu 1500
+#                           standard: --repeat 5 --duration 2s
+#                                     --warmup 250ms --pin none --wire nic
+#                                     --mtu 1500
+#                         profile: none of these, the profile's own shape
+#                         (its error rates are not measured; also what
+#                         --backend kubernetes needs). SUITE FLAGS come
+#                         after them and override any one, e.g. --repeat 12
 #   --rounds N            alternate base and change N times (base, change,
 #                         base, change, …) and pool each side's rounds: the
 #                         intervals then hold the variation between runs,
@@ -30,7 +46,7 @@
 # Needs root (the lab). Only namespaces the suites create are touched.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-base_ref= base_results= profile=quick fail_on=default out=cnibench-gate rounds=3
+base_ref= base_results= profile=quick fail_on=default out=cnibench-gate rounds=3 shape=measured
 while [ $# -gt 0 ]; do
   case $1 in
     --base-ref) base_ref=${2:?--base-ref needs a git ref}; shift 2 ;;
@@ -38,9 +54,10 @@ while [ $# -gt 0 ]; do
     --profile) profile=${2:?--profile needs quick or standard}; shift 2 ;;
     --fail-on) fail_on=${2:?--fail-on needs rules}; shift 2 ;;
     --rounds) rounds=${2:?--rounds needs a count}; shift 2 ;;
+    --shape) shape=${2:?--shape needs measured or profile}; shift 2 ;;
     --out) out=${2:?--out needs a directory}; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
     *) echo "gate: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -54,10 +71,33 @@ case $rounds in ''|*[!0-9]*|0) echo "gate: --rounds $rounds: a count from 1" >&2
 if [ -n "$base_results" ] && [ ! -r "$base_results" ]; then
   echo "gate: --base-results $base_results: not readable" >&2; exit 2
 fi
+# The measured shape: the repeats, windows, CPU placement, wire and MTU of the
+# committed runs behind docs/reports.md's error rates
+# (docs/data/gate-rates-2026-11-25/*/run-*/results.json.gz, "config").
+case $shape in
+  measured)
+    case $profile in
+      quick) shape_flags=(--repeat 5 --duration 200ms --warmup 100ms --pin none --wire nic --mtu 1500) ;;
+      standard) shape_flags=(--repeat 5 --duration 2s --warmup 250ms --pin none --wire nic --mtu 1500) ;;
+      *) echo "gate: --profile $profile: quick or standard" >&2; exit 2 ;;
+    esac
+    prev=
+    for a in "$@"; do
+      case $prev/$a in
+        --backend/lab|*/--backend=lab) ;;
+        --backend/*|*/--backend=*)
+          echo "gate: --shape measured is the lab's (--pin, --wire); with another --backend give --shape profile" >&2; exit 2 ;;
+      esac
+      prev=$a
+    done ;;
+  profile) shape_flags=() ;;
+  *) echo "gate: --shape $shape: measured or profile" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 go=${GO:-$(hack/ensure-go.sh)/go}
 step() { echo "[gate $(date +%T)] $*" >&2; }
+step "profile $profile, shape $shape${shape_flags[*]+ (${shape_flags[*]})}, $rounds round(s)"
 
 step "building the change"
 make --no-print-directory build GO="$go" >&2 || { echo "gate: building the change failed" >&2; exit 3; }
@@ -80,7 +120,7 @@ measure() {
   local side=$1 round=$2 bin=$3; shift 3
   rm -rf "$out/$side-$round"
   step "measuring the $side (round $round of $rounds)"
-  "$bin" suite --profile "$profile" --out "$out/$side-$round" "$@" >"$out/$side-$round.log" 2>&1 ||
+  "$bin" suite --profile "$profile" ${shape_flags[@]+"${shape_flags[@]}"} --out "$out/$side-$round" "$@" >"$out/$side-$round.log" 2>&1 ||
     { tail -5 "$out/$side-$round.log" >&2; echo "gate: the $side's suite failed (log: $out/$side-$round.log)" >&2; exit 3; }
 }
 base_list= head_list=

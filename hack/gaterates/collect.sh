@@ -8,14 +8,22 @@
 # veth-routing-cost in the next run).
 #
 #   hack/gaterates/collect.sh PROFILE K DIR [suite flags...]
-#   e.g. hack/gaterates/collect.sh quick 24 /tmp/gate-quick --tests tcp_stream,tcp_rr,tcp_crr --flows 1
+#
+# The suite flags should fix the shape (repeats, windows, CPU placement,
+# wire, MTU) rather than take the profile's, which may change: the committed
+# quick runs are reproduced by
+#   hack/gaterates/collect.sh quick 60 /tmp/gate-quick --tests tcp_stream,tcp_rr,tcp_crr \
+#     --flows 1 --repeat 5 --duration 200ms --warmup 100ms --pin none --wire nic --mtu 1500
+# (hack/ci/gate.sh passes the same shape by default). Runs already in DIR
+# (run-NN/results.json or .json.gz) are kept, so a collection is extended
+# by asking for a larger K.
 set -euo pipefail
 profile=${1:?profile}; k=${2:?count}; dir=${3:?dir}; shift 3
 bin=${CNIBENCH:-bin/cnibench}
 mkdir -p "$dir"
 for i in $(seq -w 0 $((k - 1))); do
   out=$dir/run-$i
-  [ -f "$out/results.json" ] && continue
+  { [ -f "$out/results.json" ] || [ -f "$out/results.json.gz" ]; } && continue
   rm -rf "$out"
   echo "[$(date +%T)] run $i of $k (load $(cut -d' ' -f1 /proc/loadavg))"
   "$bin" suite --profile "$profile" --datapaths veth-routing,veth-routing-cost --no-baseline \
