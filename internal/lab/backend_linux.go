@@ -84,7 +84,7 @@ func (b *Backend) Open(ctx context.Context, ev backend.Events) (func(), error) {
 		ev.Warn(w)
 	}
 	if b.o.Pin == PinSame && ev.Progress != nil {
-		ev.Progress("pin: servers and clients share one CPU (--pin same)")
+		ev.Progress("pin: servers and clients share one CPU (--pin same; --pin none lets the scheduler place them)")
 	}
 	sp, err := NewSpawner()
 	if err != nil {

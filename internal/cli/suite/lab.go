@@ -26,7 +26,7 @@ func (l *labFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&l.Datapaths, "datapaths", "", "lab: comma-separated datapaths (default: all; see 'cnibench lab datapaths'; a scenario's: "+lab.ScenarioDatapath+")")
 	fl.BoolVar(&l.NoConntrack, "no-conntrack-scenario", false, "lab: skip the NOTRACK comparison on tcp_crr")
 	fl.BoolVar(&l.NoBaseline, "no-baseline", false, "lab: with --datapaths, do not add the baseline datapath (the graded summary then has no reference)")
-	fl.StringVar(&l.Pin, "pin", lab.PinNone, "lab: CPU placement: none (the scheduler decides), same (servers and clients on one CPU), split (servers on one CPU, clients on another)")
+	fl.StringVar(&l.Pin, "pin", "", "lab: CPU placement: none (the scheduler decides), same (servers and clients on one CPU), split (servers on one CPU, clients on another) (default: same for the quick profile's matrix, none otherwise)")
 	fl.StringVar(&l.Wire, "wire", "", "lab: wire mode between the lab's nodes (default: "+lab.DefaultWire+"; "+strings.Join(lab.Wires, ", ")+")")
 }
 
@@ -40,9 +40,21 @@ func (l *labFlags) refuse(cmd *cobra.Command, backend string) error {
 	return nil
 }
 
-// options turns the flags into the lab backend's options.
-func (l *labFlags) options(cmd *cobra.Command) (lab.BackendOptions, error) {
+// QuickPin is the quick profile's CPU placement on the lab when --pin is
+// not given and no scenario runs: clients, servers and (with them) the
+// datapath's softirq work on one CPU, so that each cell is bound by the
+// path's CPU cost rather than by where the scheduler put each process —
+// on 2 CPUs that placement, not the window, is most of a repeat's spread
+// (docs/reports.md, "The quick profile").
+const QuickPin = lab.PinSame
+
+// options turns the flags into the lab backend's options; pinDefault is
+// the placement when --pin is not given.
+func (l *labFlags) options(cmd *cobra.Command, pinDefault string) (lab.BackendOptions, error) {
 	o := lab.BackendOptions{Conntrack: !l.NoConntrack, NoBaseline: l.NoBaseline, Pin: l.Pin, Wire: l.Wire}
+	if !cmd.Flags().Changed("pin") {
+		o.Pin = pinDefault
+	}
 	if cmd.Flags().Changed("datapaths") {
 		var err error
 		if o.Datapaths, err = splitList("datapaths", l.Datapaths); err != nil {

@@ -64,8 +64,10 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 			"for the graded summary (--no-baseline: not). One suite per host: a second one is\n" +
 			"refused. Its processes die with it, whatever kills it; SIGINT, SIGTERM and SIGHUP\n" +
 			"keep what was measured and exit 130.\n\n" +
-			"Profiles: quick (5 repeats of 0.2 s, under 3 minutes on 2 cores) and standard\n" +
-			"(5 repeats of 2 s, plus tcp_rr_loaded and an MTU 9000 sweep; under 25 minutes).",
+			"Profiles: quick (tcp_stream, tcp_rr and tcp_crr at one flow, 12 repeats of 0.2 s with\n" +
+			"clients and servers on one CPU, --pin same; under 3 minutes on 2 cores) and standard\n" +
+			"(every test at 1 and 32 flows, 5 repeats of 2 s, plus tcp_rr_loaded and an MTU 9000\n" +
+			"sweep, the scheduler placing the processes; under 25 minutes).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runE(cmd, logger, s, f)
@@ -191,6 +193,17 @@ func (f *flagpole) options(cmd *cobra.Command) (suite.Options, error) {
 	return o, nil
 }
 
+// labOptions are the lab backend's options for the suite's options o:
+// without --pin, the quick profile's matrix runs pinned (QuickPin) and
+// everything else unpinned.
+func (f *flagpole) labOptions(cmd *cobra.Command, o suite.Options) (lab.BackendOptions, error) {
+	pin := lab.PinNone
+	if f.Profile == "quick" && o.Scenario == "" {
+		pin = QuickPin
+	}
+	return f.Lab.options(cmd, pin)
+}
+
 func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagpole) error {
 	o, err := f.options(cmd)
 	if err != nil {
@@ -213,7 +226,7 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 		}
 		o.Backend = b
 	} else {
-		lo, err := f.Lab.options(cmd)
+		lo, err := f.labOptions(cmd, o)
 		if err != nil {
 			return err
 		}

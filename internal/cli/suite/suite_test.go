@@ -6,6 +6,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cli/clitest"
 	"github.com/cnibench/cnibench/internal/cli/streams"
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // Bad list flags get one line naming the flag, exit status 2, and never
@@ -44,11 +45,44 @@ func TestOptionsFromFlags(t *testing.T) {
 	if o.Seed != 42 || o.Repeat != 5 {
 		t.Errorf("options: %+v", o)
 	}
-	lo, err := f.Lab.options(cmd)
+	lo, err := f.labOptions(cmd, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(lo.Datapaths, ",") != "veth-routing,bridge" || lo.Pin != "split" || !lo.NoBaseline || !lo.Conntrack {
 		t.Errorf("lab options: %+v", lo)
+	}
+}
+
+// The quick profile's matrix is pinned unless --pin says otherwise; the
+// standard profile and scenarios are not.
+func TestPinDefault(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, lab.PinSame},
+		{[]string{"--profile", "quick"}, lab.PinSame},
+		{[]string{"--pin", "none"}, lab.PinNone},
+		{[]string{"--pin", "split"}, lab.PinSplit},
+		{[]string{"--profile", "standard"}, lab.PinNone},
+		{[]string{"--profile", "standard", "--pin", "same"}, lab.PinSame},
+		{[]string{"--scenario", "services"}, lab.PinNone},
+	} {
+		cmd, f := newCommand(nil, streams.IOStreams{})
+		if err := cmd.ParseFlags(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		o, err := f.options(cmd)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		lo, err := f.labOptions(cmd, o)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if lo.Pin != tc.want {
+			t.Errorf("%v: pin %q, want %q", tc.args, lo.Pin, tc.want)
+		}
 	}
 }
