@@ -17,28 +17,48 @@ const PodSecurityEnforceKey = "pod-security.kubernetes.io/enforce"
 // TokenKey is the key of the token in the secret CreateTokenSecret makes.
 const TokenKey = "token"
 
-// EnsureNamespace creates namespace name for run runID (labelled
-// ManagedByKey, RunKey and PodSecurityEnforceKey=privileged) unless it
-// exists; an existing namespace is used as it is. created tells whether it
-// was created, i.e. whether the run should delete it (also when an earlier
-// attempt of a retried create made it: it carries the run's labels).
-func EnsureNamespace(ctx context.Context, cs kubernetes.Interface, name, runID string) (created bool, err error) {
-	nss := cs.CoreV1().Namespaces()
-	get := func(ctx context.Context) (*corev1.Namespace, error) { return nss.Get(ctx, name, metav1.GetOptions{}) }
-	err = call(ctx, "get namespace "+name, func(ctx context.Context) error {
-		_, err := get(ctx)
+// RunNamespace is the namespace EnsureNamespace creates for run runID:
+// labelled ManagedByKey, RunKey and PodSecurityEnforceKey=privileged (for
+// Preflight to dry-run before it is created).
+func RunNamespace(name, runID string) *corev1.Namespace {
+	l := runLabels(runID)
+	l[PodSecurityEnforceKey] = "privileged"
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+}
+
+// NamespaceExists tells whether namespace name exists (the get retried as
+// every call is).
+func NamespaceExists(ctx context.Context, cs kubernetes.Interface, name string) (bool, error) {
+	err := call(ctx, "get namespace "+name, func(ctx context.Context) error {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		return err
 	})
 	switch {
 	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, err
+}
+
+// EnsureNamespace creates namespace name for run runID (RunNamespace)
+// unless it exists; an existing namespace is used as it is. created tells
+// whether it was created, i.e. whether the run should delete it (also when
+// an earlier attempt of a retried create made it: it carries the run's
+// labels).
+func EnsureNamespace(ctx context.Context, cs kubernetes.Interface, name, runID string) (created bool, err error) {
+	nss := cs.CoreV1().Namespaces()
+	get := func(ctx context.Context) (*corev1.Namespace, error) { return nss.Get(ctx, name, metav1.GetOptions{}) }
+	exists, err := NamespaceExists(ctx, cs, name)
+	switch {
+	case err != nil:
+		return false, err
+	case exists:
 		logger(ctx).Debug("namespace exists", "namespace", name)
 		return false, nil
-	case !apierrors.IsNotFound(err):
-		return false, err
 	}
-	l := runLabels(runID)
-	l[PodSecurityEnforceKey] = "privileged"
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+	ns := RunNamespace(name, runID)
 	_, err = createOwn(ctx, "create namespace "+name, ns,
 		func(ctx context.Context) (*corev1.Namespace, error) {
 			return nss.Create(ctx, ns, metav1.CreateOptions{})
@@ -57,11 +77,7 @@ func EnsureNamespace(ctx context.Context, cs kubernetes.Interface, name, runID s
 // and client) in a new secret of namespace ns, under key TokenKey, and
 // returns the secret's name.
 func CreateTokenSecret(ctx context.Context, cs kubernetes.Interface, ns, runID, token string) (secretName string, err error) {
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "cnibench-token-" + runID, Namespace: ns, Labels: runLabels(runID)},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{TokenKey: []byte(token)},
-	}
+	s := TokenSecret(ns, runID, token)
 	secrets := cs.CoreV1().Secrets(ns)
 	got, err := createOwn(ctx, "create secret "+ns+"/"+s.Name, s,
 		func(ctx context.Context) (*corev1.Secret, error) {
@@ -74,4 +90,14 @@ func CreateTokenSecret(ctx context.Context, cs kubernetes.Interface, ns, runID, 
 		return "", err
 	}
 	return got.Name, nil
+}
+
+// TokenSecret is the secret CreateTokenSecret creates (for Preflight to
+// dry-run before it is created).
+func TokenSecret(ns, runID, token string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "cnibench-token-" + runID, Namespace: ns, Labels: runLabels(runID)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{TokenKey: []byte(token)},
+	}
 }

@@ -62,6 +62,10 @@ func judge(res *ObjectResult, o Object, err error) {
 	}
 	res.Detail = msg
 	ns := res.Namespace
+	if res.Kind == "Namespace" {
+		// A namespace's fixes are about itself.
+		ns = res.Name
+	}
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// The storage's answer, after admission has passed.
@@ -114,6 +118,10 @@ func judge(res *ObjectResult, o Object, err error) {
 		res.By = "RBAC"
 		res.Reason = "not allowed to create " + resource + " (a dry run needs the create verb too): " + msg
 		res.Fix = "grant create on " + resource + " in namespace " + ns + ": cnibench k8s rbac --namespace " + ns + " prints the rights"
+		if res.Kind == "Namespace" {
+			res.Fix = "grant create on namespaces (cnibench k8s rbac --namespace " + ns + " prints the rights), or create namespace " + ns +
+				" beforehand and use it as it is (cnibench k8s rbac --namespace " + ns + " --existing-namespace)"
+		}
 	case strings.Contains(msg, "exceeded quota"):
 		res.By = "ResourceQuota"
 		res.Reason = msg

@@ -18,6 +18,12 @@ import (
 // selector matches; each of opts may change the service before it is
 // created (e.g. its IP families).
 func CreateService(ctx context.Context, cs kubernetes.Interface, ns, runID, name string, selector map[string]string, ports []corev1.ServicePort, typ corev1.ServiceType, opts ...func(*corev1.Service)) (*corev1.Service, error) {
+	return CreateBuiltService(ctx, cs, BuildService(ns, runID, name, selector, ports, typ, opts...))
+}
+
+// BuildService is the service CreateService creates (for Preflight to
+// dry-run before it is created).
+func BuildService(ns, runID, name string, selector map[string]string, ports []corev1.ServicePort, typ corev1.ServiceType, opts ...func(*corev1.Service)) *corev1.Service {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: runLabels(runID)},
 		Spec: corev1.ServiceSpec{
@@ -29,6 +35,13 @@ func CreateService(ctx context.Context, cs kubernetes.Interface, ns, runID, name
 	for _, o := range opts {
 		o(svc)
 	}
+	return svc
+}
+
+// CreateBuiltService creates svc (BuildService's), retried as every
+// create is.
+func CreateBuiltService(ctx context.Context, cs kubernetes.Interface, svc *corev1.Service) (*corev1.Service, error) {
+	ns, name := svc.Namespace, svc.Name
 	svcs := cs.CoreV1().Services(ns)
 	got, err := createOwn(ctx, "create service "+ns+"/"+name, svc,
 		func(ctx context.Context) (*corev1.Service, error) {
@@ -98,8 +111,10 @@ func readyEndpoints(slices []discoveryv1.EndpointSlice) int {
 // LoadBalancer service ns/name has an address: its first ingress IP, else
 // its host name (AWS's load balancers have names only). It returns the
 // address, or an error saying how long it waited and the service's last
-// condition. Passing API errors are "not yet".
+// condition and how long it really waited. Passing API errors (429, 5xx,
+// timeouts) are "not yet"; a refusal (403, 404) ends the wait at once.
 func WaitLoadBalancer(ctx context.Context, cs kubernetes.Interface, ns, name string, interval, timeout time.Duration) (string, error) {
+	start := time.Now()
 	var last *corev1.Service
 	addr := ""
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
@@ -121,7 +136,8 @@ func WaitLoadBalancer(ctx context.Context, cs kubernetes.Interface, ns, name str
 	case err == nil:
 		return addr, nil
 	case wait.Interrupted(err) && ctx.Err() == nil:
-		msg := fmt.Sprintf("the cluster gave the LoadBalancer service no address within %v (no load-balancer controller, or its quota)", timeout)
+		msg := fmt.Sprintf("the cluster gave the LoadBalancer service no address within %v (waited %.1fs; no load-balancer controller, or its quota)",
+			timeout, time.Since(start).Seconds())
 		if last != nil && len(last.Status.Conditions) > 0 {
 			c := last.Status.Conditions[len(last.Status.Conditions)-1]
 			msg += ": " + c.Reason + " " + c.Message

@@ -2,16 +2,20 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestCreateService(t *testing.T) {
@@ -79,5 +83,78 @@ func TestWaitEndpointsLater(t *testing.T) {
 	}()
 	if err := WaitEndpoints(context.Background(), cs, "ns", "srv", 1, time.Second); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// WaitLoadBalancer takes passing API errors (429, 500) as "not yet" and
+// returns the address once the cluster gives one; without one it ends at
+// its timeout, saying how long it waited; a refusal ends it at once.
+func TestWaitLoadBalancer(t *testing.T) {
+	lb := func(ingress ...corev1.LoadBalancerIngress) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "lb", Namespace: "ns"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
+		s.Status.LoadBalancer.Ingress = ingress
+		return s
+	}
+	gr := schema.GroupResource{Resource: "services"}
+	tests := []struct {
+		name string
+		// answers are the gets' answers in turn (the last repeats): an
+		// error, or the service.
+		answers []any
+		timeout time.Duration
+		want    string
+		err     []string
+		gets    int // at least
+	}{
+		{name: "429, 500, then an address", answers: []any{apierrors.NewTooManyRequests("slow down", 0), apierrors.NewInternalError(errors.New("etcdserver: leader changed")),
+			lb(), lb(corev1.LoadBalancerIngress{IP: "203.0.113.7"})}, timeout: 5 * time.Second, want: "203.0.113.7", gets: 4},
+		{name: "503 then a host name", answers: []any{apierrors.NewServiceUnavailable("down"), lb(corev1.LoadBalancerIngress{Hostname: "a1.elb.example"})},
+			timeout: 5 * time.Second, want: "a1.elb.example", gets: 2},
+		{name: "never an address", answers: []any{apierrors.NewTooManyRequests("slow down", 0), lb()}, timeout: 150 * time.Millisecond,
+			err: []string{"no address within 150ms (waited 0.", "no load-balancer controller"}, gets: 2},
+		{name: "only errors", answers: []any{apierrors.NewInternalError(errors.New("boom"))}, timeout: 150 * time.Millisecond,
+			err: []string{"no address within 150ms"}, gets: 2},
+		{name: "forbidden: at once", answers: []any{apierrors.NewForbidden(gr, "lb", errors.New("no"))}, timeout: 5 * time.Second,
+			err: []string{"get service ns/lb", "forbidden"}, gets: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			gets := 0
+			cs.PrependReactor("get", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+				a := tt.answers[min(gets, len(tt.answers)-1)]
+				gets++
+				if err, ok := a.(error); ok {
+					return true, nil, err
+				}
+				return true, a.(*corev1.Service), nil
+			})
+			start := time.Now()
+			got, err := WaitLoadBalancer(context.Background(), cs, "ns", "lb", 10*time.Millisecond, tt.timeout)
+			el := time.Since(start)
+			if gets < tt.gets {
+				t.Errorf("%d gets, want at least %d", gets, tt.gets)
+			}
+			if tt.err == nil {
+				if err != nil || got != tt.want {
+					t.Fatalf("got %q, %v; want %q", got, err, tt.want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("got %q, want an error", got)
+			}
+			for _, s := range tt.err {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q lacks %q", err, s)
+				}
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error not one line: %q", err)
+			}
+			if el > tt.timeout+time.Second {
+				t.Errorf("took %v, bound %v", el, tt.timeout)
+			}
+		})
 	}
 }
