@@ -35,6 +35,8 @@ func (d *Deployment) Findings(ctx context.Context, measured func(map[string]stri
 			// They read the nodes: their interfaces, a capture on the
 			// wire, the CNI pods' cgroups.
 			f = result.Finding{Verdict: "skipped", Summary: "needs the privileged host pods, which did not run: " + d.noHost}
+		case c == "network_policy" && d.noPolicy != "":
+			f = result.Finding{Verdict: "skipped", Summary: d.noPolicy}
 		case c == "cni":
 			f = d.checkCNI()
 		case c == "mtu":

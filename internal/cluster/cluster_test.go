@@ -83,6 +83,10 @@ type fakeCluster struct {
 	// admission refuses the pods named (short names) with the message,
 	// in dry runs and creates alike (as PodSecurity does).
 	admission map[string]string
+	// refuse refuses other objects with the error, in dry runs and
+	// creates alike: keyed by resource ("secrets", "namespaces",
+	// "networkpolicies") or, for services, "services/TYPE".
+	refuse map[string]error
 
 	t0       time.Time
 	streamed chan struct{}  // a `cnibench run` happened
@@ -133,9 +137,6 @@ func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 	f.cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		svc := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
 		if svc.Spec.Type == corev1.ServiceTypeNodePort {
-			if f.refuseNodePort {
-				return true, nil, fmt.Errorf("services \"%s\" is forbidden: NodePort services are not allowed", svc.Name)
-			}
 			for i := range svc.Spec.Ports {
 				svc.Spec.Ports[i].NodePort = map[string]int32{"bench": 31233, "hairpin": 31235, "nodeport": 31234, "http": 31080}[svc.Spec.Ports[i].Name]
 			}
@@ -171,10 +172,20 @@ func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 		if !ok {
 			return false, nil, nil
 		}
-		if p, ok := ca.GetObject().(*corev1.Pod); ok {
-			if msg, refused := f.admission[p.Labels["cnibench.io/pod"]]; refused {
-				return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), p.Name, errors.New(msg))
+		key := a.GetResource().Resource
+		switch o := ca.GetObject().(type) {
+		case *corev1.Pod:
+			if msg, refused := f.admission[o.Labels["cnibench.io/pod"]]; refused {
+				return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), o.Name, errors.New(msg))
 			}
+		case *corev1.Service:
+			key += "/" + string(o.Spec.Type)
+			if o.Spec.Type == corev1.ServiceTypeNodePort && f.refuseNodePort {
+				return true, nil, apierrors.NewForbidden(corev1.Resource("services"), o.Name, errors.New("NodePort services are not allowed"))
+			}
+		}
+		if err, refused := f.refuse[key]; refused {
+			return true, nil, err
 		}
 		if len(ca.CreateOptions.DryRun) > 0 {
 			return true, ca.GetObject(), nil

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/engine"
@@ -29,6 +28,7 @@ const (
 	podHostA = "host-a"
 	podHostB = "host-b"
 	svcName  = "svc"
+	lbName   = "lb"
 )
 
 // hostCgroupRoot is where the privileged host pods see the node's cgroups.
@@ -70,8 +70,14 @@ type Deployment struct {
 	resConfig map[string]string
 	pods      map[string]*corev1.Pod // by short name
 	svc       *corev1.Service
-	// nodePortWhy is why the service has no NodePorts ("" if it has).
+	// svcType is the type of the service to create (NodePort, unless the
+	// preflight found NodePorts refused); nodePortWhy is why the service
+	// has no NodePorts ("" if it has).
+	svcType     corev1.ServiceType
 	nodePortWhy string
+	// noPolicy is why the network_policy check cannot run ("" if it
+	// can): the cluster refuses its NetworkPolicies.
+	noPolicy string
 	// noMetrics is why metrics.k8s.io cannot be read ("" if it can),
 	// asked once (metricsOnce).
 	metricsOnce sync.Once
@@ -96,6 +102,7 @@ func (d *Deployment) name(short string) string { return "cnibench-" + d.runID + 
 func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 	b := d.b
 	b.identify(ctx, d.log)
+	b.nodeArches(ctx, d.log)
 	pairs, err := kube.SelectPairs(ctx, b.cs, b.o.Nodes, b.o.Placement, b.o.Pairs)
 	if err != nil {
 		return err
@@ -114,23 +121,18 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 	if serverIP == "" {
 		return fmt.Errorf("node %s has no %s InternalIP for the node-to-node path (its addresses: %s); choose --ip-family to match the cluster", server.Name, fams[0], nodeAddrs(server))
 	}
-	if d.createdNS, err = kube.EnsureNamespace(ctx, b.cs, d.ns, d.runID); err != nil {
+	// The preflight (admission.go): the namespace, dry-run and created
+	// if the run makes it; then every other object dry-run in it before
+	// any is created.
+	if err := d.ensureNamespace(ctx); err != nil {
 		return err
 	}
-	secret, err := kube.CreateTokenSecret(ctx, b.cs, d.ns, d.runID, spec.Token)
-	if err != nil {
-		return err
-	}
-	plans := d.podPlans(serverIP, secret)
+	secret := kube.TokenSecret(d.ns, d.runID, spec.Token)
+	plans := d.podPlans(serverIP, secret.Name)
 	if err := d.sizePods(plans); err != nil {
 		return err
 	}
-	// Admission first: every pod is created in a server-side dry run, so
-	// that what the namespace's policy refuses is known before anything
-	// runs. The privileged host pods are optional (the baseline and the
-	// checks that need them are then skipped with the reason); a refused
-	// pod-network pod ends the run, naming the rule and the fix.
-	if plans, err = d.admit(ctx, plans); err != nil {
+	if plans, err = d.admit(ctx, plans, secret); err != nil {
 		return err
 	}
 	if d.noHost != "" {
@@ -138,6 +140,9 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 		if err := d.sizePods(plans); err != nil {
 			return err
 		}
+	}
+	if _, err := kube.CreateTokenSecret(ctx, b.cs, d.ns, d.runID, spec.Token); err != nil {
+		return err
 	}
 	d.pods = map[string]*corev1.Pod{}
 	var mu sync.Mutex
@@ -263,35 +268,33 @@ func (d *Deployment) sizePods(plans []podPlan) error {
 // pairPod is the short name of pair n's client or server pod.
 func pairPod(role string, n int) string { return fmt.Sprintf("%s-p%d", role, n) }
 
-// createServices creates the run's service (NodePort, else ClusterIP)
-// and, with --load-balancer, its LoadBalancer service, and waits for the
-// endpoint.
+// createServices creates the run's service (NodePort, else ClusterIP:
+// the type the preflight left, or the fallback when the cluster refuses
+// the NodePort create all the same) and, with --load-balancer, its
+// LoadBalancer service, and waits for the endpoint.
 func (d *Deployment) createServices(ctx context.Context) error {
 	b := d.b
 	// A NodePort service has a ClusterIP too: one service serves both
 	// paths. A cluster that refuses NodePorts gets a ClusterIP service
 	// and the nodeport path is skipped with the reason.
-	ports := []corev1.ServicePort{
-		{Name: "bench", Port: svcPort, TargetPort: intstr.FromInt32(svcPort), Protocol: corev1.ProtocolTCP},
-		{Name: "hairpin", Port: hairpinPort, TargetPort: intstr.FromInt32(hairpinPort), Protocol: corev1.ProtocolTCP},
-		{Name: "nodeport", Port: nodePortPort, TargetPort: intstr.FromInt32(nodePortPort), Protocol: corev1.ProtocolTCP},
-		{Name: "http", Port: httpPort, TargetPort: intstr.FromInt32(httpPort), Protocol: corev1.ProtocolTCP},
+	typ := d.svcType
+	if typ == "" {
+		typ = corev1.ServiceTypeNodePort
 	}
-	sel := map[string]string{"cnibench.io/service": d.runID}
-	fam := withFamilies(families(b.o.IPFamily))
-	svc, err := kube.CreateService(ctx, b.cs, d.ns, d.runID, d.name(svcName), sel, ports, corev1.ServiceTypeNodePort, fam)
-	if err != nil {
+	svc, err := kube.CreateBuiltService(ctx, b.cs, d.serviceObj(typ))
+	if err != nil && typ == corev1.ServiceTypeNodePort {
 		d.nodePortWhy = "the cluster refused a NodePort service: " + firstLine(err.Error())
 		d.log.Warn("no NodePort service", "err", err)
-		if svc, err = kube.CreateService(ctx, b.cs, d.ns, d.runID, d.name(svcName), sel, ports, corev1.ServiceTypeClusterIP, fam); err != nil {
-			return err
-		}
+		svc, err = kube.CreateBuiltService(ctx, b.cs, d.serviceObj(corev1.ServiceTypeClusterIP))
+	}
+	if err != nil {
+		return err
 	}
 	d.svc = svc
 	if err := kube.WaitEndpoints(ctx, b.cs, d.ns, svc.Name, 1, b.o.PodTimeout); err != nil {
 		return err
 	}
-	d.loadBalancer(ctx, sel)
+	d.loadBalancer(ctx)
 	return nil
 }
 

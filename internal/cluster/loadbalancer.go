@@ -6,9 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/kube"
 )
@@ -26,18 +23,14 @@ var lbPollInterval = 2 * time.Second
 
 // loadBalancer creates the LoadBalancer service of --load-balancer and
 // waits, at most LBTimeout, for the cluster to give it an address; what
-// fails is lbWhy (the path is then skipped with it), never the run.
-func (d *Deployment) loadBalancer(ctx context.Context, sel map[string]string) {
+// fails is lbWhy (the path is then skipped with it), never the run. A
+// service the preflight found refused (lbWhy set) is not created.
+func (d *Deployment) loadBalancer(ctx context.Context) {
 	b := d.b
-	if !b.o.LoadBalancer {
+	if !b.o.LoadBalancer || d.lbWhy != "" {
 		return
 	}
-	ports := []corev1.ServicePort{
-		{Name: "bench", Port: svcPort, TargetPort: intstr.FromInt32(svcPort), Protocol: corev1.ProtocolTCP},
-		{Name: "http", Port: httpPort, TargetPort: intstr.FromInt32(httpPort), Protocol: corev1.ProtocolTCP},
-	}
-	svc, err := kube.CreateService(ctx, b.cs, d.ns, d.runID, d.name("lb"), sel, ports, corev1.ServiceTypeLoadBalancer,
-		withFamilies(families(b.o.IPFamily)[:1]))
+	svc, err := kube.CreateBuiltService(ctx, b.cs, d.lbServiceObj())
 	if err != nil {
 		d.lbWhy = "the cluster refused a LoadBalancer service: " + firstLine(err.Error())
 		return

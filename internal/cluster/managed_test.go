@@ -114,8 +114,8 @@ func TestUpRefusedPodNetworkPod(t *testing.T) {
 		t.Fatalf("Up error %v: want one line naming cli-a and the rule", err)
 	}
 	for _, o := range fc.inventory(t, DefaultNamespace) {
-		if strings.HasPrefix(o, "pod ") {
-			t.Errorf("pod created before the refusal was known: %s", o)
+		if strings.HasPrefix(o, "pod ") || strings.HasPrefix(o, "secret ") {
+			t.Errorf("created before the refusal was known: %s", o)
 		}
 	}
 	if err := dep.Down(ctx); err != nil {
