@@ -63,7 +63,9 @@ type Options struct {
 	// Nodes selects the client and server nodes (automatic if empty).
 	Nodes kube.NodeChoice
 	// Placement restricts the nodes: zones (same zone by default), OS and
-	// architecture, and the taints the pods tolerate.
+	// architecture (Arches empty: the image's platforms, read from its
+	// registry, else this binary's architecture; see nodeArches), and the
+	// taints the pods tolerate.
 	Placement kube.Placement
 	// Pairs is the number of client/server pairs of the cross-node-pairs
 	// path (1: no such path).
@@ -137,6 +139,8 @@ type Backend struct {
 	identOnce     sync.Once
 	facts         kube.Facts
 	factsEvidence []string
+	// archOnce settles Options.Placement.Arches (nodeArches).
+	archOnce sync.Once
 }
 
 // New connects to the cluster of o's kubeconfig and context.

@@ -71,7 +71,7 @@ func (k *kubeFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&k.FootprintWindow, "footprint-window", cluster.DefaultFootprintWindow, "kubernetes: length of each CNI footprint sample (idle, under load)")
 	fl.StringVar(&k.Placement, "placement", string(kube.ZoneSame), "kubernetes: where client and server nodes may be: same-zone (topology.kubernetes.io/zone; nodes without it count as one zone), cross-zone or any")
 	fl.StringVar(&k.Tolerations, "tolerations", "", "kubernetes: taints the pods tolerate, so that tainted (dedicated) nodes can be used: key[=value][:Effect],… (e.g. dedicated=bench:NoSchedule)")
-	fl.StringVar(&k.NodeArch, "node-arch", strings.Join(kube.DefaultArches, ","), "kubernetes: node architectures (kubernetes.io/arch) the image runs on; other nodes are not used")
+	fl.StringVar(&k.NodeArch, "node-arch", "", "kubernetes: node architectures (kubernetes.io/arch) the image runs on, comma-separated; other nodes are not used (default: the image's platforms, read from its registry; else this cnibench's architecture, with a warning)")
 	fl.IntVar(&k.Pairs, "pairs", 1, "kubernetes: client/server pairs measured at once on the cross-node-pairs path (aggregate and spread per pair; 1: no such path)")
 	fl.StringVar(&k.PodResources, "pod-resources", string(cluster.ResourcesAuto), "kubernetes: the pods' requests and limits: auto (Guaranteed, the same CPU share for every pod, sized to the nodes' allocatable CPU, at most 2 CPUs), none (BestEffort), cpu=Q,memory=Q (Guaranteed), or cpu=Q,memory=Q,requests-only (Burstable: no cap)")
 	fl.StringSliceVar(&k.PullSecrets, "image-pull-secret", nil, "kubernetes: secret(s) of the namespace to pull --image with (kubectl create secret docker-registry …); repeatable")
