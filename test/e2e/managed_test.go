@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -167,11 +169,15 @@ func TestManagedClusterOnCluster(t *testing.T) {
 	}
 	e.assertClean(t, "after the cross-zone refusal")
 
-	// 3. The run: restricted namespace, toleration, same zone, two pairs.
+	// 3. The run: restricted namespace, toleration, same zone, two pairs,
+	// and a LoadBalancer service, which the local cluster never gives an
+	// address: its path is skipped with the reason, after a bounded wait.
 	out = filepath.Join(e.out, "managed")
+	start := time.Now()
 	so, se, code := run(t, e.bin, e.managedArgs(out, "--namespace", restrictedNS, "--tolerations", toleration,
-		"--placement", "same-zone", "--pairs", "2", "--checks", "cni,mtu,network_policy")...)
-	t.Logf("suite stdout:\n%s\nstderr:\n%s", so, se)
+		"--placement", "same-zone", "--pairs", "2", "--checks", "cni,mtu,network_policy",
+		"--load-balancer", "--load-balancer-timeout", lbTimeout.String())...)
+	t.Logf("suite (%v) stdout:\n%s\nstderr:\n%s", time.Since(start).Round(time.Second), so, se)
 	if code != 0 {
 		t.Fatalf("suite in a restricted namespace: exit %d", code)
 	}
@@ -206,17 +212,7 @@ func TestManagedClusterOnCluster(t *testing.T) {
 			if s, ok := r.Summary[metric]; !ok || s.N != 2 || s.Median <= 0 {
 				t.Errorf("%s %s: %s summary %+v (errors %v)", p, test, metric, s, repeatErrors(r))
 			}
-			for _, k := range []string{"k8s_version", "node_kernel", "node_runtime", "client_zone", "server_zone", "cluster", "kube_proxy_mode"} {
-				if r.Labels[k] == "" {
-					t.Errorf("%s %s: no %s label (labels %v)", p, test, k, r.Labels)
-				}
-			}
-			if r.Labels["client_zone"] != "zone-a" || r.Labels["server_zone"] != "zone-a" {
-				t.Errorf("%s %s: zones %q→%q, want zone-a", p, test, r.Labels["client_zone"], r.Labels["server_zone"])
-			}
-			if x.cni != "bridge" && r.Labels["cni_version"] == "" {
-				t.Errorf("%s %s: no cni_version", p, test)
-			}
+			e.assertIdentity(t, p+" "+test, r, x)
 			if p == "cross-node-pairs" {
 				for _, rep := range r.Repeats {
 					if rep.Metrics[result.Pairs] != 2 {
@@ -240,7 +236,132 @@ func TestManagedClusterOnCluster(t *testing.T) {
 	if !strings.Contains(so+se+strings.Join(set.Warnings, "\n")+skippedText(set), "PodSecurity") {
 		t.Errorf("no word of PodSecurity refusing the host pods in the output or the results")
 	}
+	assertLBSkipped(t, set, cniDP)
 	e.assertClean(t, "after the run")
+}
+
+// lbTimeout bounds the managed run's wait for a LoadBalancer address.
+const lbTimeout = 15 * time.Second
+
+// lbWaitedRE reads how long the run waited for the address, from the skip
+// reason.
+var lbWaitedRE = regexp.MustCompile(`no address within ` + regexp.QuoteMeta(lbTimeout.String()) + ` \(waited ([0-9.]+)s`)
+
+// assertLBSkipped: every cell of the pod-to-loadbalancer path is recorded
+// skipped, none measured, with the reason; the wait was bounded by
+// --load-balancer-timeout.
+func assertLBSkipped(t *testing.T, set *result.Set, cniDP string) {
+	t.Helper()
+	if runs := set.Find(map[string]string{"path": "pod-to-loadbalancer"}); len(runs) != 0 {
+		t.Errorf("pod-to-loadbalancer measured %d times on a cluster without a load-balancer controller", len(runs))
+	}
+	n := 0
+	for _, s := range set.Skipped {
+		if s.Labels["path"] != "pod-to-loadbalancer" {
+			continue
+		}
+		n++
+		if s.Labels["datapath"] != cniDP {
+			t.Errorf("skip on datapath %q, want %s", s.Labels["datapath"], cniDP)
+		}
+		m := lbWaitedRE.FindStringSubmatch(s.Reason)
+		if m == nil {
+			t.Errorf("pod-to-loadbalancer skip reason %q: want %q", s.Reason, lbWaitedRE)
+			continue
+		}
+		if w, err := strconv.ParseFloat(m[1], 64); err != nil || w < lbTimeout.Seconds()-1 || w > lbTimeout.Seconds()+5 {
+			t.Errorf("waited %ss for the address, want about %v (the bound)", m[1], lbTimeout)
+		}
+		t.Logf("pod-to-loadbalancer %s: %s", s.Labels["test"], s.Reason)
+	}
+	if n != 2 {
+		t.Errorf("%d pod-to-loadbalancer skips, want one per test (2)", n)
+	}
+}
+
+// assertIdentity checks a managed run's identity labels against what the
+// API says of the cluster and its nodes: the Kubernetes version, each
+// node's kernel, OS image, runtime and instance type (absent when the
+// nodes have no instance-type label, as on the local cluster), the zones,
+// the CNI and its version (on a CNI that has one), and the pods'
+// Guaranteed QoS.
+func (e *env) assertIdentity(t *testing.T, what string, r result.Run, x expect) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := e.cs.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := r.Labels
+	want := map[string]string{"k8s_version": v.GitVersion, "client_zone": "zone-a", "server_zone": "zone-a", "cni": x.cni}
+	facts := map[string][2]string{}
+	for i, n := range []string{l["client_node"], l["server_node"]} {
+		node, err := e.cs.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: node %q: %v", what, n, err)
+		}
+		info := node.Status.NodeInfo
+		it := node.Labels[corev1.LabelInstanceTypeStable]
+		if it == "" {
+			it = node.Labels[corev1.LabelInstanceType]
+		}
+		for k, val := range map[string]string{"node_kernel": info.KernelVersion, "node_os_image": info.OSImage,
+			"node_runtime": info.ContainerRuntimeVersion, "node_instance_type": it} {
+			f := facts[k]
+			f[i] = val
+			facts[k] = f
+		}
+	}
+	for k, f := range facts {
+		switch {
+		case f[0] == "" && f[1] == "":
+			want[k] = "" // absent
+		case f[0] == f[1]:
+			want[k] = f[0]
+		default:
+			want[k] = orUnknown(f[0]) + " / " + orUnknown(f[1])
+		}
+	}
+	for _, k := range []string{"node_kernel", "node_os_image", "node_runtime"} {
+		if want[k] == "" {
+			t.Errorf("%s: the API shows no %s for the nodes", what, k)
+		}
+	}
+	if x.cni == "bridge" {
+		// Known by its CNI configuration only, which the host pods read:
+		// refused here.
+		delete(want, "cni")
+	}
+	for k, w := range want {
+		got, ok := l[k]
+		if got != w || (w == "" && ok) {
+			t.Errorf("%s: %s=%q (present %v), want %q", what, k, got, ok, w)
+		}
+	}
+	if x.cni != "bridge" {
+		if l["cni_version"] == "" {
+			t.Errorf("%s: no cni_version on %s", what, x.cni)
+		}
+		if !x.modeMatches(l["cni_mode"]) {
+			t.Errorf("%s: cni_mode %q, want %q", what, l["cni_mode"], x.mode)
+		}
+	}
+	for _, k := range []string{"cluster", "kube_proxy_mode"} {
+		if l[k] == "" {
+			t.Errorf("%s: no %s label", what, k)
+		}
+	}
+	if q := r.Config["pod_qos"]; q != string(corev1.PodQOSGuaranteed) {
+		t.Errorf("%s: pod_qos %q, want Guaranteed", what, q)
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
 
 // skippedText is every skip reason a set records.
