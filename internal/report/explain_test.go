@@ -306,3 +306,47 @@ func TestWhyNoisyChangeLeftOut(t *testing.T) {
 		}
 	}
 }
+
+// The ratio's interval comes from the repeats (the Hodges–Lehmann
+// interval, symmetric about the ratio of medians) when there are enough of
+// them, and from the two medians' intervals in quadrature when not.
+func TestRatioLog(t *testing.T) {
+	run := func(dp string, vals ...float64) *result.Run {
+		r := &result.Run{Labels: map[string]string{"datapath": dp, "path": "cross-node", "test": "tcp_rr", "flows": "1"}}
+		for i, v := range vals {
+			r.Repeats = append(r.Repeats, result.Repeat{Index: i, Metrics: map[string]float64{result.TransPerSec: v}})
+		}
+		return r
+	}
+	base := run("baseline", 100, 102, 98, 101, 99, 103, 97, 100, 104, 96, 100, 101)
+	// 12 against 12, the datapath 20 % slower with the same spread: the
+	// interval is the shift's, a few percent.
+	dp := run("dp", 80, 81.6, 78.4, 80.8, 79.2, 82.4, 77.6, 80, 83.2, 76.8, 80, 80.8)
+	lr, hw, ok := ratioLog(dp, base, result.TransPerSec)
+	if !ok || math.Abs(math.Exp(lr)-0.8) > 1e-9 {
+		t.Fatalf("ratio %v ok %v, want 0.8", math.Exp(lr), ok)
+	}
+	c, err := stats.ChangeInterval(Values(base, result.TransPerSec), Values(dp, result.TransPerSec), stats.Confidence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := math.Max(lr-math.Log(c.Lo), math.Log(c.Hi)-lr); math.Abs(hw-want) > 1e-12 || hw <= 0 || hw > 0.05 {
+		t.Errorf("half-width %v, want the Hodges–Lehmann interval's %v (under 5 %%)", hw, want)
+	}
+	sd, sb := stats.Summarize(Values(dp, result.TransPerSec)), stats.Summarize(Values(base, result.TransPerSec))
+	if q := math.Hypot(logHalfWidth(sd), logHalfWidth(sb)); hw >= q {
+		t.Errorf("the Hodges–Lehmann half-width %v is not narrower than the quadrature's %v", hw, q)
+	}
+	// 3 against 3 has no 95 % Mann–Whitney interval: the quadrature bound.
+	b3, d3 := run("baseline", 100, 90, 110), run("dp", 80, 70, 90)
+	lr, hw, ok = ratioLog(d3, b3, result.TransPerSec)
+	s3d, s3b := stats.Summarize(Values(d3, result.TransPerSec)), stats.Summarize(Values(b3, result.TransPerSec))
+	if !ok || math.Abs(hw-math.Hypot(logHalfWidth(s3d), logHalfWidth(s3b))) > 1e-12 {
+		t.Errorf("3 against 3: half-width %v, want the quadrature's", hw)
+	}
+	_ = lr
+	// A missing median: no ratio.
+	if _, _, ok := ratioLog(run("dp"), base, result.TransPerSec); ok {
+		t.Error("a run without values has a ratio")
+	}
+}

@@ -145,6 +145,30 @@ func logHalfWidth(s stats.Summary) float64 {
 	return math.Max(math.Log(s.CI95High/s.Median), math.Log(s.Median/s.CI95Low))
 }
 
+// ratioLog is ln(d's median ÷ b's median) of metric and the half-width,
+// on the same log scale, of the ratio's 95 % interval: the interval of
+// the two-sample Hodges–Lehmann estimate of the ratio (the Mann–Whitney U
+// test inverted over the two cells' repeats, stats.ChangeInterval, as the
+// regression gate computes it), made symmetric about the ratio of the
+// medians and so never narrower than it. When the repeats are too few for
+// that interval (3 against 3 has none at 95 %) or hold values a ratio cannot
+// use, the two medians' own interval half-widths are added in quadrature
+// instead — a wider bound. ok is false when a median is missing or not
+// positive.
+func ratioLog(d, b *result.Run, metric string) (lr, hw float64, ok bool) {
+	sd, ok1 := Summary(d, metric)
+	sb, ok2 := Summary(b, metric)
+	if !ok1 || !ok2 || sd.Median <= 0 || sb.Median <= 0 {
+		return math.NaN(), math.NaN(), false
+	}
+	lr = math.Log(sd.Median / sb.Median)
+	if c, err := stats.ChangeInterval(Values(b, metric), Values(d, metric), stats.Confidence); err == nil && c.Lo > 0 && c.Hi > 0 {
+		return lr, math.Max(lr-math.Log(c.Lo), math.Log(c.Hi)-lr), true
+	}
+	hd, hb := logHalfWidth(sd), logHalfWidth(sb)
+	return lr, math.Sqrt(hd*hd + hb*hb), true
+}
+
 type gradeTable struct {
 	Path  string
 	Tests []string
@@ -203,20 +227,15 @@ func (m *model) grade(dp, path, test string) gradeCell {
 		if b == nil {
 			continue
 		}
-		sd, ok1 := Summary(r, metric)
-		sb, ok2 := Summary(b, metric)
-		if !ok1 || !ok2 || sd.Median <= 0 || sb.Median <= 0 {
+		lr, hw, ok := ratioLog(r, b, metric)
+		if !ok {
 			continue
 		}
-		ratio := sd.Median / sb.Median
 		if better == result.LowerIsBetter {
-			ratio = sb.Median / sd.Median
+			lr = -lr
 		}
-		logSum += math.Log(ratio)
-		// The ratio's interval on a log scale: the two medians' interval
-		// half-widths added in quadrature (independent samples).
-		hd, hb := logHalfWidth(sd), logHalfWidth(sb)
-		varSum += hd*hd + hb*hb
+		logSum += lr
+		varSum += hw * hw
 		n++
 	}
 	if n == 0 {
@@ -228,4 +247,44 @@ func (m *model) grade(dp, path, test string) gradeCell {
 	hw := math.Sqrt(varSum) / float64(n)
 	ratio := math.Exp(mean)
 	return gradeCell{Grade: GradeOf(ratio), Ratio: ratio, Lo: math.Exp(mean - hw), Hi: math.Exp(mean + hw), Flows: n}
+}
+
+// GradedCell is one cell of the graded summary as the report computes it:
+// the ratio to the baseline, its 95 % interval and the grades that
+// interval reaches (Worst == Best: one grade).
+type GradedCell struct {
+	Path, Datapath, Test string
+	Grade, Worst, Best   Grade
+	Ratio, Lo, Hi        float64
+}
+
+// HalfWidth is the interval's half-width relative to the ratio (0.06 for
+// ±6 %), the larger side.
+func (c GradedCell) HalfWidth() float64 {
+	return math.Max(c.Hi/c.Ratio-1, 1-c.Lo/c.Ratio)
+}
+
+// Text is the cell as the summary prints it ("Good–Very good (88 %)").
+func (c GradedCell) Text() string {
+	return gradeCell{Grade: c.Grade, Ratio: c.Ratio, Lo: c.Lo, Hi: c.Hi}.text()
+}
+
+// SummaryGrades returns every graded cell of the set's summary (none
+// without a baseline), in the report's order.
+func SummaryGrades(set *result.Set) []GradedCell {
+	m := newModel(set)
+	var out []GradedCell
+	for _, gt := range m.grades() {
+		for _, row := range gt.Rows {
+			for i, c := range row.Cells {
+				if c.Grade == NoGrade {
+					continue
+				}
+				best, worst := c.span()
+				out = append(out, GradedCell{Path: gt.Path, Datapath: row.Datapath, Test: gt.Tests[i],
+					Grade: c.Grade, Worst: worst, Best: best, Ratio: c.Ratio, Lo: c.Lo, Hi: c.Hi})
+			}
+		}
+	}
+	return out
 }

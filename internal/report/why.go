@@ -107,8 +107,7 @@ func (e *evidence) max(metric string) float64 {
 
 // vsBaseline is the geometric mean of datapath ÷ baseline medians of
 // metric over the cells both measured, whether its 95 % interval excludes
-// 1 (computed as for grades: log half-widths in quadrature), and the
-// number of cells.
+// 1 (computed as for grades, ratioLog), and the number of cells.
 func (e *evidence) vsBaseline(metric string) (ratio float64, clear bool, n int) {
 	logSum, varSum := 0.0, 0.0
 	for _, r := range e.runs {
@@ -116,14 +115,12 @@ func (e *evidence) vsBaseline(metric string) (ratio float64, clear bool, n int) 
 		if b == nil || b == r {
 			continue
 		}
-		sd, ok1 := Summary(r, metric)
-		sb, ok2 := Summary(b, metric)
-		if !ok1 || !ok2 || sd.Median <= 0 || sb.Median <= 0 {
+		lr, hw, ok := ratioLog(r, b, metric)
+		if !ok {
 			continue
 		}
-		logSum += math.Log(sd.Median / sb.Median)
-		hd, hb := logHalfWidth(sd), logHalfWidth(sb)
-		varSum += hd*hd + hb*hb
+		logSum += lr
+		varSum += hw * hw
 		n++
 	}
 	if n == 0 {
