@@ -63,7 +63,6 @@ func (m *model) categoricalSection(shape result.ScenarioShape, scen string, sr [
 		}
 		return mm
 	}
-	svals := values(sr, sh.Series)
 	var skipped []string
 	for _, sk := range m.set.Skipped {
 		if sk.Labels[LabelScenario] == scen {
@@ -85,6 +84,10 @@ func (m *model) categoricalSection(shape result.ScenarioShape, scen string, sr [
 					caption += " at " + rateText(rate) + " offered"
 				}
 				metrics := categoricalMetrics(sh, test, rate)
+				// The series this cell has: a test without the series
+				// label (apps' FTP and scp, which have no keep-alive
+				// setting) gets one bar per group, not empty ones.
+				svals := values(sel, sh.Series)
 				t := &table{Caption: "Scenario " + scen + ": " + caption, Keys: len(groups) + 1}
 				t.Header = append(append(t.Header, headers...), sh.SeriesHeader)
 				for range len(groups) + 1 {
@@ -104,6 +107,9 @@ func (m *model) categoricalSection(shape result.ScenarioShape, scen string, sr [
 						YLabel:   title(mt) + " (" + AxisUnit(mt, sc) + ")",
 					}
 					for _, sv := range svals {
+						if sv == "" {
+							sv = "—"
+						}
 						c.Series = append(c.Series, sh.Series+" "+sv)
 					}
 					any := false
