@@ -27,15 +27,21 @@ var programs = map[string][]string{
 	SCP:  {"sshd", "scp", "ssh", "ssh-keygen"},
 }
 
-// lookProgram finds a program on PATH or in /usr/sbin (daemons are there,
-// and PATH may lack it).
+// sbinDirs are searched after PATH: Debian installs the daemons there,
+// and a user's PATH may lack it.
+var sbinDirs = []string{"/usr/sbin"}
+
+// lookProgram finds a program on PATH or in sbinDirs, or says how to
+// install it.
 func lookProgram(name string) (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	p := filepath.Join("/usr/sbin", name)
-	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-		return p, nil
+	for _, d := range sbinDirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
 	}
 	return "", fmt.Errorf("%s not found (install: %s)", name, InstallHint)
 }
