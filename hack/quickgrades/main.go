@@ -19,6 +19,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/pkg/stats"
 )
 
 var path = flag.String("path", "cross-node", "the summary table to tabulate (its path label)")
@@ -51,11 +52,13 @@ func write(w io.Writer, files []string, path string) error {
 	var keys []key
 	runs := make([]map[key]report.GradedCell, len(files))
 	var walls []float64
+	sets := make([]*result.Set, len(files))
 	for i, f := range files {
 		set, err := result.ReadFile(f)
 		if err != nil {
 			return err
 		}
+		sets[i] = set
 		walls = append(walls, set.End.Sub(set.Start).Seconds())
 		runs[i] = map[key]report.GradedCell{}
 		for _, c := range report.SummaryGrades(set) {
@@ -101,6 +104,13 @@ func write(w io.Writer, files []string, path string) error {
 		fmt.Fprintf(w, " %.0f s |", s)
 	}
 	fmt.Fprintln(w)
+	for _, test := range []string{"tcp_stream", "tcp_rr", "tcp_crr"} {
+		fmt.Fprintf(w, "| baseline %s (median) |", test)
+		for _, set := range sets {
+			fmt.Fprintf(w, " %s |", baselineMedian(set, test))
+		}
+		fmt.Fprintln(w)
+	}
 	for _, k := range order {
 		fmt.Fprintf(w, "| %s %s |", k.datapath, k.test)
 		for _, r := range runs {
@@ -113,14 +123,23 @@ func write(w io.Writer, files []string, path string) error {
 		}
 		fmt.Fprintln(w)
 	}
-	var medians, within, single []string
-	for _, r := range runs {
+	var medians, within, single, quads []string
+	for i, r := range runs {
+		q := quadrature(sets[i], path)
+		slices.Sort(q)
+		in := 0
+		for _, h := range q {
+			if h <= goal {
+				in++
+			}
+		}
+		quads = append(quads, fmt.Sprintf(" ±%.1f %%, %d/%d |", 100*median(q), in, len(q)))
 		var hws []float64
-		in, one := 0, 0
+		inHL, one := 0, 0
 		for _, c := range r {
 			hws = append(hws, c.HalfWidth())
 			if c.HalfWidth() <= goal {
-				in++
+				inHL++
 			}
 			if c.Worst == c.Best {
 				one++
@@ -128,12 +147,13 @@ func write(w io.Writer, files []string, path string) error {
 		}
 		slices.Sort(hws)
 		medians = append(medians, fmt.Sprintf(" ±%.1f %% |", 100*median(hws)))
-		within = append(within, fmt.Sprintf(" %d/%d |", in, len(r)))
+		within = append(within, fmt.Sprintf(" %d/%d |", inHL, len(r)))
 		single = append(single, fmt.Sprintf(" %d/%d |", one, len(r)))
 	}
 	fmt.Fprintf(w, "| median half-width |%s\n", strings.Join(medians, ""))
 	fmt.Fprintf(w, "| cells within ±%.0f %% |%s\n", 100*goal, strings.Join(within, ""))
 	fmt.Fprintf(w, "| cells with one grade |%s\n", strings.Join(single, ""))
+	fmt.Fprintf(w, "| before 2026-11-28 (the medians' intervals in quadrature): median half-width, cells within ±%.0f %% |%s\n", 100*goal, strings.Join(quads, ""))
 
 	fmt.Fprintf(w, "\nAcross the runs: the spread of each cell's ratio, and how many runs' intervals hold the median of the runs' ratios.\n\n")
 	fmt.Fprint(w, "| cell | ratios (min–max) | median ratio | its spread | intervals holding the median |\n|---|---:|---:|---:|---:|\n")
@@ -160,6 +180,54 @@ func write(w io.Writer, files []string, path string) error {
 	}
 	fmt.Fprintf(w, "\nIntervals holding their cell's median ratio: %d of %d.\n", held, total)
 	return nil
+}
+
+// primary is the summary's metric of each headline test.
+var primary = map[string]string{"tcp_stream": result.ThroughputBitsPerSec, "tcp_rr": result.TransPerSec, "tcp_crr": result.TransPerSec}
+
+// baselineMedian is the node-to-node baseline's median of test at one
+// flow, with its unit ("—" when not measured).
+func baselineMedian(set *result.Set, test string) string {
+	for i := range set.Runs {
+		r := &set.Runs[i]
+		if r.Labels["datapath"] != report.BaselineDatapath || r.Labels["test"] != test || r.Labels["flows"] != "1" {
+			continue
+		}
+		if s, ok := report.Summary(r, primary[test]); ok {
+			sc := report.ScaleFor(primary[test], s.Median)
+			return fmt.Sprintf("%.3g %s", s.Median/sc.Div, sc.Unit)
+		}
+	}
+	return "—"
+}
+
+// quadrature is the half-width of every headline cell's ratio by the rule
+// the grades used before 2026-11-28: the log half-widths of the two
+// medians' 95 % intervals added in quadrature.
+func quadrature(set *result.Set, path string) []float64 {
+	lhw := func(s stats.Summary) float64 {
+		return math.Max(math.Log(s.CI95High/s.Median), math.Log(s.Median/s.CI95Low))
+	}
+	var out []float64
+	for i := range set.Runs {
+		r := &set.Runs[i]
+		test := r.Labels["test"]
+		if r.Labels["path"] != path || primary[test] == "" || r.Labels["flows"] != "1" {
+			continue
+		}
+		for j := range set.Runs {
+			b := &set.Runs[j]
+			if b.Labels["datapath"] != report.BaselineDatapath || b.Labels["test"] != test || b.Labels["flows"] != "1" || b.Labels["mtu"] != r.Labels["mtu"] {
+				continue
+			}
+			sd, ok1 := report.Summary(r, primary[test])
+			sb, ok2 := report.Summary(b, primary[test])
+			if ok1 && ok2 && sd.Median > 0 && sb.Median > 0 {
+				out = append(out, math.Expm1(math.Hypot(lhw(sd), lhw(sb))))
+			}
+		}
+	}
+	return out
 }
 
 // name is a results file's column: its base name without the results
