@@ -24,12 +24,15 @@ import (
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
-// TestSuiteProxies runs the scenario on the real lab (veth-routing, both
-// proxies, 0, 1 and 2 hops, keep-alive on, short windows) and checks that
-// every cell was measured, the proxies' CPU recorded, two sidecars cost
-// more latency than none, and that the host was left untouched: /etc's
-// haproxy and nginx files unchanged, no proxy left running, nothing of the
-// scenario listening in the host's namespace at any time.
+// TestSuiteProxies runs the scenario on the real lab (two datapaths,
+// veth-routing and bridge; both proxies; 0, 1 and 2 hops; keep-alive on
+// and off; one repeat of short windows) and checks that every cell was
+// measured on both datapaths, the proxies' CPU recorded, the client kept
+// its connections alive or opened one per request as the keepalive label
+// says, two sidecars cost more latency than none and a connection per
+// request more than a kept one, and that the host was left untouched:
+// /etc's haproxy and nginx files unchanged, no proxy left running, nothing
+// of the scenario listening in the host's namespace at any time.
 func TestSuiteProxies(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	for _, p := range proxies.Proxies {
@@ -43,7 +46,7 @@ func TestSuiteProxies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	build, err := reg.Parse("--proxy-keepalive", "on")
+	build, err := reg.Parse("--proxy-keepalive", "on,off")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +56,8 @@ func TestSuiteProxies(t *testing.T) {
 	}
 	o.Scenario, o.NewScenario = proxies.ScenarioName, build
 	o.Repeat, o.Duration, o.Warmup, o.OutDir = 1, 300*time.Millisecond, 100*time.Millisecond, t.TempDir()
-	b, err := lab.NewBackend(lab.BackendOptions{Datapaths: []string{"veth-routing"}, NoBaseline: true,
+	datapaths := []string{"veth-routing", "bridge"}
+	b, err := lab.NewBackend(lab.BackendOptions{Datapaths: datapaths, NoBaseline: true,
 		Binary: bin, LockPath: filepath.Join(t.TempDir(), "lock")})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +87,7 @@ func TestSuiteProxies(t *testing.T) {
 		}
 	}()
 	var progress strings.Builder
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	out, err := (&suite.Runner{Progress: &progress}).Run(ctx, o)
 	close(stop)
@@ -102,22 +106,32 @@ func TestSuiteProxies(t *testing.T) {
 	}
 
 	set := out.Set
-	// 5 points (none/0, haproxy/1, haproxy/2, nginx/1, nginx/2) × 2 cells.
-	if len(set.Runs) != 10 || len(set.Skipped) != 0 {
-		t.Fatalf("%d runs (want 10), skipped %+v\n%s", len(set.Runs), set.Skipped, progress.String())
+	// Per datapath 10 points (none/0, haproxy/1, haproxy/2, nginx/1,
+	// nginx/2, each keep-alive on and off) × 2 cells.
+	if len(set.Runs) != 40 || len(set.Skipped) != 0 {
+		t.Fatalf("%d runs (want 40), skipped %+v\n%s", len(set.Runs), set.Skipped, progress.String())
 	}
-	p50 := map[string]float64{} // proxy/hops at 1 flow
-	cpu := map[string]float64{} // proxy/hops, both cells
+	perDatapath := map[string]int{}
+	p50 := map[string]float64{} // datapath/proxy/hops/keepalive at 1 flow
+	cpu := map[string]float64{} // datapath/proxy/hops/keepalive, both cells
 	for _, r := range set.Runs {
 		l := r.Labels
+		perDatapath[l["datapath"]]++
 		if len(r.Repeats) != 1 || r.Repeats[0].Error != "" {
 			t.Errorf("%v: repeats %+v", l, r.Repeats)
 			continue
 		}
 		m := r.Repeats[0].Metrics
-		key := l[proxies.LabelProxy] + "/" + l[proxies.LabelHops]
-		if m[result.TransPerSec] <= 0 || m[result.LatencyUsP50] <= 0 || l[proxies.LabelKeepAlive] != proxies.On || l["test"] != result.TestHTTP {
+		ka := l[proxies.LabelKeepAlive]
+		key := l["datapath"] + "/" + l[proxies.LabelProxy] + "/" + l[proxies.LabelHops] + "/" + ka
+		if m[result.TransPerSec] <= 0 || m[result.LatencyUsP50] <= 0 || l["test"] != result.TestHTTP {
 			t.Errorf("%v: %v trans/s, p50 %v µs", l, m[result.TransPerSec], m[result.LatencyUsP50])
+		}
+		// The client as the label says: a connection per request
+		// (connect times measured) with keep-alive off, kept ones on.
+		_, connects := m[result.ConnectUsP50]
+		if want := map[string]string{proxies.On: "true", proxies.Off: "false"}[ka]; r.Config["http_keepalive"] != want || connects != (ka == proxies.Off) {
+			t.Errorf("%v: client http_keepalive=%q, connect times measured %v", l, r.Config["http_keepalive"], connects)
 		}
 		_, hasCPU := m[proxies.MetricCPUPct]
 		if hasCPU != (l[proxies.LabelHops] != "0") {
@@ -127,17 +141,29 @@ func TestSuiteProxies(t *testing.T) {
 			p50[key] = m[result.LatencyUsP50]
 		}
 		cpu[key] += m[proxies.MetricCPUSeconds]
-		t.Logf("%-10s flows=%-2s %8.0f trans/s  p50 %6.1f µs  p99 %6.1f µs  proxy CPU %5.1f %%", key, l["flows"],
+		t.Logf("%-30s flows=%-2s %8.0f trans/s  p50 %6.1f µs  p99 %6.1f µs  proxy CPU %5.1f %%", key, l["flows"],
 			m[result.TransPerSec], m[result.LatencyUsP50], m[result.LatencyUsP99], m[proxies.MetricCPUPct])
 	}
-	for _, px := range proxies.Proxies {
-		for _, h := range []string{"1", "2"} {
-			if cpu[px+"/"+h] <= 0 {
-				t.Errorf("%s at %s hops: no proxy CPU measured", px, h)
+	for _, dp := range datapaths {
+		if perDatapath[dp] != 20 {
+			t.Errorf("%s: %d runs, want 20", dp, perDatapath[dp])
+		}
+		for _, ka := range proxies.KeepAlives {
+			for _, px := range proxies.Proxies {
+				for _, h := range []string{"1", "2"} {
+					if cpu[dp+"/"+px+"/"+h+"/"+ka] <= 0 {
+						t.Errorf("%s, %s at %s hops, keep-alive %s: no proxy CPU measured", dp, px, h, ka)
+					}
+				}
+				if two, none := p50[dp+"/"+px+"/2/"+ka], p50[dp+"/none/0/"+ka]; two <= none {
+					t.Errorf("%s, keep-alive %s: %s's p50 through two sidecars %v µs, not above the direct %v µs", dp, ka, px, two, none)
+				}
 			}
 		}
-		if p50[px+"/2"] <= p50["none/0"] {
-			t.Errorf("%s: p50 through two sidecars %v µs, not above the direct %v µs", px, p50[px+"/2"], p50["none/0"])
+		// A TCP handshake per request costs more than none (about 3× at
+		// 0 hops on this machine).
+		if on, off := p50[dp+"/none/0/on"], p50[dp+"/none/0/off"]; off <= on {
+			t.Errorf("%s: direct p50 with keep-alive off %v µs, not above on's %v µs", dp, off, on)
 		}
 	}
 }
