@@ -19,7 +19,12 @@
 # by asking for a larger K.
 set -euo pipefail
 profile=${1:?profile}; k=${2:?count}; dir=${3:?dir}; shift 3
-bin=${CNIBENCH:-bin/cnibench}
+# A private copy of the binary: a rebuild of bin/cnibench during the
+# collection (a shared checkout) must not change what measures.
+bin=$(mktemp /tmp/cnibench-collect.XXXXXX)
+trap 'rm -f "$bin"' EXIT
+cp "${CNIBENCH:-bin/cnibench}" "$bin"
+echo "[$(date +%T)] $("$bin" version 2>/dev/null | head -1)"
 mkdir -p "$dir"
 for i in $(seq -w 0 $((k - 1))); do
   out=$dir/run-$i
