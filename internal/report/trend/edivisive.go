@@ -20,6 +20,10 @@ import (
 // tested by permutation (the values are shuffled within every segment and
 // the largest best split recomputed; p = (1 + #{Q_perm ≥ Q})/(1 + R)) and
 // kept when p ≤ alpha, then the search repeats on the new segments.
+//
+// It is implemented here rather than taken from a library: no Go module
+// this project can use offers it with a significance test per change
+// (docs/trends.md, "Why it is implemented here", lists those looked at).
 
 // split is a change point found by eDivisive: At is the index of the
 // first value after the change, Q its divergence, P its permutation p-value.
