@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"debug/elf"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,25 +20,8 @@ import (
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/image"
 	"github.com/cnibench/cnibench/internal/image/imagetest"
+	"github.com/cnibench/cnibench/internal/testutil"
 )
-
-// syncBuffer is a log sink safe for the run's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // archNode labels a fake node with its architecture.
 func archNode(name, ip, arch string) *corev1.Node {
@@ -114,7 +95,7 @@ func TestNodeArches(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var logs syncBuffer
+			var logs testutil.SyncBuffer
 			b := fc.backend(func(o *Options) {
 				o.Image, o.Placement.Arches = tt.image, tt.given
 				o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -19,25 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers (wireguard-go
-// logs from its own goroutines).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // udpSockets counts the UDP sockets bound to port in the namespace do runs
 // in, from /proc/thread-self/net/udp{,6} read on a thread inside it.
 func udpSockets(t *testing.T, do DoFunc, port int) int {

@@ -65,7 +65,7 @@ func TestUserspaceTunnel(t *testing.T) {
 		}
 		keys[i] = [2]Key{priv, pub}
 	}
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	t.Cleanup(func() {
 		if s := logs.String(); s != "" {
