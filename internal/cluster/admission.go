@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -48,22 +47,21 @@ func (d *Deployment) ensureNamespace(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !exists {
-		rep := kube.Preflight(ctx, cs, []kube.Object{{Obj: kube.RunNamespace(d.ns, d.runID), Why: "the run's namespace"}})
-		r := rep.Objects[0]
-		switch r.Verdict {
-		case kube.Refused:
-			msg := fmt.Sprintf("the cluster refuses to create namespace %s: %s", d.ns, r.Reason)
-			if r.Fix != "" {
-				msg += "; fix: " + r.Fix
-			}
-			if r.By != "RBAC" {
-				msg += "; or create it beforehand (kubectl create namespace " + d.ns + "): a namespace that exists is used as it is"
-			}
-			return errors.New(msg)
-		case kube.NotChecked:
-			d.log.Warn("admission dry run not checked", "namespace", d.ns, "why", r.Reason)
+	if exists {
+		// Used as it is; kube.EnsureNamespace would only ask again.
+		d.log.Debug("namespace exists", "namespace", d.ns)
+		return nil
+	}
+	rep := kube.Preflight(ctx, cs, []kube.Object{{Obj: kube.RunNamespace(d.ns, d.runID), Why: "the run's namespace"}})
+	switch r := rep.Objects[0]; r.Verdict {
+	case kube.Refused:
+		msg := "the cluster refuses to create namespace " + d.ns + ": " + withFix(r)
+		if r.By != "RBAC" {
+			msg += "; or create it beforehand (kubectl create namespace " + d.ns + "): a namespace that exists is used as it is"
 		}
+		return errors.New(msg)
+	case kube.NotChecked:
+		d.log.Warn("admission dry run not checked", "namespace", d.ns, "why", r.Reason)
 	}
 	d.createdNS, err = kube.EnsureNamespace(ctx, cs, d.ns, d.runID)
 	return err

@@ -277,12 +277,8 @@ func (d *Deployment) createServices(ctx context.Context) error {
 	// A NodePort service has a ClusterIP too: one service serves both
 	// paths. A cluster that refuses NodePorts gets a ClusterIP service
 	// and the nodeport path is skipped with the reason.
-	typ := d.svcType
-	if typ == "" {
-		typ = corev1.ServiceTypeNodePort
-	}
-	svc, err := kube.CreateBuiltService(ctx, b.cs, d.serviceObj(typ))
-	if err != nil && typ == corev1.ServiceTypeNodePort {
+	svc, err := kube.CreateBuiltService(ctx, b.cs, d.serviceObj(d.svcType))
+	if err != nil && d.svcType == corev1.ServiceTypeNodePort {
 		d.nodePortWhy = "the cluster refused a NodePort service: " + firstLine(err.Error())
 		d.log.Warn("no NodePort service", "err", err)
 		svc, err = kube.CreateBuiltService(ctx, b.cs, d.serviceObj(corev1.ServiceTypeClusterIP))
