@@ -77,7 +77,7 @@ func write(w io.Writer, files []string, path string) error {
 	}
 	// Tests first, as the summary's columns read; datapaths in first-seen order.
 	var order []key
-	for _, test := range []string{"tcp_stream", "tcp_rr", "tcp_crr"} {
+	for _, test := range headline {
 		for _, k := range keys {
 			if k.test == test {
 				order = append(order, k)
@@ -104,7 +104,7 @@ func write(w io.Writer, files []string, path string) error {
 		fmt.Fprintf(w, " %.0f s |", s)
 	}
 	fmt.Fprintln(w)
-	for _, test := range []string{"tcp_stream", "tcp_rr", "tcp_crr"} {
+	for _, test := range headline {
 		fmt.Fprintf(w, "| baseline %s (median) |", test)
 		for _, set := range sets {
 			fmt.Fprintf(w, " %s |", baselineMedian(set, test))
@@ -182,8 +182,8 @@ func write(w io.Writer, files []string, path string) error {
 	return nil
 }
 
-// primary is the summary's metric of each headline test.
-var primary = map[string]string{"tcp_stream": result.ThroughputBitsPerSec, "tcp_rr": result.TransPerSec, "tcp_crr": result.TransPerSec}
+// headline are the tests of the quick profile's graded summary.
+var headline = []string{"tcp_stream", "tcp_rr", "tcp_crr"}
 
 // baselineMedian is the node-to-node baseline's median of test at one
 // flow, with its unit ("—" when not measured).
@@ -193,8 +193,9 @@ func baselineMedian(set *result.Set, test string) string {
 		if r.Labels["datapath"] != report.BaselineDatapath || r.Labels["test"] != test || r.Labels["flows"] != "1" {
 			continue
 		}
-		if s, ok := report.Summary(r, primary[test]); ok {
-			sc := report.ScaleFor(primary[test], s.Median)
+		m := report.PrimaryMetric(test)
+		if s, ok := report.Summary(r, m); ok {
+			sc := report.ScaleFor(m, s.Median)
 			return fmt.Sprintf("%.3g %s", s.Median/sc.Div, sc.Unit)
 		}
 	}
@@ -212,7 +213,7 @@ func quadrature(set *result.Set, path string) []float64 {
 	for i := range set.Runs {
 		r := &set.Runs[i]
 		test := r.Labels["test"]
-		if r.Labels["path"] != path || primary[test] == "" || r.Labels["flows"] != "1" {
+		if r.Labels["path"] != path || !slices.Contains(headline, test) || r.Labels["flows"] != "1" {
 			continue
 		}
 		for j := range set.Runs {
@@ -220,8 +221,8 @@ func quadrature(set *result.Set, path string) []float64 {
 			if b.Labels["datapath"] != report.BaselineDatapath || b.Labels["test"] != test || b.Labels["flows"] != "1" || b.Labels["mtu"] != r.Labels["mtu"] {
 				continue
 			}
-			sd, ok1 := report.Summary(r, primary[test])
-			sb, ok2 := report.Summary(b, primary[test])
+			sd, ok1 := report.Summary(r, report.PrimaryMetric(test))
+			sb, ok2 := report.Summary(b, report.PrimaryMetric(test))
 			if ok1 && ok2 && sd.Median > 0 && sb.Median > 0 {
 				out = append(out, math.Expm1(math.Hypot(lhw(sd), lhw(sb))))
 			}
