@@ -190,14 +190,17 @@ func attemptOnce(ctx context.Context, p RetryPolicy, attempt int, fn func(ctx co
 // once makes one attempt of fn, a wait loop's look at the cluster, within
 // the policy's CallTimeout. transient says the error is passing trouble
 // (retryable, or the attempt timed out): it is logged, and the loop should
-// take it as "not yet" and look again.
+// take it as "not yet" and look again. An error met after ctx (the loop's
+// own, with its deadline) ended is transient too: the loop's end is then
+// the loop's to report, as a timeout, not as the last look's error that
+// happened to straddle the deadline.
 func once(ctx context.Context, what string, fn func(ctx context.Context) error) (transient bool, err error) {
 	timedOut, err := attemptOnce(ctx, retryPolicy(ctx), 1, func(ctx context.Context, _ int) error { return fn(ctx) })
 	if err == nil {
 		return false, nil
 	}
 	err = fmt.Errorf("%s: %w", what, err)
-	if ctx.Err() == nil && (timedOut || Retryable(err)) {
+	if ctx.Err() != nil || timedOut || Retryable(err) {
 		logger(ctx).Debug("API call failed, looking again", "call", what, "err", err)
 		return true, err
 	}

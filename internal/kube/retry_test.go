@@ -153,6 +153,45 @@ func TestCallStopsWithContext(t *testing.T) {
 	}
 }
 
+// once, a wait loop's look: passing trouble is "not yet", a refusal is
+// final, and whatever a look meets once the loop's own context ended is
+// "not yet" too, so the loop reports its timeout, not the look that
+// straddled its deadline.
+func TestOnce(t *testing.T) {
+	forbidden := apierrors.NewForbidden(podsGR, "p", errors.New("no"))
+	tests := []struct {
+		name          string
+		err           error
+		endDuring     bool // the loop's context ends while the look runs
+		wantTransient bool
+		wantErr       bool
+	}{
+		{name: "answer", err: nil},
+		{name: "500", err: apierrors.NewInternalError(errors.New("boom")), wantTransient: true, wantErr: true},
+		{name: "forbidden", err: forbidden, wantErr: true},
+		{name: "500 past the deadline", err: apierrors.NewInternalError(errors.New("boom")), endDuring: true, wantTransient: true, wantErr: true},
+		{name: "forbidden past the deadline", err: forbidden, endDuring: true, wantTransient: true, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(WithRetryPolicy(context.Background(), fast))
+			defer cancel()
+			transient, err := once(ctx, "get pod ns/p", func(context.Context) error {
+				if tt.endDuring {
+					cancel()
+				}
+				return tt.err
+			})
+			if transient != tt.wantTransient || (err != nil) != tt.wantErr {
+				t.Fatalf("once = %v, %v; want transient %v, an error %v", transient, err, tt.wantTransient, tt.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "get pod ns/p") {
+				t.Errorf("error %q does not name the call", err)
+			}
+		})
+	}
+}
+
 // A create retried after a timeout takes the object its first attempt
 // made when it carries the run's labels, not someone else's.
 func TestCreateOwn(t *testing.T) {

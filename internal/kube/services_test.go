@@ -18,6 +18,21 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
+// A look that fails after WaitLoadBalancer's deadline passed (a slow API
+// server's 500) ends in the timeout's message, not in that 500: the
+// flake CI met on 2026-11-29 when the 150 ms deadline fell inside a look.
+func TestWaitLoadBalancerLookStraddlesDeadline(t *testing.T) {
+	cs := fake.NewClientset()
+	cs.PrependReactor("get", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+		time.Sleep(120 * time.Millisecond)
+		return true, nil, apierrors.NewInternalError(errors.New("boom"))
+	})
+	_, err := WaitLoadBalancer(context.Background(), cs, "ns", "lb", 10*time.Millisecond, 100*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "no address within 100ms") {
+		t.Fatalf("err = %v, want the timeout's message", err)
+	}
+}
+
 func TestCreateService(t *testing.T) {
 	cs := fake.NewClientset()
 	ports := []corev1.ServicePort{{Name: "tcp", Port: 80, TargetPort: intstr.FromInt32(5201), Protocol: corev1.ProtocolTCP}}
