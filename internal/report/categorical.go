@@ -104,7 +104,7 @@ func (m *model) categoricalSection(shape result.ScenarioShape, scen string, sr [
 						ID: id + "-" + slug(test) + "-" + fl + "f" + rateSlug(rate) + "-" + slug(mt), Kind: "scenario",
 						Title:    fmt.Sprintf("%s — %s", title(mt), caption),
 						Subtitle: "median with 95 % CI; " + BetterText(mt),
-						YLabel:   title(mt) + " (" + AxisUnit(mt, sc) + ")",
+						YLabel:   axisLabel(title(mt), mt, sc),
 					}
 					for _, sv := range svals {
 						if sv == "" {

@@ -32,12 +32,12 @@ func (m *model) datapathBarChart(kind, test, fl, metric string, runs []*result.R
 		ID: kind + "-" + slug(test) + "-" + fl + "f", Kind: kind,
 		Title:    fmt.Sprintf("%s — %s, %s", MetricTitle(metric), test, flowsText(fl)),
 		Subtitle: fmt.Sprintf("median with 95 %% CI, MTU %s; %s", orDash(m.defaultMTU), BetterText(metric)),
-		YLabel:   MetricTitle(metric) + " (" + AxisUnit(metric, sc) + ")",
+		YLabel:   axisLabel(MetricTitle(metric), metric, sc),
 		Series:   showAll(paths),
 		Note:     m.skippedNote(),
 	}
 	if kind == "primary" {
-		c.YLabel = MetricTitle(metric) + " (" + AxisUnit(metric, sc) + ")"
+		c.YLabel = axisLabel(MetricTitle(metric), metric, sc)
 	} else {
 		c.YLabel = AxisUnit(metric, sc)
 		if metric == result.CPUUsPerTrans {

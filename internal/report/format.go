@@ -79,6 +79,19 @@ func ScaleFor(metric string, mag float64) Scale {
 }
 
 // AxisUnit is the unit text for a chart axis or table header.
+// axisLabel is a chart's y-axis label: the metric's title with its unit in
+// parentheses, unless the title's closing parenthesis already names it
+// ("Proxies' CPU (% of a core)"), which would name the unit twice; a
+// closing remark that is not the unit ("Client CPU (curl, scp + ssh)")
+// still gets it.
+func axisLabel(title, metric string, sc Scale) string {
+	unit := AxisUnit(metric, sc)
+	if i := strings.LastIndex(title, "("); i >= 0 && strings.HasSuffix(title, ")") && unit != "" && strings.Contains(title[i:], unit) {
+		return title
+	}
+	return title + " (" + unit + ")"
+}
+
 func AxisUnit(metric string, sc Scale) string {
 	if result.Info(metric).Unit == "% of a core" {
 		return "% of one core"

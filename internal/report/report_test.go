@@ -291,6 +291,27 @@ func TestFormat(t *testing.T) {
 	}
 }
 
+// An axis names its unit once: not again when the title's closing
+// parenthesis names it, still when that parenthesis says something else.
+func TestAxisLabel(t *testing.T) {
+	pct := Scale{Unit: "%"}
+	tests := []struct {
+		title, metric string
+		sc            Scale
+		want          string
+	}{
+		{"Proxies' CPU (% of a core)", "proxy_cpu_pct", pct, "Proxies' CPU (% of a core)"},
+		{"Client CPU (curl, scp + ssh)", result.ClientCPUPct, pct, "Client CPU (curl, scp + ssh) (% of one core)"},
+		{"Throughput", result.ThroughputBitsPerSec, Scale{Unit: "Gbit/s"}, "Throughput (Gbit/s)"},
+		{"Loss (%)", result.LossPct, pct, "Loss (%)"},
+	}
+	for _, tt := range tests {
+		if got := axisLabel(tt.title, tt.metric, tt.sc); got != tt.want {
+			t.Errorf("axisLabel(%q, %s) = %q, want %q", tt.title, tt.metric, got, tt.want)
+		}
+	}
+}
+
 func TestGradeOf(t *testing.T) {
 	tests := []struct {
 		r    float64

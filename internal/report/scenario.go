@@ -210,7 +210,7 @@ func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*resul
 		Title:    fmt.Sprintf("%s vs %s — %s", title, fs.sh.XText, caption),
 		Subtitle: "median with 95 % CI; " + BetterText(metric),
 		XLabel:   fs.sh.XText + " (log scale)",
-		YLabel:   title + " (" + AxisUnit(metric, sc) + ")",
+		YLabel:   axisLabel(title, metric, sc),
 		LogX:     true,
 		AutoLogY: true,
 	}

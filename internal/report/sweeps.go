@@ -60,7 +60,7 @@ func (m *model) mtuSections() []section {
 					XLabel:   "MTU (bytes)",
 				}
 				sc := scaleOf(sel, metric)
-				lc.YLabel = MetricTitle(metric) + " (" + AxisUnit(metric, sc) + ")"
+				lc.YLabel = axisLabel(MetricTitle(metric), metric, sc)
 				for _, mtu := range values(sel, LabelMTU) {
 					x, _ := strconv.ParseFloat(mtu, 64)
 					lc.XTicks = append(lc.XTicks, x)
@@ -224,7 +224,7 @@ func (m *model) scenarioSections() []section {
 						lc.XLabel = "rules (log scale)"
 					}
 					sc := scaleOf(sel, metric)
-					lc.YLabel = MetricTitle(metric) + " (" + AxisUnit(metric, sc) + ")"
+					lc.YLabel = axisLabel(MetricTitle(metric), metric, sc)
 					numeric := true
 					for _, pv := range pvals {
 						x, err := strconv.ParseFloat(pv, 64)
