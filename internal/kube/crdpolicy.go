@@ -287,6 +287,30 @@ func ResourceFor(obj *unstructured.Unstructured) (schema.GroupVersionResource, e
 	return gvr, nil
 }
 
+// ClusterPreflightObjects are objs' dry-run candidates for Preflight: the
+// first object of each resource, created through dyn (an admission
+// webhook or policy that refuses a kind refuses its first object as it
+// would the rest, and the rest are the same shape). why says what they
+// are for. Objects of a kind ResourceFor does not know are left out: the
+// create reports them.
+func ClusterPreflightObjects(dyn dynamic.Interface, objs []*unstructured.Unstructured, why string) []Object {
+	var out []Object
+	seen := map[schema.GroupVersionResource]bool{}
+	for _, o := range objs {
+		gvr, err := ResourceFor(o)
+		if err != nil || seen[gvr] || dyn == nil {
+			continue
+		}
+		seen[gvr] = true
+		o := o
+		out = append(out, Object{Obj: o, Kind: o.GetKind(), Why: why, Create: func(ctx context.Context, opts metav1.CreateOptions) error {
+			_, err := dyn.Resource(gvr).Create(ctx, o, opts)
+			return err
+		}})
+	}
+	return out
+}
+
 // CreateClusterObjects creates the cluster-scoped objects objs, in order,
 // through dyn, each call bounded and retried as RetryPolicy says (a retry
 // that meets the object its earlier attempt made takes it), and returns how many it

@@ -76,6 +76,12 @@ func judge(res *ObjectResult, o Object, err error) {
 		return
 	}
 	res.Verdict = Refused
+	// scope is what an administrator exempts: the namespace, or for a
+	// cluster-scoped object (a CNI's cluster-wide policy) its kind.
+	scope := "namespace " + ns
+	if ns == "" {
+		scope = "the run's cluster-scoped " + res.Kind + " objects"
+	}
 	switch m := podSecurityRE.FindStringSubmatch(msg); {
 	case m != nil:
 		res.By = "PodSecurity " + m[1]
@@ -95,7 +101,7 @@ func judge(res *ObjectResult, o Object, err error) {
 		if m[2] == "without explanation" {
 			res.Reason = `admission webhook "` + m[1] + `" denied the request without explanation`
 		}
-		res.Fix = "ask the cluster's administrator to exempt namespace " + ns + " from the policy behind webhook " + m[1] + webhookHint(m[1]) + without(o)
+		res.Fix = "ask the cluster's administrator to exempt " + scope + " from the policy behind webhook " + m[1] + webhookHint(m[1]) + without(o)
 		return
 	}
 	if m := vapRE.FindStringSubmatch(msg); m != nil {
@@ -105,7 +111,10 @@ func judge(res *ObjectResult, o Object, err error) {
 		if m[2] != "" {
 			binding = "its binding " + m[2]
 		}
-		res.Fix = "ask the cluster's administrator to exclude namespace " + ns + " from " + binding + " (matchResources.namespaceSelector)" + without(o)
+		res.Fix = "ask the cluster's administrator to exclude " + scope + " from " + binding + " (matchResources)" + without(o)
+		if ns != "" {
+			res.Fix = "ask the cluster's administrator to exclude " + scope + " from " + binding + " (matchResources.namespaceSelector)" + without(o)
+		}
 		return
 	}
 	switch {
@@ -118,6 +127,9 @@ func judge(res *ObjectResult, o Object, err error) {
 		res.By = "RBAC"
 		res.Reason = "not allowed to create " + resource + " (a dry run needs the create verb too): " + msg
 		res.Fix = "grant create on " + resource + " in namespace " + ns + ": cnibench k8s rbac --namespace " + ns + " prints the rights"
+		if ns == "" {
+			res.Fix = "grant create on " + resource + " cluster-wide (a ClusterRole): cnibench k8s rbac prints the rights"
+		}
 		if res.Kind == "Namespace" {
 			res.Fix = "grant create on namespaces (cnibench k8s rbac --namespace " + ns + " prints the rights), or create namespace " + ns +
 				" beforehand and use it as it is (cnibench k8s rbac --namespace " + ns + " --existing-namespace)"

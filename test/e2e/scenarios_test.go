@@ -8,8 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/pkg/result"
@@ -223,4 +228,110 @@ func TestServicesScenarioOnCluster(t *testing.T) {
 	}
 	e.assertClean(t, "after the run")
 	e.assertNoSlices(t, "after the run")
+}
+
+// refuseNetpol is the ValidatingAdmissionPolicy (and its binding) that
+// TestScenarioRefusedByAdmission installs: it denies every NetworkPolicy
+// a cnibench run creates, as a cluster's policy team might.
+const refuseNetpol = "cnibench-e2e-refuse-netpol"
+
+// TestScenarioRefusedByAdmission runs the egress scenario on a cluster
+// whose admission (a ValidatingAdmissionPolicy, as a managed cluster's
+// policy team installs) refuses the run's NetworkPolicies: the point is
+// recorded skipped with the policy's name, its message and a fix, found
+// by a dry run before anything was created; the baseline is measured;
+// nothing is left, the policy included.
+func TestScenarioRefusedByAdmission(t *testing.T) {
+	e := setup(t)
+	e.assertClean(t, "before the run")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := e.cs.AdmissionregistrationV1()
+	fail := admissionregistrationv1.Fail
+	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: refuseNetpol},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: kube.RunKey, Operator: metav1.LabelSelectorOpExists}}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"networking.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"networkpolicies"}},
+				}}},
+			},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "NetworkPolicies are managed by the platform team"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: refuseNetpol},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: refuseNetpol,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	if _, err := adm.ValidatingAdmissionPolicies().Create(ctx, vap, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := adm.ValidatingAdmissionPolicyBindings().Delete(ctx, refuseNetpol, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("delete the binding: %v", err)
+		}
+		if err := adm.ValidatingAdmissionPolicies().Delete(ctx, refuseNetpol, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("delete the policy: %v", err)
+		}
+		if _, err := adm.ValidatingAdmissionPolicies().Get(ctx, refuseNetpol, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the policy is still there: %v", err)
+		}
+	})
+	if _, err := adm.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The API server applies a new policy once its informer has it: wait
+	// until a dry run of a run's NetworkPolicy is refused.
+	probe := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "cnibench-e2e-probe", Namespace: "default", Labels: kube.RunLabels("e2e-probe")},
+		Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}}}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := e.cs.NetworkingV1().NetworkPolicies("default").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), nil
+	})
+	if err != nil {
+		t.Fatalf("the policy %s never took effect: %v", refuseNetpol, err)
+	}
+
+	out := filepath.Join(e.out, "egress-refused")
+	so, se, code := run(t, e.bin, e.scenarioArgs(out, "--scenario", "egress-filter",
+		"--mechanisms", "none,networkpolicy", "--rules", "10", "--policy-wait", "10s")...)
+	t.Logf("suite stdout:\n%s\nstderr:\n%s", so, se)
+	if code != 0 {
+		t.Fatalf("suite exit %d", code)
+	}
+	set, err := result.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for _, s := range set.Skipped {
+		t.Logf("skipped %v: %s", s.Labels, s.Reason)
+		if s.Labels["mechanism"] != "networkpolicy" {
+			continue
+		}
+		refused++
+		for _, want := range []string{"skipped: ", "refused by this cluster", "ValidatingAdmissionPolicy " + refuseNetpol, "managed by the platform team", "fix: "} {
+			if !strings.Contains(s.Reason, want) {
+				t.Errorf("networkpolicy: reason %q lacks %q", s.Reason, want)
+			}
+		}
+	}
+	if refused == 0 {
+		t.Error("the refused networkpolicy point was not recorded skipped")
+	}
+	for _, r := range set.Runs {
+		if r.Labels["mechanism"] == "networkpolicy" {
+			t.Errorf("a run for the refused mechanism: %v", r.Labels)
+		}
+	}
+	if runs := set.Find(map[string]string{"mechanism": "none", "test": "tcp_rr"}); len(runs) == 0 {
+		t.Error("no baseline (none) run")
+	}
+	e.assertClean(t, "after the run")
 }

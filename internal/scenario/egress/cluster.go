@@ -199,9 +199,14 @@ func PrepareClusterPolicy(ctx context.Context, ca *cluster.Access, mech string, 
 		return nil, err
 	}
 	name := "cnb-" + ca.RunID + "-deny"
-	create, remove, describe, err := policyObjects(ctx, ca, mech, name, cidrs, o.Chunk)
+	create, remove, describe, dryRun, err := policyObjects(ctx, ca, mech, name, cidrs, o.Chunk)
 	if err != nil {
 		return nil, err
+	}
+	// A cluster whose admission refuses the objects skips the point
+	// before anything is created or watched.
+	if err := scenario.Admit(ctx, ca.Clientset, dryRun); err != nil {
+		return nil, fmt.Errorf("%s with %d rules: %w", mech, n, err)
 	}
 	p := &clusterPolicy{ca: ca, mech: mech, wait: o.Wait, remove: remove, metrics: map[string]float64{}, config: map[string]string{
 		"filter_seed":         strconv.FormatUint(seed, 10),
@@ -275,13 +280,13 @@ func removeAll(ctx context.Context, remove func(context.Context) error) error {
 // policyObjects builds a mechanism's objects for the deny set and returns
 // how to create them (objects and bytes sent) and remove them.
 func policyObjects(ctx context.Context, ca *cluster.Access, mech, name string, cidrs []netip.Prefix, chunk int) (
-	create func(context.Context) (int, int, error), remove func(context.Context) error, describe string, err error) {
+	create func(context.Context) (int, int, error), remove func(context.Context) error, describe string, dryRun []kube.Object, err error) {
 	switch mech {
 	case MechNetworkPolicy:
 		labels := maps.Clone(ca.Labels)
 		pols, err := kube.DenyEgressPolicies(name, ca.Namespace, metav1.LabelSelector{MatchLabels: ca.ClientLabels}, cidrs, chunk, labels)
 		if err != nil {
-			return nil, nil, "", err
+			return nil, nil, "", nil, err
 		}
 		create = func(ctx context.Context) (int, int, error) {
 			n, b := 0, 0
@@ -300,10 +305,14 @@ func policyObjects(ctx context.Context, ca *cluster.Access, mech, name string, c
 			}
 			return errors.Join(errs...)
 		}
-		return create, remove, fmt.Sprintf("%d NetworkPolicy object(s): egress allowed to 0.0.0.0/0 and ::/0 except the deny set, split into disjoint ipBlocks of at most %d excepts per object", len(pols), chunk), nil
+		var first []kube.Object
+		if len(pols) > 0 {
+			first = []kube.Object{{Obj: pols[0], Why: "the egress-filter scenario's " + mech + " objects"}}
+		}
+		return create, remove, fmt.Sprintf("%d NetworkPolicy object(s): egress allowed to 0.0.0.0/0 and ::/0 except the deny set, split into disjoint ipBlocks of at most %d excepts per object", len(pols), chunk), first, nil
 	case MechCiliumPolicy, MechCalicoNetworkSet:
 		if ca.Dynamic == nil {
-			return nil, nil, "", fmt.Errorf("%w: no dynamic client for the cluster's policy resources", scenario.ErrNeedsCluster)
+			return nil, nil, "", nil, fmt.Errorf("%w: no dynamic client for the cluster's policy resources", scenario.ErrNeedsCluster)
 		}
 		var objs []*unstructured.Unstructured
 		var gvrs []schema.GroupVersionResource
@@ -315,9 +324,9 @@ func policyObjects(ctx context.Context, ca *cluster.Access, mech, name string, c
 		}
 		if err := kube.Served(ctx, ca.Discovery, gvrs...); err != nil {
 			if kube.IsNotServed(err) {
-				return nil, nil, "", fmt.Errorf("%w: %s: %v", scenario.ErrNotServed, mech, err)
+				return nil, nil, "", nil, fmt.Errorf("%w: %s: %v", scenario.ErrNotServed, mech, err)
 			}
-			return nil, nil, "", err
+			return nil, nil, "", nil, err
 		}
 		if mech == MechCiliumPolicy {
 			objs, err = kube.CiliumDenyPolicies(name, ca.ClientLabels, cidrs, chunk, labels)
@@ -325,7 +334,7 @@ func policyObjects(ctx context.Context, ca *cluster.Access, mech, name string, c
 			objs, err = kube.CalicoDenyObjects(name, ca.ClientLabels, cidrs, chunk, labels)
 		}
 		if err != nil {
-			return nil, nil, "", err
+			return nil, nil, "", nil, err
 		}
 		create = func(ctx context.Context) (int, int, error) { return kube.CreateClusterObjects(ctx, ca.Dynamic, objs) }
 		remove = func(ctx context.Context) error {
@@ -336,9 +345,10 @@ func policyObjects(ctx context.Context, ca *cluster.Access, mech, name string, c
 			}
 			return errors.Join(errs...)
 		}
-		return create, remove, fmt.Sprintf("%d %s object(s), at most %d CIDRs each", len(objs), mech, chunk), nil
+		return create, remove, fmt.Sprintf("%d %s object(s), at most %d CIDRs each", len(objs), mech, chunk),
+			kube.ClusterPreflightObjects(ca.Dynamic, objs, "the egress-filter scenario's "+mech+" objects"), nil
 	}
-	return nil, nil, "", fmt.Errorf("%q is not a cluster policy mechanism (%s)", mech, strings.Join(PolicyMechanisms, ", "))
+	return nil, nil, "", nil, fmt.Errorf("%q is not a cluster policy mechanism (%s)", mech, strings.Join(PolicyMechanisms, ", "))
 }
 
 // watchOptions are a cluster proof's watch of the other server pod.

@@ -13,8 +13,15 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/cluster"
@@ -32,7 +39,10 @@ func (p podPlace) String() string { return string(p) }
 // agent's watch sees the denied server refuse once a policy exists, and
 // answer again once none does.
 func fakeAccess(t *testing.T, enforce bool) (*cluster.Access, *fake.Clientset) {
-	cs := fake.NewClientset()
+	cs := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})
+	// A dry run (the point's admission check) persists nothing, as on an
+	// API server.
+	cs.PrependReactor("create", "*", dryRunReactor(nil))
 	count := func() int {
 		l, err := cs.NetworkingV1().NetworkPolicies("ns").List(context.Background(), metav1.ListOptions{})
 		if err != nil {
@@ -147,4 +157,78 @@ func TestPrepareClusterPolicyRefusals(t *testing.T) {
 			t.Errorf("%s without a dynamic client: %v", m, err)
 		}
 	}
+}
+
+// dryRunReactor answers dry-run creates without persisting them: with
+// refuse if not nil (the cluster's admission), else admitting them.
+func dryRunReactor(refuse error) k8stesting.ReactionFunc {
+	return func(a k8stesting.Action) (bool, runtime.Object, error) {
+		c, ok := a.(k8stesting.CreateActionImpl)
+		if !ok || len(c.GetCreateOptions().DryRun) == 0 {
+			return false, nil, nil
+		}
+		if refuse != nil {
+			return true, nil, refuse
+		}
+		return true, c.GetObject(), nil
+	}
+}
+
+// A cluster whose admission refuses the mechanism's objects skips the
+// point (scenario.ErrRefused, a backend.ErrNotSupported) with the
+// refusal and its fix, before any object is created or the watch starts:
+// a ValidatingAdmissionPolicy on NetworkPolicies, a webhook on Cilium's
+// cluster-wide policies (created through the dynamic client).
+func TestPrepareClusterPolicyAdmission(t *testing.T) {
+	watched := 0
+	t.Run("networkpolicy", func(t *testing.T) {
+		ca, cs := fakeAccess(t, true)
+		cs.PrependReactor("create", "networkpolicies", dryRunReactor(apierrors.NewForbidden(schema.GroupResource{Group: "networking.k8s.io", Resource: "networkpolicies"}, "x",
+			errors.New("ValidatingAdmissionPolicy 'no-ipblocks' with binding 'all' denied request: ipBlock rules are not allowed"))))
+		agentFn := ca.Agent
+		ca.Agent = func(ctx context.Context, pl backend.Place, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+			watched++
+			return agentFn(ctx, pl, args, stdin, stdout, stderr)
+		}
+		_, err := PrepareClusterPolicy(context.Background(), ca, MechNetworkPolicy, 10, 7, ClusterOptions{Wait: time.Second})
+		r := scenario.Point{Skip: err}.SkipReason()
+		if !errors.Is(err, scenario.ErrRefused) || !errors.Is(err, backend.ErrNotSupported) {
+			t.Fatalf("err %v: not ErrRefused", err)
+		}
+		for _, want := range []string{"skipped: networkpolicy with 10 rules: refused by this cluster: NetworkPolicy cnb-r1-deny", "ValidatingAdmissionPolicy no-ipblocks", "ipBlock rules are not allowed",
+			"fix: ask the cluster's administrator to exclude namespace ns from its binding all"} {
+			if !strings.Contains(r, want) {
+				t.Errorf("recorded %q, lacks %q", r, want)
+			}
+		}
+		l, _ := cs.NetworkingV1().NetworkPolicies("ns").List(context.Background(), metav1.ListOptions{})
+		if len(l.Items) != 0 || watched != 0 {
+			t.Errorf("a refused point left %d policies and started %d watches", len(l.Items), watched)
+		}
+	})
+	t.Run("cilium-policy", func(t *testing.T) {
+		ca, cs := fakeAccess(t, true)
+		cs.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*metav1.APIResourceList{{GroupVersion: "cilium.io/v2",
+			APIResources: []metav1.APIResource{{Name: "ciliumnetworkpolicies"}, {Name: "ciliumclusterwidenetworkpolicies"}}}}
+		dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+			kube.CiliumClusterwidePolicies: "CiliumClusterwideNetworkPolicyList"})
+		dyn.PrependReactor("create", "*", dryRunReactor(apierrors.NewForbidden(schema.GroupResource{Group: "cilium.io", Resource: "ciliumclusterwidenetworkpolicies"}, "x",
+			errors.New(`admission webhook "policy.kyverno.svc" denied the request: cluster-wide policies are reserved to the platform team`))))
+		ca.Dynamic = dyn
+		_, err := PrepareClusterPolicy(context.Background(), ca, MechCiliumPolicy, 10, 7, ClusterOptions{Wait: time.Second})
+		r := scenario.Point{Skip: err}.SkipReason()
+		if !errors.Is(err, scenario.ErrRefused) {
+			t.Fatalf("err %v: not ErrRefused", err)
+		}
+		for _, want := range []string{"refused by this cluster: CiliumClusterwideNetworkPolicy ", `webhook "policy.kyverno.svc"`, "reserved to the platform team",
+			"exempt the run's cluster-scoped CiliumClusterwideNetworkPolicy objects"} {
+			if !strings.Contains(r, want) {
+				t.Errorf("recorded %q, lacks %q", r, want)
+			}
+		}
+		l, err := dyn.Resource(kube.CiliumClusterwidePolicies).List(context.Background(), metav1.ListOptions{})
+		if err != nil || len(l.Items) != 0 {
+			t.Errorf("a refused point left %v (%v)", l, err)
+		}
+	})
 }

@@ -288,6 +288,11 @@ func PrepareCluster(ctx context.Context, env scenario.Env, ca *cluster.Access, n
 		err = fmt.Errorf("services on a cluster, %d services: %w", n, err)
 	}()
 
+	// A cluster whose admission refuses the point's objects skips the
+	// point before the first filler is created.
+	if err = p.admit(ctx); err != nil {
+		return nil, err
+	}
 	var prog agent.Watch
 	create := func(ctx context.Context) error {
 		var err error
@@ -388,6 +393,16 @@ type clusterPoint struct {
 // prefix-f-0 … prefix-f-(n-2).
 func (p *clusterPoint) measuredName() string { return p.prefix + "-m" }
 func (p *clusterPoint) fillerPrefix() string { return p.prefix + "-f" }
+
+// admit dry-runs the measured service and its EndpointSlice (the
+// fillers are the same shape): an error wrapping scenario.ErrRefused if
+// the cluster refuses them.
+func (p *clusterPoint) admit(ctx context.Context) error {
+	svc, slice := kube.ServiceObjects(p.ca.Namespace, p.measuredName(), int32(p.ca.Allowed.ServicePort),
+		kube.ReadyEndpoints([]string{p.ca.Allowed.IP}), p.labels, "")
+	why := "the services scenario's services"
+	return scenario.Admit(ctx, p.ca.Clientset, []kube.Object{{Obj: svc, Why: why}, {Obj: slice, Why: why}})
+}
 
 // create runs steps 1–5 of PrepareCluster and records their metrics.
 func (p *clusterPoint) create(ctx context.Context) (agent.Watch, error) {

@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -67,6 +68,8 @@ type fakeCluster struct {
 	alreadyWant    string // the watch with this --want finds the target already in it
 	cancelOnWatch  func() // called when a watch starts
 	cniUsageCalled atomic.Bool
+	refuse         error    // the dry runs' answer (nil: admitted)
+	dryRuns        []string // the resources dry-run, in order
 }
 
 func newFakeCluster(objs ...runtime.Object) *fakeCluster {
@@ -130,6 +133,21 @@ func newFakeCluster(objs ...runtime.Object) *fakeCluster {
 			return true, nil, errors.New("injected failure deleting a service")
 		}
 		return false, nil, nil
+	})
+	// A dry run (the point's admission check) persists nothing, as on an
+	// API server; refuse, if set, is the cluster's admission's answer.
+	f.cs.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		c, ok := a.(k8stesting.CreateActionImpl)
+		if !ok || len(c.GetCreateOptions().DryRun) == 0 {
+			return false, nil, nil
+		}
+		f.mu.Lock()
+		f.dryRuns = append(f.dryRuns, a.GetResource().Resource)
+		f.mu.Unlock()
+		if f.refuse != nil {
+			return true, nil, f.refuse
+		}
+		return true, c.GetObject(), nil
 	})
 	return f
 }
@@ -483,6 +501,55 @@ func TestPrepareClusterRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The point dry-runs its objects first: a cluster whose admission
+// refuses services skips the point with the webhook's reason and a fix,
+// before any filler exists; one that admits them runs it.
+func TestPrepareClusterAdmission(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}
+	t.Run("refused", func(t *testing.T) {
+		f := newFakeCluster(ns)
+		f.refuse = apierrors.NewForbidden(corev1.Resource("services"), "x",
+			errors.New(`admission webhook "validation.gatekeeper.sh" denied the request: [no-clusterip] ClusterIP services are not allowed`))
+		prep, err := PrepareCluster(context.Background(), scenario.Env{}, f.access(), 3, testOptions())
+		if err == nil {
+			prep.Close(context.Background())
+			t.Fatal("no error")
+		}
+		if !errors.Is(err, scenario.ErrRefused) || !errors.Is(err, backend.ErrNotSupported) {
+			t.Errorf("error %q does not wrap scenario.ErrRefused and backend.ErrNotSupported", err)
+		}
+		r := scenario.Point{Skip: err}.SkipReason()
+		for _, want := range []string{"skipped: ", "3 services", `webhook "validation.gatekeeper.sh"`, "ClusterIP services are not allowed", "fix: ", "namespace " + testNS} {
+			if !strings.Contains(r, want) {
+				t.Errorf("recorded %q, lacks %q", r, want)
+			}
+		}
+		if strings.Contains(r, "\n") {
+			t.Errorf("recorded %q: not one line", r)
+		}
+		if len(f.created) != 0 || f.cniUsageCalled.Load() {
+			t.Errorf("a refused point created %v (CNI usage read: %v)", f.created, f.cniUsageCalled.Load())
+		}
+		if svcs, sl := f.left(t); len(svcs)+len(sl) != 0 {
+			t.Errorf("left %v %v", svcs, sl)
+		}
+	})
+	t.Run("admitted", func(t *testing.T) {
+		f := newFakeCluster(ns)
+		prep, err := PrepareCluster(context.Background(), scenario.Env{}, f.access(), 3, testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer prep.Close(context.Background())
+		if want := []string{"services", "endpointslices"}; !slices.Equal(f.dryRuns, want) {
+			t.Errorf("dry runs %v, want %v", f.dryRuns, want)
+		}
+		if len(f.created) != 6 {
+			t.Errorf("created %v, want 3 services and 3 slices", f.created)
+		}
+	})
 }
 
 func TestClusterTooLarge(t *testing.T) {
