@@ -15,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
@@ -330,5 +331,34 @@ func TestPreflightReportString(t *testing.T) {
 	}
 	if !bytes.Equal([]byte(got), want) {
 		t.Errorf("Report.String differs from %s (go test -update rewrites it):\n%s", golden, got)
+	}
+}
+
+// A cluster-scoped object (a CNI's cluster-wide policy, dry-run through
+// Object.Create) has no namespace to exempt: its fixes name its kind.
+func TestPreflightClusterScopedFixes(t *testing.T) {
+	ccnp := &unstructured.Unstructured{}
+	ccnp.SetAPIVersion("cilium.io/v2")
+	ccnp.SetKind("CiliumClusterwideNetworkPolicy")
+	ccnp.SetName("cnb-r1-deny-0")
+	tests := []struct {
+		name string
+		err  error
+		fix  string
+	}{
+		{"webhook", webhookDenial("policy.kyverno.svc", "reserved"), "exempt the run's cluster-scoped CiliumClusterwideNetworkPolicy objects from the policy behind webhook policy.kyverno.svc"},
+		{"ValidatingAdmissionPolicy", forbidden("ciliumclusterwidenetworkpolicies", "cnb-r1-deny-0", "ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no"),
+			"exclude the run's cluster-scoped CiliumClusterwideNetworkPolicy objects from its binding b (matchResources)"},
+		{"RBAC", forbidden("ciliumclusterwidenetworkpolicies", "", `User "u" cannot create resource "ciliumclusterwidenetworkpolicies" in API group "cilium.io" at the cluster scope`),
+			"grant create on ciliumclusterwidenetworkpolicies cluster-wide (a ClusterRole)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := Preflight(context.Background(), fake.NewClientset(), []Object{{Obj: ccnp, Create: func(context.Context, metav1.CreateOptions) error { return tt.err }}})
+			r := rep.Objects[0]
+			if r.Verdict != Refused || !strings.Contains(r.Fix, tt.fix) || strings.Contains(r.Fix, "namespace ") {
+				t.Errorf("%s: fix %q, want %q and no namespace", r.Verdict, r.Fix, tt.fix)
+			}
+		})
 	}
 }
