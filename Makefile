@@ -54,7 +54,7 @@ image-multiarch: build
 # in turn (`make e2e CNI=cilium-native` for one; hack/local-cluster/lib.sh
 # CNIS lists them all). The first failure stops it; a CNI this kernel cannot
 # run (WireGuard, GENEVE) is skipped with the reason.
-CNI ?= bridge flannel-vxlan flannel-host-gw cilium-vxlan cilium-native
+CNI ?= bridge bridge-dual flannel-vxlan flannel-host-gw cilium-vxlan cilium-native
 e2e: build
 	CGO_ENABLED=0 $(GO) test -c -tags e2e -o bin/e2e.test ./test/e2e
 	@t0=$$(date +%s); for c in $(CNI); do t=$$(date +%s); rc=0; \

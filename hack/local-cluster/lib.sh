@@ -38,6 +38,19 @@ GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 
 node_ip() { echo "$NODE_NET.${1#n}"; }               # n1 -> 10.250.0.1
 pod_cidr() { echo "10.244.$(( ${1#n} - 1 )).0/24"; } # n1 -> 10.244.0.0/24
+# Dual-stack (up.sh --cni bridge-dual): IPv6 beside IPv4 on the nodes' link, the pods and
+# the services, IPv4 first (the primary family). Unique local addresses, inside the netns only.
+DUAL_STACK=${DUAL_STACK:-}
+SERVICE_CIDR6=fd00:10:96::/112
+CLUSTER_CIDR6=fd00:10:244::/56
+NODE_NET6=fd00:10:250:
+node_ip6() { echo "$NODE_NET6:${1#n}"; }                        # n1 -> fd00:10:250::1
+pod_cidr6() { local i=$(( ${1#n} - 1 )); if [ $i = 0 ]; then echo "fd00:10:244::/64"; else echo "fd00:10:244:$i::/64"; fi; } # n1 -> fd00:10:244::/64, n2 -> fd00:10:244:1::/64
+# the comma-separated lists the components take: IPv4, then IPv6 when dual-stack
+service_cidrs() { echo "$SERVICE_CIDR${DUAL_STACK:+,$SERVICE_CIDR6}"; }
+cluster_cidrs() { echo "$CLUSTER_CIDR${DUAL_STACK:+,$CLUSTER_CIDR6}"; }
+node_ips() { echo "$(node_ip $1)${DUAL_STACK:+,$(node_ip6 $1)}"; }
+pod_cidrs_json() { echo "\"$(pod_cidr $1)\"${DUAL_STACK:+,\"$(pod_cidr6 $1)\"}"; }
 netns() { echo "$NS_PREFIX$1"; }
 # network namespace only; the host mount namespace is kept on purpose (kubelet volume mounts and
 # containerd rootfs mounts must be in one mount namespace), so not `ip netns exec`.
@@ -170,7 +183,7 @@ stage_busybox() {
 }
 
 # The CNIs up.sh --cni installs (cni/<family>.sh; interface in cni/README.md).
-CNIS="bridge flannel-vxlan flannel-host-gw flannel-wireguard cilium-vxlan cilium-geneve cilium-native cilium-native-legacy cilium-native-kube-proxy cilium-wireguard"
+CNIS="bridge bridge-dual flannel-vxlan flannel-host-gw flannel-wireguard cilium-vxlan cilium-geneve cilium-native cilium-native-legacy cilium-native-kube-proxy cilium-wireguard"
 # cni_load NAME : check NAME and source its family's script (sets CNI, CNI_FAMILY, CNI_VERSION, …).
 cni_load() {
   CNI=$1

@@ -44,6 +44,7 @@ cni_verify || die "$CNI does not run as configured"
 # flannel-vxlan, a CNI with a version, so that one run asserts the whole identity.
 case $CNI in
   bridge) run="" ;;
+  bridge-dual) run='^TestDualStackOnCluster$' ;;
   flannel-vxlan) run='^(TestSuiteOnCluster|TestCPUProfileOnCluster|TestEgressScenarioOnCluster|TestServicesScenarioOnCluster|TestManagedClusterOnCluster)$' ;;
   *) run='^(TestSuiteOnCluster|TestCPUProfileOnCluster|TestEgressScenarioOnCluster|TestServicesScenarioOnCluster)$' ;;
 esac

@@ -3,8 +3,9 @@
 #   deps (Debian) -> k8s binaries (built once per version, cached) -> PKI -> images -> netns
 #   -> etcd + apiserver + controller-manager + scheduler (in n1) -> containerd + kubelet +
 #   kube-proxy on n1 and n2 -> both nodes Ready (bounded).
-# Usage: up.sh [--cni NAME]   (NAME: bridge (default), flannel-vxlan, flannel-host-gw, cilium-vxlan,
-#   cilium-native, cilium-native-legacy, cilium-native-kube-proxy; or CNI=NAME; see cni/README.md)
+# Usage: up.sh [--cni NAME]   (NAME: bridge (default), bridge-dual (IPv4 and IPv6 nodes, pods and
+#   services), flannel-vxlan, flannel-host-gw, cilium-vxlan, cilium-native, cilium-native-legacy,
+#   cilium-native-kube-proxy; or CNI=NAME; see cni/README.md)
 # Env: K8S_VERSION, LC_CACHE, LC_STATE, LC_RUN (lib.sh); IMAGES="a.tar b.tar" extra image
 # tarballs to import on both nodes; READY_TIMEOUT (s, default 120) per node; CNI_TIMEOUT (s) for
 # the CNI's agents to be ready.
@@ -24,6 +25,9 @@ while [ $# -gt 0 ]; do
 done
 cni_load "$CNI"
 if ! why=$(cni_supported); then echo "skipped: --cni $CNI: $why"; exit $SKIP_EXIT; fi
+if [ -n "$DUAL_STACK" ] && [ "${CNI_DUAL_STACK:-no}" != yes ]; then
+  die "DUAL_STACK=1: cni/$CNI_FAMILY.sh does not set up IPv6 (only bridge does here: --cni bridge-dual)"
+fi
 if [ -e "$LC_RUN" ] || [ -e "$LC_STATE" ] || [ -e /run/netns/${NS_PREFIX}n1 ] || [ -e /run/netns/${NS_PREFIX}n2 ]; then
   die "leftovers of a previous cluster ($LC_RUN, $LC_STATE or netns ${NS_PREFIX}*): run $LC_DIR/down.sh first"
 fi
@@ -43,7 +47,7 @@ cni_build; ts "CNI $CNI ($CNI_VERSION)"
 # the cluster's CNI plugin directory: Debian's plugins plus the CNI's own
 CNI_BIN=$LC_STATE/cni-bin; mkdir -p "$CNI_BIN"
 for p in /usr/lib/cni/* $CNI_PLUGINS; do ln -sf "$p" "$CNI_BIN/"; done
-printf 'CNI=%s\nCNI_FAMILY=%s\nCNI_VERSION=%s\n' "$CNI" "$CNI_FAMILY" "$CNI_VERSION" >"$LC_RUN/cni.env"
+printf 'CNI=%s\nCNI_FAMILY=%s\nCNI_VERSION=%s\nDUAL_STACK=%s\n' "$CNI" "$CNI_FAMILY" "$CNI_VERSION" "$DUAL_STACK" >"$LC_RUN/cni.env"
 
 # ---------- PKI (openssl) ----------
 mkdir -p "$PKI"; cd "$PKI"
@@ -75,7 +79,7 @@ contexts:
 current-context: cnibench-local
 KC
 }
-cert apiserver kube-apiserver "" "IP:10.96.0.1,IP:$(node_ip n1),IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost"
+cert apiserver kube-apiserver "" "IP:10.96.0.1,IP:$(node_ip n1),IP:127.0.0.1${DUAL_STACK:+,IP:$(node_ip6 n1)},DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost"
 cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters
 cert admin kubernetes-admin system:masters
 cert controller-manager system:kube-controller-manager ""
@@ -86,7 +90,7 @@ kubeconfig controller-manager controller-manager cm
 kubeconfig scheduler scheduler sched
 kubeconfig kube-proxy kube-proxy kp
 for n in $NODES; do
-  cert kubelet-$n system:node:$n system:nodes "IP:$(node_ip $n),DNS:$n"
+  cert kubelet-$n system:node:$n system:nodes "IP:$(node_ip $n)${DUAL_STACK:+,IP:$(node_ip6 $n)},DNS:$n"
   kubeconfig kubelet-$n kubelet-$n kubelet
 done
 cd "$LC_DIR"
@@ -110,9 +114,11 @@ ip -n "$(netns n1)" link set cnbk8s-v1 name eth0
 ip -n "$(netns n2)" link set cnbk8s-v2 name eth0
 for n in $NODES; do
   ip -n "$(netns $n)" addr add "$(node_ip $n)/24" dev eth0
+  [ -z "$DUAL_STACK" ] || ip -n "$(netns $n)" addr add "$(node_ip6 $n)/64" dev eth0 nodad
   ip -n "$(netns $n)" link set eth0 up
   # per-netns sysctls (net.* in a fresh netns; the host's are not touched)
   innet $n sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
+  [ -z "$DUAL_STACK" ] || innet $n sysctl -qw net.ipv6.conf.all.forwarding=1 net.bridge.bridge-nf-call-ip6tables=1
 done
 cni_net
 ts network
@@ -124,7 +130,7 @@ start etcd n1 etcd --name n1 --data-dir "$LC_STATE/etcd" --listen-client-urls ht
   --initial-advertise-peer-urls http://127.0.0.1:2380 --initial-cluster n1=http://127.0.0.1:2380
 waitup etcd etcd 30 innet n1 etcdctl --endpoints http://127.0.0.1:2379 endpoint health
 start kube-apiserver n1 "$K8S_BIN/kube-apiserver" --advertise-address="$(node_ip n1)" --bind-address=0.0.0.0 --secure-port=6443 \
-  --etcd-servers=http://127.0.0.1:2379 --service-cluster-ip-range=$SERVICE_CIDR \
+  --etcd-servers=http://127.0.0.1:2379 --service-cluster-ip-range="$(service_cidrs)" \
   --client-ca-file="$PKI/ca.crt" --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
   --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
   --kubelet-certificate-authority="$PKI/ca.crt" --kubelet-preferred-address-types=InternalIP \
@@ -136,7 +142,7 @@ start kube-controller-manager n1 "$K8S_BIN/kube-controller-manager" --kubeconfig
   --authentication-kubeconfig="$PKI/controller-manager.kubeconfig" --authorization-kubeconfig="$PKI/controller-manager.kubeconfig" \
   --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
   --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
-  --use-service-account-credentials=true --service-cluster-ip-range=$SERVICE_CIDR --leader-elect=false \
+  --use-service-account-credentials=true --service-cluster-ip-range="$(service_cidrs)" --leader-elect=false \
   --bind-address=127.0.0.1 --flex-volume-plugin-dir="$LC_STATE/flexvolume"
 start kube-scheduler n1 "$K8S_BIN/kube-scheduler" --kubeconfig="$PKI/scheduler.kubeconfig" \
   --authentication-kubeconfig="$PKI/scheduler.kubeconfig" --authorization-kubeconfig="$PKI/scheduler.kubeconfig" \
@@ -222,11 +228,11 @@ imageGCHighThresholdPercent: 100
 maxPods: 110
 KL
   start kubelet-$N $N "$K8S_BIN/kubelet" --config="$D/kubelet.yaml" --kubeconfig="$PKI/kubelet-$N.kubeconfig" \
-    --root-dir="$D/kubelet" --node-ip="$(node_ip $N)" --hostname-override=$N
+    --root-dir="$D/kubelet" --node-ip="$(node_ips $N)" --hostname-override=$N
   waitup kubelet-$N "node $N registered" 60 kc get node $N
   # the node's pod CIDR, as controller-manager --allocate-node-cidrs would set it (the CNIs with
   # Kubernetes IPAM read it); fixed per node so that the layout is the same on every run
-  kc patch node $N --type merge -p "{\"spec\":{\"podCIDR\":\"$(pod_cidr $N)\",\"podCIDRs\":[\"$(pod_cidr $N)\"]}}" >/dev/null
+  kc patch node $N --type merge -p "{\"spec\":{\"podCIDR\":\"$(pod_cidr $N)\",\"podCIDRs\":[$(pod_cidrs_json $N)]}}" >/dev/null
   # the kubelet rewrites a few host-wide sysctls when it starts; put the host's values back
   # (its "Updating kernel flag" log is at -v=2, so watch the values instead; bounded, 10 s)
   waitfor "kubelet $N kernel-flag writes" 10 sysctls_changed || echo "(the kubelet changed no host sysctl)"
@@ -237,7 +243,7 @@ kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: $PKI/kube-proxy.kubeconfig}
 hostnameOverride: $N
 mode: iptables
-clusterCIDR: $CLUSTER_CIDR
+clusterCIDR: $(cluster_cidrs)
 metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
 # 0 = leave the (host-wide) nf_conntrack sysctls alone

@@ -43,11 +43,15 @@ type expect struct {
 	// scenario (kube-proxy's: the same on bridge and flannel). Each runs
 	// on one CNI only, to keep make e2e brief.
 	own, ownServices bool
+	// dual: the cluster is dual-stack (IPv4 first); TestDualStackOnCluster
+	// runs the suite over both families.
+	dual bool
 }
 
 // expects are the CNIs hack/local-cluster installs (lib.sh CNIS).
 var expects = map[string]expect{
 	"bridge":          {cni: "bridge", policy: "not-enforced", footprint: "none", own: true, ownServices: true},
+	"bridge-dual":     {cni: "bridge", policy: "not-enforced", footprint: "none", dual: true},
 	"flannel-vxlan":   {cni: "flannel", mode: "vxlan", policy: "not-enforced", footprint: "measured", agents: 2},
 	"flannel-host-gw": {cni: "flannel", mode: "host-gw", policy: "not-enforced", footprint: "measured", agents: 2},
 	"cilium-vxlan": {cni: "cilium", mode: "tunnel vxlan, kube-proxy replacement, eBPF host routing",

@@ -4,17 +4,25 @@
 CNI_KUBE_PROXY=yes
 LAB_MODEL=bridge   # the lab datapath that models it: pods on a bridge, pod subnets routed over the wire
 CNI_VERSION=$(dpkg-query -W -f='${Version}' containernetworking-plugins 2>/dev/null || echo unknown)
+CNI_DUAL_STACK=yes # DUAL_STACK=1: a second host-local range and routes for IPv6
+# bridge-dual: the same, dual-stack (IPv4 first): nodes, pods and services of both families
+if [ "$CNI" = bridge-dual ]; then DUAL_STACK=1; fi
 cni_build() { :; }
 cni_net() {
   ip -n "$(netns n1)" route add "$(pod_cidr n2)" via "$(node_ip n2)"
   ip -n "$(netns n2)" route add "$(pod_cidr n1)" via "$(node_ip n1)"
+  if [ -n "$DUAL_STACK" ]; then
+    ip -n "$(netns n1)" -6 route add "$(pod_cidr6 n2)" via "$(node_ip6 n2)"
+    ip -n "$(netns n2)" -6 route add "$(pod_cidr6 n1)" via "$(node_ip6 n1)"
+  fi
 }
 cni_node_conf() {
   local N=$1 D=$LC_STATE/$1 S=$LC_RUN/$1
   cat >"$D/cni/10-cnibench-local.conflist" <<CNI
 {"cniVersion": "0.4.0", "name": "cnibench-local", "plugins": [
   {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$(pod_cidr $N)"}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$S/ipam"}},
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$(pod_cidr $N)"}]${DUAL_STACK:+, [{\"subnet\": \"$(pod_cidr6 $N)\"\}]}],
+            "routes": [{"dst": "0.0.0.0/0"}${DUAL_STACK:+, {\"dst\": \"::/0\"\}}], "dataDir": "$S/ipam"}},
   {"type": "portmap", "capabilities": {"portMappings": true}}]}
 CNI
 }
