@@ -48,6 +48,7 @@ case $CNI in
   flannel-vxlan) run='^(TestSuiteOnCluster|TestCPUProfileOnCluster|TestEgressScenarioOnCluster|TestServicesScenarioOnCluster|TestManagedClusterOnCluster)$' ;;
   *) run='^(TestSuiteOnCluster|TestCPUProfileOnCluster|TestEgressScenarioOnCluster|TestServicesScenarioOnCluster)$' ;;
 esac
+run=${E2E_RUN:-$run} # E2E_RUN=REGEX: only these tests (while working on one)
 
 cd "$OUT"
 innet n1 env CNIBENCH_E2E_BIN="$BIN" CNIBENCH_E2E_KUBECONFIG="$KUBECONFIG_ADMIN" CNIBENCH_E2E_IMAGE="$REF" \
