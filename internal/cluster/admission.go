@@ -37,7 +37,8 @@ import (
 // (the nodeport path), the LoadBalancer service (its path), the policies
 // (the network_policy check). A dry run that could not be made (no answer)
 // is logged and the create decides. A scenario's own objects (its
-// services, policies, extra pods) are created at its points, not here.
+// services, policies, extra pods) are created at its points, not here:
+// each point dry-runs its own first (scenario.Admit).
 
 // ensureNamespace is step 1: the namespace, dry-run when the run creates
 // it, then created.
@@ -48,7 +49,6 @@ func (d *Deployment) ensureNamespace(ctx context.Context) error {
 		return err
 	}
 	if exists {
-		// Used as it is; kube.EnsureNamespace would only ask again.
 		d.log.Debug("namespace exists", "namespace", d.ns)
 		return nil
 	}
@@ -63,7 +63,7 @@ func (d *Deployment) ensureNamespace(ctx context.Context) error {
 	case kube.NotChecked:
 		d.log.Warn("admission dry run not checked", "namespace", d.ns, "why", r.Reason)
 	}
-	d.createdNS, err = kube.EnsureNamespace(ctx, cs, d.ns, d.runID)
+	d.createdNS, err = kube.CreateNamespace(ctx, cs, d.ns, d.runID)
 	return err
 }
 

@@ -48,8 +48,6 @@ func NamespaceExists(ctx context.Context, cs kubernetes.Interface, name string) 
 // an earlier attempt of a retried create made it: it carries the run's
 // labels).
 func EnsureNamespace(ctx context.Context, cs kubernetes.Interface, name, runID string) (created bool, err error) {
-	nss := cs.CoreV1().Namespaces()
-	get := func(ctx context.Context) (*corev1.Namespace, error) { return nss.Get(ctx, name, metav1.GetOptions{}) }
 	exists, err := NamespaceExists(ctx, cs, name)
 	switch {
 	case err != nil:
@@ -58,6 +56,16 @@ func EnsureNamespace(ctx context.Context, cs kubernetes.Interface, name, runID s
 		logger(ctx).Debug("namespace exists", "namespace", name)
 		return false, nil
 	}
+	return CreateNamespace(ctx, cs, name, runID)
+}
+
+// CreateNamespace creates namespace name for run runID (RunNamespace),
+// for a caller that already knows it does not exist (EnsureNamespace
+// asks first). created is as EnsureNamespace's: false if someone else
+// created it meanwhile.
+func CreateNamespace(ctx context.Context, cs kubernetes.Interface, name, runID string) (created bool, err error) {
+	nss := cs.CoreV1().Namespaces()
+	get := func(ctx context.Context) (*corev1.Namespace, error) { return nss.Get(ctx, name, metav1.GetOptions{}) }
 	ns := RunNamespace(name, runID)
 	_, err = createOwn(ctx, "create namespace "+name, ns,
 		func(ctx context.Context) (*corev1.Namespace, error) {
