@@ -294,15 +294,17 @@ func ResourceFor(obj *unstructured.Unstructured) (schema.GroupVersionResource, e
 // are for. Objects of a kind ResourceFor does not know are left out: the
 // create reports them.
 func ClusterPreflightObjects(dyn dynamic.Interface, objs []*unstructured.Unstructured, why string) []Object {
+	if dyn == nil {
+		return nil
+	}
 	var out []Object
 	seen := map[schema.GroupVersionResource]bool{}
 	for _, o := range objs {
 		gvr, err := ResourceFor(o)
-		if err != nil || seen[gvr] || dyn == nil {
+		if err != nil || seen[gvr] {
 			continue
 		}
 		seen[gvr] = true
-		o := o
 		out = append(out, Object{Obj: o, Kind: o.GetKind(), Why: why, Create: func(ctx context.Context, opts metav1.CreateOptions) error {
 			_, err := dyn.Resource(gvr).Create(ctx, o, opts)
 			return err

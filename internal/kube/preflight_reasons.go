@@ -111,10 +111,11 @@ func judge(res *ObjectResult, o Object, err error) {
 		if m[2] != "" {
 			binding = "its binding " + m[2]
 		}
-		res.Fix = "ask the cluster's administrator to exclude " + scope + " from " + binding + " (matchResources)" + without(o)
+		match := "matchResources"
 		if ns != "" {
-			res.Fix = "ask the cluster's administrator to exclude " + scope + " from " + binding + " (matchResources.namespaceSelector)" + without(o)
+			match += ".namespaceSelector"
 		}
+		res.Fix = "ask the cluster's administrator to exclude " + scope + " from " + binding + " (" + match + ")" + without(o)
 		return
 	}
 	switch {
