@@ -40,7 +40,7 @@ node_ip() { echo "$NODE_NET.${1#n}"; }               # n1 -> 10.250.0.1
 pod_cidr() { echo "10.244.$(( ${1#n} - 1 )).0/24"; } # n1 -> 10.244.0.0/24
 # Dual-stack (up.sh --cni bridge-dual): IPv6 beside IPv4 on the nodes' link, the pods and
 # the services, IPv4 first (the primary family). Unique local addresses, inside the netns only.
-DUAL_STACK=${DUAL_STACK:-}
+DUAL_STACK=   # set by cni/bridge.sh for bridge-dual
 SERVICE_CIDR6=fd00:10:96::/112
 CLUSTER_CIDR6=fd00:10:244::/56
 NODE_NET6=fd00:10:250:

@@ -25,9 +25,6 @@ while [ $# -gt 0 ]; do
 done
 cni_load "$CNI"
 if ! why=$(cni_supported); then echo "skipped: --cni $CNI: $why"; exit $SKIP_EXIT; fi
-if [ -n "$DUAL_STACK" ] && [ "${CNI_DUAL_STACK:-no}" != yes ]; then
-  die "DUAL_STACK=1: cni/$CNI_FAMILY.sh does not set up IPv6 (only bridge does here: --cni bridge-dual)"
-fi
 if [ -e "$LC_RUN" ] || [ -e "$LC_STATE" ] || [ -e /run/netns/${NS_PREFIX}n1 ] || [ -e /run/netns/${NS_PREFIX}n2 ]; then
   die "leftovers of a previous cluster ($LC_RUN, $LC_STATE or netns ${NS_PREFIX}*): run $LC_DIR/down.sh first"
 fi
@@ -47,7 +44,7 @@ cni_build; ts "CNI $CNI ($CNI_VERSION)"
 # the cluster's CNI plugin directory: Debian's plugins plus the CNI's own
 CNI_BIN=$LC_STATE/cni-bin; mkdir -p "$CNI_BIN"
 for p in /usr/lib/cni/* $CNI_PLUGINS; do ln -sf "$p" "$CNI_BIN/"; done
-printf 'CNI=%s\nCNI_FAMILY=%s\nCNI_VERSION=%s\nDUAL_STACK=%s\n' "$CNI" "$CNI_FAMILY" "$CNI_VERSION" "$DUAL_STACK" >"$LC_RUN/cni.env"
+printf 'CNI=%s\nCNI_FAMILY=%s\nCNI_VERSION=%s\n' "$CNI" "$CNI_FAMILY" "$CNI_VERSION" >"$LC_RUN/cni.env"
 
 # ---------- PKI (openssl) ----------
 mkdir -p "$PKI"; cd "$PKI"

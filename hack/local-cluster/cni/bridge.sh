@@ -4,8 +4,8 @@
 CNI_KUBE_PROXY=yes
 LAB_MODEL=bridge   # the lab datapath that models it: pods on a bridge, pod subnets routed over the wire
 CNI_VERSION=$(dpkg-query -W -f='${Version}' containernetworking-plugins 2>/dev/null || echo unknown)
-CNI_DUAL_STACK=yes # DUAL_STACK=1: a second host-local range and routes for IPv6
-# bridge-dual: the same, dual-stack (IPv4 first): nodes, pods and services of both families
+# bridge-dual: the same, dual-stack (IPv4 first): nodes, pods and services of both families, a
+# second host-local range and routes for IPv6
 if [ "$CNI" = bridge-dual ]; then DUAL_STACK=1; fi
 cni_build() { :; }
 cni_net() {
