@@ -25,25 +25,11 @@ func TestDualStackOnCluster(t *testing.T) {
 	}
 	e.assertClean(t, "before the run")
 	out := filepath.Join(e.out, "dual")
-	// One repeat of rr and crr: each family's paths, and the services'
-	// connection set-up through kube-proxy's IPv6 rules, brief enough for
-	// make e2e.
-	args := []string{"suite", "--backend", "kubernetes", "--kubeconfig", e.kubeconfig,
-		"--image", e.image, "--image-pull-policy", "Never", "--cluster-name", "local-2node",
-		"--tests", "tcp_rr,tcp_crr", "--flows", "1", "--repeat", "1", "--duration", "0.5s", "--warmup", "0.1s",
-		"--seed", "4242", "--ip-family", "dual", "--checks", "none", "--out", out}
-	if e.cniConf != "" {
-		args = append(args, "--cni-conf-dir", e.cniConf)
-	}
-	so, se, code := run(t, e.bin, args...)
-	t.Logf("suite stdout:\n%s\nstderr:\n%s", so, se)
-	if code != 0 {
-		t.Fatalf("suite exit %d", code)
-	}
-	set, err := result.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// One repeat of rr and crr (later flags override suiteArgs'): each
+	// family's paths, and the services' connection set-up through
+	// kube-proxy's IPv6 rules, brief enough for make e2e.
+	args := e.suiteArgs(out, "--tests", "tcp_rr,tcp_crr", "--repeat", "1", "--ip-family", "dual", "--checks", "none")
+	set := runSuite(t, e.bin, out, args)
 	for _, s := range set.Skipped {
 		t.Logf("skipped %v: %s", s.Labels, s.Reason)
 	}

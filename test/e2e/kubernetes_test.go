@@ -154,14 +154,11 @@ func run(t *testing.T, bin string, args ...string) (string, string, int) {
 	return so.String(), se.String(), code
 }
 
-// TestSuiteOnCluster runs the suite over every path with every check and
-// checks the results, the report, the comparison with a lab run and that
-// nothing is left on the cluster.
-func TestSuiteOnCluster(t *testing.T) {
-	e := setup(t)
-	e.assertClean(t, "before the run")
-	out := filepath.Join(e.out, "k8s")
-	so, se, code := run(t, e.bin, e.suiteArgs(out)...)
+// runSuite runs cnibench with args (a suite writing to out), logs its
+// output, fails the test on a non-zero exit and returns the results.
+func runSuite(t *testing.T, bin, out string, args []string) *result.Set {
+	t.Helper()
+	so, se, code := run(t, bin, args...)
 	t.Logf("suite stdout:\n%s\nstderr:\n%s", so, se)
 	if code != 0 {
 		t.Fatalf("suite exit %d", code)
@@ -170,6 +167,17 @@ func TestSuiteOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return set
+}
+
+// TestSuiteOnCluster runs the suite over every path with every check and
+// checks the results, the report, the comparison with a lab run and that
+// nothing is left on the cluster.
+func TestSuiteOnCluster(t *testing.T) {
+	e := setup(t)
+	e.assertClean(t, "before the run")
+	out := filepath.Join(e.out, "k8s")
+	set := runSuite(t, e.bin, out, e.suiteArgs(out))
 	x := e.expected(t)
 	cniDP := "cni-" + x.cni
 	want := map[string][]string{"baseline": {"node-to-node"}, cniDP: {"same-node", "cross-node", "pod-to-endpoint", "pod-to-service", "hairpin", "pod-to-nodeport"}}

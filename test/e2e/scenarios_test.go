@@ -71,16 +71,8 @@ func TestEgressScenarioOnCluster(t *testing.T) {
 	}
 	rules := cmp.Or(x.egressRules, "10,10000")
 	big := rules[strings.LastIndexByte(rules, ',')+1:]
-	so, se, code := run(t, e.bin, e.scenarioArgs(out, "--scenario", "egress-filter",
-		"--mechanisms", mechs, "--rules", rules, "--policy-wait", "30s")...)
-	t.Logf("suite stdout:\n%s\nstderr:\n%s", so, se)
-	if code != 0 {
-		t.Fatalf("suite exit %d", code)
-	}
-	set, err := result.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := runSuite(t, e.bin, out, e.scenarioArgs(out, "--scenario", "egress-filter",
+		"--mechanisms", mechs, "--rules", rules, "--policy-wait", "30s"))
 	cniDP := "cni-" + x.cni
 	notEnforced := map[string]bool{}
 	for _, s := range set.Skipped {
@@ -188,15 +180,7 @@ func TestServicesScenarioOnCluster(t *testing.T) {
 	}
 	e.assertClean(t, "before the run")
 	out := filepath.Join(e.out, "services")
-	so, se, code := run(t, e.bin, e.scenarioArgs(out, "--scenario", "services", "--services", "1,1000")...)
-	t.Logf("suite stdout:\n%s\nstderr:\n%s", so, se)
-	if code != 0 {
-		t.Fatalf("suite exit %d", code)
-	}
-	set, err := result.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := runSuite(t, e.bin, out, e.scenarioArgs(out, "--scenario", "services", "--services", "1,1000"))
 	for _, s := range set.Skipped {
 		t.Logf("skipped %v: %s", s.Labels, s.Reason)
 		if s.Labels["datapath"] == "cni-"+e.expected(t).cni {
@@ -299,16 +283,8 @@ func TestScenarioRefusedByAdmission(t *testing.T) {
 	}
 
 	out := filepath.Join(e.out, "egress-refused")
-	so, se, code := run(t, e.bin, e.scenarioArgs(out, "--scenario", "egress-filter",
-		"--mechanisms", "none,networkpolicy", "--rules", "10", "--policy-wait", "10s")...)
-	t.Logf("suite stdout:\n%s\nstderr:\n%s", so, se)
-	if code != 0 {
-		t.Fatalf("suite exit %d", code)
-	}
-	set, err := result.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := runSuite(t, e.bin, out, e.scenarioArgs(out, "--scenario", "egress-filter",
+		"--mechanisms", "none,networkpolicy", "--rules", "10", "--policy-wait", "10s"))
 	refused := 0
 	cniDP := "cni-" + e.expected(t).cni
 	for _, s := range set.Skipped {
