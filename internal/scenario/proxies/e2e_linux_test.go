@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -240,11 +241,18 @@ func proxyProcs(t *testing.T) []string {
 // scenarioPorts are the ports the scenario's proxies and server use.
 var scenarioPorts = []int{proxies.ServerHTTPPort, proxies.ServerControlPort, proxies.NodeProxyPort, proxies.OutboundPort, proxies.InboundPort}
 
-// hostListening lists the scenario's ports listening in this process's
-// (the host's) network namespace, from /proc/self/net/tcp{,6}.
+// hostListening lists the scenario's ports listening in the host's
+// network namespace, from /proc/thread-self/net/tcp{,6} on a thread of
+// its own: /proc/self/net is the namespace of the process's first thread,
+// which a goroutine of the lab may have locked and moved into a pod's
+// namespace at that moment (a client sidecar's 127.0.0.1:15001 was once
+// seen there). A freshly locked thread is in the host's namespace: a
+// thread that entered another is restored or ended when unlocked.
 func hostListening(t *testing.T) []string {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var out []string
-	for _, f := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
+	for _, f := range []string{"/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"} {
 		fh, err := os.Open(f)
 		if err != nil {
 			continue
