@@ -402,6 +402,19 @@ func (l *L4LB) FirewallDrops() (uint64, error) {
 	return c.FirewallDrops, err
 }
 
+// LBFirewallDropsByCPU is the LB program's firewall drop count per CPU,
+// indexed by CPU number: where the LB node's receive processing ran for
+// the packets it dropped, unmixed with any other traffic on the machine.
+// Only the eBPF LB in snat mode enforces its firewall on the LB node.
+func (l *L4LB) LBFirewallDropsByCPU() ([]uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.active || l.mode.LB != L4LBSNAT {
+		return nil, fmt.Errorf("l4lb firewall drops by CPU: mode %s: %w: the LB node's per-CPU drops are counted only by the eBPF LB in snat mode", l.mode, ErrNotSupported)
+	}
+	return l.lb.FirewallDropsByCPU()
+}
+
 func ifindex(ns *NS, name string) (int, error) {
 	lk, err := ns.handle.LinkByName(name)
 	if err != nil {

@@ -27,6 +27,7 @@ func (*L4LB) Services() []netip.AddrPort                { return nil }
 func (*L4LB) Mode() L4LBMode                            { return L4LBMode{} }
 func (*L4LB) Counters() (LBCounters, error)             { return LBCounters{}, ErrNotSupportedOnOS }
 func (*L4LB) FirewallDrops() (uint64, error)            { return 0, ErrNotSupportedOnOS }
+func (*L4LB) LBFirewallDropsByCPU() ([]uint64, error)   { return nil, ErrNotSupportedOnOS }
 func (*L4LB) Configure(context.Context, L4LBMode) error { return ErrNotSupportedOnOS }
 
 func (*L4LB) ConntrackVIPEntries() (int, error) { return 0, ErrNotSupportedOnOS }

@@ -16,6 +16,7 @@ func (*LB) Attach(func(func() error) error) error { return errPlatform }
 func (*LB) Detach() error                         { return nil }
 func (*LB) SetFirewall(bool) error                { return errPlatform }
 func (*LB) Counters() (LBCounters, error)         { return LBCounters{}, errPlatform }
+func (*LB) FirewallDropsByCPU() ([]uint64, error) { return nil, errPlatform }
 func (*LB) Close() error                          { return nil }
 
 // Worker is not available on this platform.

@@ -140,6 +140,16 @@ func (lb *LB) Counters() (LBCounters, error) {
 	}, nil
 }
 
+// FirewallDropsByCPU is the firewall's drop count per CPU, indexed by CPU
+// number: where lb_ingress ran for the packets it dropped.
+func (lb *LB) FirewallDropsByCPU() ([]uint64, error) {
+	c, err := mapval.PerCPU(lb.objs.Counters, lbCntFwDrop)
+	if err != nil {
+		return nil, fmt.Errorf("lb: %w", err)
+	}
+	return c, nil
+}
+
 // Close detaches and frees everything; it may be called more than once.
 func (lb *LB) Close() error {
 	if lb.closed {
