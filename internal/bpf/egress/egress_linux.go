@@ -20,6 +20,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/bpf/bpflink"
 )
 
 // Indexes of the `counters` map; keep in sync with enum counter_idx in
@@ -274,7 +276,7 @@ func (f *Filter) Detach() error {
 	if f.tcx == nil {
 		return nil
 	}
-	err := f.tcx.Close()
+	err := bpflink.Close(f.tcx)
 	f.tcx = nil
 	if err != nil {
 		return fmt.Errorf("detach egress filter from %s: %w", f.dev, err)

@@ -23,6 +23,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/bpf/bpflink"
 )
 
 // Values of the BPF `ifaces` map; keep in sync with enum iface_kind in
@@ -371,7 +373,7 @@ type tcxAttachment struct {
 }
 
 func (a *tcxAttachment) ifindex() int  { return a.index }
-func (a *tcxAttachment) detach() error { return a.link.Close() }
+func (a *tcxAttachment) detach() error { return bpflink.Close(a.link) }
 
 // legacyAttachment is a cls_bpf filter on clsact ingress. Removing it needs
 // netlink in the device's namespace, so the namespace is kept open.

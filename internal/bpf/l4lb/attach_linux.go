@@ -45,16 +45,6 @@ func attachIngress(do func(func() error) error, at []tcxAttachment) ([]link.Link
 	return links, err
 }
 
-func closeLinks(links []link.Link) error {
-	var errs []error
-	for _, l := range links {
-		if err := l.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Probe reports whether this machine can run the L4 load balancer: tc
 // programs, LRU hash and LPM trie maps, loading both objects (the verifier
 // checks that bpf_redirect_neigh and bpf_skb_set_tunnel_key exist), and

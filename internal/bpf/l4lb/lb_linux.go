@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/internal/bpf/mapval"
+
+	"github.com/cnibench/cnibench/internal/bpf/bpflink"
 )
 
 // LB is the load-balancer node's loaded programs and maps and, once
@@ -110,7 +112,7 @@ func (lb *LB) Attach(do func(func() error) error) error {
 
 // Detach removes the TCX links; the maps stay.
 func (lb *LB) Detach() error {
-	err := closeLinks(lb.links)
+	err := bpflink.CloseAll(lb.links)
 	lb.links = nil
 	if err != nil {
 		return fmt.Errorf("detach lb programs: %w", err)

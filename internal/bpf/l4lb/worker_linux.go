@@ -12,6 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/internal/bpf/mapval"
+
+	"github.com/cnibench/cnibench/internal/bpf/bpflink"
 )
 
 // Worker is a worker's loaded DSR programs and maps and, once attached,
@@ -80,7 +82,7 @@ func (w *Worker) Attach(do func(func() error) error, fromLB int, fromPods []int)
 
 // Detach removes the TCX links; the maps stay.
 func (w *Worker) Detach() error {
-	err := closeLinks(w.links)
+	err := bpflink.CloseAll(w.links)
 	w.links = nil
 	if err != nil {
 		return fmt.Errorf("detach worker programs: %w", err)

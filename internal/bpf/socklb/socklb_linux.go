@@ -16,6 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/internal/bpf/mapval"
+
+	"github.com/cnibench/cnibench/internal/bpf/bpflink"
 )
 
 // LB is the loaded programs and maps; while attached, their cgroup links.
@@ -94,14 +96,9 @@ func (lb *LB) Attach(path string) error {
 
 // Detach removes the cgroup links; the maps stay.
 func (lb *LB) Detach() error {
-	var errs []error
-	for _, l := range lb.links {
-		if err := l.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	err := bpflink.CloseAll(lb.links)
 	lb.links = nil
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return fmt.Errorf("detach socklb from %s: %w", lb.path, err)
 	}
 	return nil

@@ -18,6 +18,8 @@ import (
 
 	"github.com/cnibench/cnibench/internal/bpf/mapval"
 	"github.com/cnibench/cnibench/internal/nsrun"
+
+	"github.com/cnibench/cnibench/internal/bpf/bpflink"
 )
 
 // LB is the loaded programs and maps; while attached, their TCX links on
@@ -114,7 +116,7 @@ func (lb *LB) Attach(do func(func() error) error, dev string) error {
 	if err != nil {
 		// do can fail after its function succeeded (leaving the
 		// namespace), so links may need closing here.
-		return errors.Join(fmt.Errorf("attach tclb to %s: %w", dev, err), closeLinks(links))
+		return errors.Join(fmt.Errorf("attach tclb to %s: %w", dev, err), bpflink.CloseAll(links))
 	}
 	lb.attached = append(lb.attached, attachment{dev: dev, links: links})
 	return nil
@@ -137,30 +139,18 @@ func (lb *LB) attachHere(dev string) ([]link.Link, error) {
 			if errors.Is(err, ebpf.ErrNotSupported) {
 				err = fmt.Errorf("%w: TCX: %w", ErrNotSupported, err)
 			}
-			return nil, errors.Join(fmt.Errorf("%v: %w", p.attach, err), closeLinks(links))
+			return nil, errors.Join(fmt.Errorf("%v: %w", p.attach, err), bpflink.CloseAll(links))
 		}
 		links = append(links, l)
 	}
 	return links, nil
 }
 
-// closeLinks closes (and so detaches) links, which works from any network
-// namespace.
-func closeLinks(links []link.Link) error {
-	var errs []error
-	for _, l := range links {
-		if err := l.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Detach removes the TCX links from every device; the maps stay.
 func (lb *LB) Detach() error {
 	var errs []error
 	for _, a := range lb.attached {
-		if err := closeLinks(a.links); err != nil {
+		if err := bpflink.CloseAll(a.links); err != nil {
 			errs = append(errs, fmt.Errorf("detach tclb from %s: %w", a.dev, err))
 		}
 	}
