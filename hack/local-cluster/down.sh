@@ -12,7 +12,7 @@ sock() { echo "$LC_RUN/$1/containerd.sock"; }
 ctr_ok() { [ -S "$(sock $1)" ] && alive containerd-$1; }
 
 # 1. node agents first, so nothing re-creates pods during the teardown
-stop kube-proxy-n1 kube-proxy-n2 kubelet-n1 kubelet-n2
+stop kube-proxy-n1 kube-proxy-n2 kubelet-n1 kubelet-n2 outside-denied outside-allowed
 # 2. pod network namespaces: as containerd knows them, and (after a crash) any cni-* netns
 #    holding an address of our pod CIDRs
 podns=()
@@ -72,8 +72,8 @@ done
 for ns in $(printf '%s\n' "${podns[@]}" | sort -u); do
   [ -n "$ns" ] && ip netns del "$ns" 2>/dev/null && say "removed pod netns $ns" || true
 done
-# 7. node namespaces (their veth pair goes with them)
-for n in $NODES; do
+# 7. node namespaces and the outside (their veths go with them)
+for n in $NODES $OUTSIDE; do
   ip netns list 2>/dev/null | grep -qw "$(netns $n)" && ip netns del "$(netns $n)" && say "removed netns $(netns $n)" || true
 done
 # 8. cgroups below /cnbk8s-<node> in every hierarchy (incl. runc's cgroup2 "unified" mirror)
@@ -116,7 +116,7 @@ else
   rm -rf --one-file-system "$LC_STATE" "$LC_RUN"
 fi
 # 12. check
-for n in $NODES; do ip netns list | grep -qw "$(netns $n)" && bad+=("netns $(netns $n)"); done
+for n in $NODES $OUTSIDE; do ip netns list | grep -qw "$(netns $n)" && bad+=("netns $(netns $n)"); done
 for d in /sys/fs/cgroup/*/"${CGROOT#/}"-n*; do [ -d "$d" ] && bad+=("cgroup $d"); done
 for f in /dev/null "$LC_RUN"/pids/*.pid; do [ -f "$f" ] && bad+=("pid file $f"); done
 if [ ${#bad[@]} -gt 0 ]; then printf 'down: NOT clean: %s\n' "${bad[@]}" >&2; exit 1; fi

@@ -52,6 +52,41 @@ cluster_cidrs() { echo "$CLUSTER_CIDR${DUAL_STACK:+,$CLUSTER_CIDR6}"; }
 node_ips() { echo "$(node_ip $1)${DUAL_STACK:+,$(node_ip6 $1)}"; }
 pod_cidrs_json() { echo "\"$(pod_cidr $1)\"${DUAL_STACK:+,\"$(pod_cidr6 $1)\"}"; }
 netns() { echo "$NS_PREFIX$1"; }
+# The outside: a network namespace beyond the nodes (cnbk8s-ext), for servers that are no pod and
+# no node (the egress scenario's --egress-denied/--egress-allowed: Cilium's CIDR rules select only
+# such addresses). Addresses in 198.18.0.0/15, RFC 2544's range for benchmarks. Node nN has a veth
+# of its own to it, ext0 198.18.N.1/30 <-> 198.18.N.2/30, and routes 198.18.0.0/24 there; the
+# servers' addresses are on the outside's lo, and it routes each node's address and pod CIDR back
+# (a pod that is not masqueraded on its way out of ext0 keeps its own address).
+OUTSIDE=ext
+OUTSIDE_DENIED=198.18.0.10:12870   # the egress scenario's denied server (outside_serve)
+OUTSIDE_ALLOWED=198.18.0.11:12870  # and its allowed one
+outside_net() {
+  local n i o=$(netns $OUTSIDE)
+  ip netns add "$o"
+  ip -n "$o" link set lo up
+  for a in "$OUTSIDE_DENIED" "$OUTSIDE_ALLOWED"; do ip -n "$o" addr add "${a%:*}/32" dev lo; done
+  for n in $NODES; do
+    i=${n#n}
+    ip link add ext0 netns "$(netns $n)" type veth peer name "$n" netns "$o"
+    ip -n "$(netns $n)" addr add "198.18.$i.1/30" dev ext0
+    ip -n "$(netns $n)" link set ext0 up
+    ip -n "$o" addr add "198.18.$i.2/30" dev "$n"
+    ip -n "$o" link set "$n" up
+    ip -n "$(netns $n)" route add 198.18.0.0/24 via "198.18.$i.2"
+    ip -n "$o" route add "$(node_ip $n)/32" via "198.18.$i.1"
+    ip -n "$o" route add "$(pod_cidr $n)" via "198.18.$i.1"
+  done
+}
+# outside_serve CNIBENCH : a `cnibench serve` on each outside address (daemons outside-denied and
+# outside-allowed; down.sh stops them), waited for.
+outside_serve() {
+  local bin=$1
+  start outside-denied "$OUTSIDE" "$bin" serve --listen "$OUTSIDE_DENIED"
+  start outside-allowed "$OUTSIDE" "$bin" serve --listen "$OUTSIDE_ALLOWED"
+  waitup outside-denied "the outside's denied server" 20 innet "$OUTSIDE" bash -c "exec 3<>/dev/tcp/${OUTSIDE_DENIED%:*}/${OUTSIDE_DENIED#*:}"
+  waitup outside-allowed "the outside's allowed server" 20 innet "$OUTSIDE" bash -c "exec 3<>/dev/tcp/${OUTSIDE_ALLOWED%:*}/${OUTSIDE_ALLOWED#*:}"
+}
 # network namespace only; the host mount namespace is kept on purpose (kubelet volume mounts and
 # containerd rootfs mounts must be in one mount namespace), so not `ip netns exec`.
 innet() { local n=$1; shift; nsenter --net=/run/netns/$NS_PREFIX$n -- "$@"; }

@@ -39,6 +39,7 @@ IMAGES="$OUT/cnibench-image.tar" "$LC_DIR/up.sh" --cni "$CNI"
 ts "cluster up ($CNI)"
 "$LC_DIR/hoststate.sh" during "$OUT/host-before" "$OUT/host-during" || die "the cluster changed the host while it runs"
 cni_verify || die "$CNI does not run as configured"
+outside_serve "$BIN"   # the egress scenario's servers outside the cluster (lib.sh outside_net)
 # The CNI-independent tests (interrupt, crash, RBAC) run once, with bridge; the CPU profile runs
 # on every CNI (a real CNI's flamegraph next to its lab model's); the managed-cluster run also on
 # flannel-vxlan, a CNI with a version, so that one run asserts the whole identity.
@@ -53,7 +54,7 @@ run=${E2E_RUN:-$run} # E2E_RUN=REGEX: only these tests (while working on one)
 cd "$OUT"
 innet n1 env CNIBENCH_E2E_BIN="$BIN" CNIBENCH_E2E_KUBECONFIG="$KUBECONFIG_ADMIN" CNIBENCH_E2E_IMAGE="$REF" \
   CNIBENCH_E2E_CNI_CONF_DIR="$LC_STATE/{node}/cni" CNIBENCH_E2E_OUT="$OUT" CNIBENCH_E2E_LAB="$OUT/lab/results.json" \
-  CNIBENCH_E2E_EXPECT_CNI="$CNI" \
+  CNIBENCH_E2E_EXPECT_CNI="$CNI" CNIBENCH_E2E_EGRESS_DENIED="$OUTSIDE_DENIED" CNIBENCH_E2E_EGRESS_ALLOWED="$OUTSIDE_ALLOWED" \
   "$TEST" -test.v -test.count=1 -test.timeout 20m ${run:+-test.run "$run"} 2>&1 | tee "$OUT/go-test.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the end-to-end test failed (see $OUT/go-test.log)"
 "$LC_DIR/hoststate.sh" during "$OUT/host-before" "$OUT/host-during-2" || die "the cluster changed the host while it ran"

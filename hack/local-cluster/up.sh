@@ -101,7 +101,7 @@ links=(); for a in $(/bin/busybox --list); do [ "$a" = busybox ] || links+=(-lin
   /bin/busybox=/bin/busybox "$TOOLS_BIN/tcpbench=/bin/tcpbench"
 ts images
 
-# ---------- network: two node netns joined by a veth pair, no link to the host ----------
+# ---------- network: two node netns joined by a veth pair, no link to the host; the outside (lib.sh) ----------
 for n in $NODES; do
   ip netns add "$(netns $n)"
   ip -n "$(netns $n)" link set lo up
@@ -117,6 +117,7 @@ for n in $NODES; do
   innet $n sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
   [ -z "$DUAL_STACK" ] || innet $n sysctl -qw net.ipv6.conf.all.forwarding=1 net.bridge.bridge-nf-call-ip6tables=1
 done
+outside_net
 cni_net
 ts network
 

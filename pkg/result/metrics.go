@@ -67,6 +67,7 @@ const (
 	FilterSetupSeconds           = "filter_setup_seconds"
 	FilterSetupReturnedSeconds   = "filter_setup_returned_seconds"
 	FilterSetupResolutionSeconds = "filter_setup_resolution_seconds"
+	FilterSetupAllowedLost       = "filter_setup_allowed_lost_probes"
 	FilterUpdateAddSeconds       = "filter_update_add_seconds"
 	FilterUpdateRemoveSeconds    = "filter_update_remove_seconds"
 	FilterKernelBytes            = "filter_kernel_bytes"
@@ -169,6 +170,7 @@ var Metrics = map[string]MetricInfo{
 	FilterSetupSeconds:                 {"s", LowerIsBetter, "egress-filter scenario: time from the start of loading the deny set until enforcement was proven (a probe to the server's address inside a deny CIDR no longer arrives while its ordinary address still answers); the probe that located it is filter_setup_resolution_seconds after the previous one"},
 	FilterSetupReturnedSeconds:         {"s", LowerIsBetter, "egress-filter scenario: time from the start of loading the deny set until the loader returned (filter_setup_seconds is when it was proven to enforce)"},
 	FilterSetupResolutionSeconds:       {"s", Neutral, "egress-filter scenario: resolution of filter_setup_seconds, the gap between the first dropped probe and the one before it"},
+	FilterSetupAllowedLost:             {"probes", LowerIsBetter, "egress-filter scenario on a cluster: probes of the allowed server (one every 10 ms) unanswered while the deny went in and was proven; it answered again by the end of the proof, else the point fails as cutting it"},
 	FilterUpdateAddSeconds:             {"s", LowerIsBetter, "egress-filter scenario: time from the start of adding one /32 to the loaded set until a probe to it was proven dropped"},
 	FilterUpdateRemoveSeconds:          {"s", LowerIsBetter, "egress-filter scenario: time from the start of removing that /32 again until probes to it arrived again"},
 	FilterKernelBytes:                  {"bytes", LowerIsBetter, "egress-filter scenario: kernel memory of the filter's rules or maps as the kernel reports it (BPF map memory, ipset size in memory); absent when the mechanism cannot tell"},

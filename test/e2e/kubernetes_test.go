@@ -15,6 +15,7 @@
 //	CNIBENCH_E2E_OUT          where results go
 //	CNIBENCH_E2E_LAB          a lab run's results.json to compare with
 //	CNIBENCH_E2E_EXPECT_CNI   the CNI the cluster runs, as up.sh --cni names it (expects in cni_test.go)
+//	CNIBENCH_E2E_EGRESS_DENIED, _ALLOWED  IP:PORT of the `cnibench serve` outside the cluster (lib.sh outside_serve)
 package e2e
 
 import (
@@ -39,7 +40,10 @@ import (
 
 type env struct {
 	bin, kubeconfig, image, cniConf, out, lab, cni string
-	cs                                             kubernetes.Interface
+	// egressDenied and egressAllowed are the servers outside the cluster
+	// (CNIBENCH_E2E_EGRESS_DENIED, _ALLOWED; "" if the cluster has none).
+	egressDenied, egressAllowed string
+	cs                          kubernetes.Interface
 }
 
 func setup(t *testing.T) *env {
@@ -48,6 +52,7 @@ func setup(t *testing.T) *env {
 		bin: os.Getenv("CNIBENCH_E2E_BIN"), kubeconfig: os.Getenv("CNIBENCH_E2E_KUBECONFIG"),
 		image: os.Getenv("CNIBENCH_E2E_IMAGE"), cniConf: os.Getenv("CNIBENCH_E2E_CNI_CONF_DIR"),
 		out: os.Getenv("CNIBENCH_E2E_OUT"), lab: os.Getenv("CNIBENCH_E2E_LAB"), cni: os.Getenv("CNIBENCH_E2E_EXPECT_CNI"),
+		egressDenied: os.Getenv("CNIBENCH_E2E_EGRESS_DENIED"), egressAllowed: os.Getenv("CNIBENCH_E2E_EGRESS_ALLOWED"),
 	}
 	if e.bin == "" || e.kubeconfig == "" || e.image == "" || e.out == "" {
 		t.Skip("no cluster: run hack/local-cluster/suite-e2e.sh (it sets CNIBENCH_E2E_*)")

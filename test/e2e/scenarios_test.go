@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,13 @@ func TestEgressScenarioOnCluster(t *testing.T) {
 	if x.egressOpen != "" {
 		t.Skip(x.egressOpen)
 	}
+	var outside []string
+	if x.egressOutside {
+		if e.egressDenied == "" || e.egressAllowed == "" {
+			t.Skipf("%s's CIDR rules select no pod: the scenario needs servers outside the cluster (CNIBENCH_E2E_EGRESS_DENIED, _ALLOWED: hack/local-cluster/suite-e2e.sh sets them)", x.cni)
+		}
+		outside = []string{"--egress-denied", e.egressDenied, "--egress-allowed", e.egressAllowed}
+	}
 	mechs := "none,networkpolicy"
 	if x.own {
 		mechs += ",nftables,ebpf-lpm"
@@ -71,8 +79,8 @@ func TestEgressScenarioOnCluster(t *testing.T) {
 	}
 	rules := cmp.Or(x.egressRules, "10,10000")
 	big := rules[strings.LastIndexByte(rules, ',')+1:]
-	set := runSuite(t, e.bin, out, e.scenarioArgs(out, "--scenario", "egress-filter",
-		"--mechanisms", mechs, "--rules", rules, "--policy-wait", "30s"))
+	set := runSuite(t, e.bin, out, e.scenarioArgs(out, append([]string{"--scenario", "egress-filter",
+		"--mechanisms", mechs, "--rules", rules, "--policy-wait", "30s"}, outside...)...))
 	cniDP := "cni-" + x.cni
 	notEnforced := map[string]bool{}
 	for _, s := range set.Skipped {
@@ -85,7 +93,9 @@ func TestEgressScenarioOnCluster(t *testing.T) {
 		}
 	}
 	enforced := x.policy == "enforced"
-	cidrPods := enforced && x.cidrSelectsPods
+	// cidrPods: the deny takes effect on the scenario's target (a pod the
+	// CNI's CIDR rules select, or a server outside the cluster).
+	cidrPods := enforced && (x.cidrSelectsPods || x.egressOutside)
 	if !enforced && (!notEnforced["10"] || !notEnforced[big]) {
 		t.Errorf("networkpolicy not recorded as not enforced at 10 and %s rules: %v", big, notEnforced)
 	}
@@ -101,6 +111,13 @@ func TestEgressScenarioOnCluster(t *testing.T) {
 	}
 	for _, r := range set.Runs {
 		mech := r.Labels["mechanism"]
+		if mech == "networkpolicy" && slices.Contains(x.npCutsAllowed, r.Labels["rules"]) {
+			for _, rp := range r.Repeats {
+				if !strings.Contains(rp.Error, "also cut the allowed server") || !strings.Contains(rp.Error, "did not answer again") {
+					t.Errorf("networkpolicy %s rules on %s: repeat error %q, want the allowed server cut for the whole wait", r.Labels["rules"], x.cni, rp.Error)
+				}
+			}
+		}
 		if clusterMechs[mech] && !cidrPods {
 			for _, rp := range r.Repeats {
 				if rp.Error == "" {
@@ -138,6 +155,9 @@ func TestEgressScenarioOnCluster(t *testing.T) {
 	for _, mech := range measured {
 		raw := mech == "nftables" || mech == "ebpf-lpm"
 		for _, rules := range []string{"10", big} {
+			if mech == "networkpolicy" && slices.Contains(x.npCutsAllowed, rules) {
+				continue // recorded with the probes' evidence (above)
+			}
 			runs := set.Find(map[string]string{"scenario": "egress-filter", "mechanism": mech, "rules": rules, "test": "tcp_rr", "backend": "kubernetes"})
 			if len(runs) != 1 {
 				t.Errorf("%s %s: %d tcp_rr runs, want 1", mech, rules, len(runs))
@@ -159,6 +179,9 @@ func TestEgressScenarioOnCluster(t *testing.T) {
 			}
 			if raw && !strings.Contains(r.Config["filter_target"], "NET_ADMIN and BPF") {
 				t.Errorf("%s %s: config %v", mech, rules, r.Config)
+			}
+			if want := e.egressDenied; x.egressOutside && !strings.HasPrefix(r.Config["filter_denied_addr"], want[:strings.LastIndexByte(want, ':')]) {
+				t.Errorf("%s %s: denied %q, want the server outside the cluster %s", mech, rules, r.Config["filter_denied_addr"], want)
 			}
 		}
 	}

@@ -58,9 +58,17 @@ type Watch struct {
 	// Probes were made after "go", Answered of them answered.
 	Probes   int `json:"probes"`
 	Answered int `json:"answered"`
-	// AllowedProbes to Allowed, AllowedAnswered of them answered.
-	AllowedProbes   int `json:"allowed_probes"`
-	AllowedAnswered int `json:"allowed_answered"`
+	// AllowedProbes to Allowed, AllowedAnswered of them answered;
+	// AllowedLastMissSeconds is the start of the last one unanswered
+	// (after "go"; 0 if every one answered), AllowedEndAnswered whether
+	// the last one to complete answered: misses followed by answers are a
+	// passing cut while the change went in. Allowed is probed on after the
+	// target's change until it answers or Wait ends, so false means it did
+	// not answer again within Wait.
+	AllowedProbes          int     `json:"allowed_probes"`
+	AllowedAnswered        int     `json:"allowed_answered"`
+	AllowedLastMissSeconds float64 `json:"allowed_last_miss_seconds,omitempty"`
+	AllowedEndAnswered     bool    `json:"allowed_end_answered,omitempty"`
 	// Errors are the first distinct probe errors.
 	Errors []string `json:"errors"`
 	// Error says why the watch could not measure ("" if it could).
@@ -145,6 +153,7 @@ func RunWatch(ctx context.Context, opts WatchOptions, golines io.Reader, ready i
 	var results []*probeResult
 	var wg sync.WaitGroup
 	allowedDone := make(chan struct{})
+	allowedOK := make(chan struct{}, 1) // an allowed probe answered
 	if opts.Allowed != "" {
 		wg.Add(1)
 		go func() {
@@ -159,16 +168,26 @@ func RunWatch(ctx context.Context, opts WatchOptions, golines io.Reader, ready i
 					return
 				case <-t.C:
 				}
+				start := time.Since(t0)
 				ok := probe(wctx, opts.Allowed)
 				if wctx.Err() != nil {
 					return
 				}
 				mu.Lock()
 				w.AllowedProbes++
+				w.AllowedEndAnswered = ok
 				if ok {
 					w.AllowedAnswered++
+				} else {
+					w.AllowedLastMissSeconds = max(w.AllowedLastMissSeconds, start.Seconds())
 				}
 				mu.Unlock()
+				if ok {
+					select {
+					case allowedOK <- struct{}{}:
+					default:
+					}
+				}
 			}
 		}()
 	}
@@ -222,6 +241,25 @@ func RunWatch(ctx context.Context, opts WatchOptions, golines io.Reader, ready i
 			r.ok, r.done = ok, true
 			mu.Unlock()
 		}()
+	}
+	if opts.Allowed != "" {
+		// The allowed target unanswered at the end: it is probed on until
+		// it answers again (a passing cut) or the wait ends (it may be
+		// cut for good).
+		select {
+		case <-allowedOK:
+		default:
+		}
+		mu.Lock()
+		cut := w.AllowedProbes > 0 && !w.AllowedEndAnswered
+		mu.Unlock()
+		if cut {
+			select {
+			case <-allowedOK:
+			case <-wctx.Done():
+			case <-time.After(time.Until(t0.Add(opts.Wait))):
+			}
+		}
 	}
 	close(allowedDone)
 	cancel()

@@ -69,8 +69,9 @@ func (s *Scenario) pointLimits(name string, m Mechanism) (error, int) {
 func (s *Scenario) prepareCluster(ctx context.Context, ca *cluster.Access, name string, n int, traversal string) (scenario.Prepared, error) {
 	switch {
 	case name == "none":
+		a := s.cluster.targets(ca).Allowed
 		return &clusterNone{target: scenario.Target{Client: ca.Client,
-			Args: []string{"--target", net.JoinHostPort(ca.Allowed.IP, strconv.Itoa(ca.Allowed.Port))}}}, nil
+			Args: []string{"--target", net.JoinHostPort(a.IP, strconv.Itoa(a.Port))}}}, nil
 	case IsPolicyMechanism(name):
 		if traversal != TraversalEveryPacket {
 			return nil, fmt.Errorf("%w: %s builds the CNI's own datapath; --filter-traversal applies to the raw mechanisms", scenario.ErrNotServed, name)

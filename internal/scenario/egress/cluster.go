@@ -72,6 +72,58 @@ type ClusterOptions struct {
 	MaxRules int
 	// Wait bounds each proof (0: a minute).
 	Wait time.Duration
+	// Denied and Allowed, when valid, are two `cnibench serve` outside
+	// the cluster that every point uses instead of the run's server pods:
+	// the deny covers Denied, the cells run against Allowed. A CNI whose
+	// CIDR rules do not select cluster endpoints (Cilium) enforces the
+	// seed's deny only on such addresses.
+	Denied, Allowed netip.AddrPort
+}
+
+// Outside reports whether the points use servers outside the cluster.
+func (o ClusterOptions) Outside() bool { return o.Denied.IsValid() }
+
+// outsideName names a server outside the cluster where a pod's name goes.
+const outsideName = "outside the cluster"
+
+// targets is ca with the points' two destinations: the run's server pods,
+// or the servers outside the cluster.
+func (o ClusterOptions) targets(ca *cluster.Access) *cluster.Access {
+	if !o.Outside() {
+		return ca
+	}
+	c := *ca
+	c.Other = cluster.ServerPod{Name: outsideName, IP: o.Denied.Addr().String(), Port: int(o.Denied.Port())}
+	c.Allowed = cluster.ServerPod{Name: outsideName, IP: o.Allowed.Addr().String(), Port: int(o.Allowed.Port())}
+	return &c
+}
+
+// ParseOutside checks --egress-denied and --egress-allowed: both or
+// neither, each an IP:PORT, two different addresses of one family (the
+// deny set holds the denied address as a host prefix, and the allowed
+// one must stay outside it).
+func ParseOutside(denied, allowed string) (netip.AddrPort, netip.AddrPort, error) {
+	if denied == "" && allowed == "" {
+		return netip.AddrPort{}, netip.AddrPort{}, nil
+	}
+	if denied == "" || allowed == "" {
+		return netip.AddrPort{}, netip.AddrPort{}, errors.New("--egress-denied and --egress-allowed: give both (two `cnibench serve` outside the cluster) or neither")
+	}
+	var out [2]netip.AddrPort
+	for i, f := range []struct{ flag, v string }{{"--egress-denied", denied}, {"--egress-allowed", allowed}} {
+		ap, err := netip.ParseAddrPort(f.v)
+		if err != nil || ap.Port() == 0 || ap.Addr().Zone() != "" || ap.Addr().IsUnspecified() {
+			return netip.AddrPort{}, netip.AddrPort{}, fmt.Errorf("%s %q: want IP:PORT of a `cnibench serve` outside the cluster, e.g. 198.18.0.10:7000", f.flag, f.v)
+		}
+		out[i] = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	switch {
+	case out[0].Addr().Is4() != out[1].Addr().Is4():
+		return netip.AddrPort{}, netip.AddrPort{}, fmt.Errorf("--egress-denied %s and --egress-allowed %s: want one address family", out[0], out[1])
+	case out[0].Addr() == out[1].Addr():
+		return netip.AddrPort{}, netip.AddrPort{}, fmt.Errorf("--egress-denied and --egress-allowed: both are %s; the deny would cut the allowed server, give two addresses", out[0].Addr())
+	}
+	return out[0], out[1], nil
 }
 
 func (o ClusterOptions) withDefaults() ClusterOptions {
@@ -182,17 +234,18 @@ func (e *NotEnforcedError) Unwrap() error { return scenario.ErrNotEnforced }
 // suite records "not enforced"), its objects removed.
 func PrepareClusterPolicy(ctx context.Context, ca *cluster.Access, mech string, n int, seed uint64, o ClusterOptions) (scenario.Prepared, error) {
 	o = o.withDefaults()
+	ca = o.targets(ca)
 	if n > o.MaxRules {
 		return nil, fmt.Errorf("%w: %s with %d rules: a cluster point is bounded at %d rules; pass --cluster-scale if the cluster may take up to %d",
 			scenario.ErrTooLarge, mech, n, o.MaxRules, ScaleClusterMaxRules)
 	}
 	denied, err := netip.ParseAddr(ca.Other.IP)
 	if err != nil {
-		return nil, fmt.Errorf("the denied server pod %s has no address: %w", ca.Other.Name, err)
+		return nil, fmt.Errorf("the denied server (%s) has no address: %w", ca.Other.Name, err)
 	}
 	allowed, err := netip.ParseAddr(ca.Allowed.IP)
 	if err != nil {
-		return nil, fmt.Errorf("the allowed server pod %s has no address: %w", ca.Allowed.Name, err)
+		return nil, fmt.Errorf("the allowed server (%s) has no address: %w", ca.Allowed.Name, err)
 	}
 	cidrs, err := ClusterDenySet(seed, n, denied, allowed)
 	if err != nil {
@@ -232,10 +285,14 @@ func PrepareClusterPolicy(ctx context.Context, ca *cluster.Access, mech string, 
 		})
 		return err
 	})
+	lost := w.AllowedProbes - w.AllowedAnswered
 	switch {
-	case err == nil && w.AllowedProbes > 0 && w.AllowedAnswered < w.AllowedProbes:
-		err = fmt.Errorf("%s with %d rules also cut the allowed server %s: %d of %d probes answered",
-			mech, n, w.Allowed, w.AllowedAnswered, w.AllowedProbes)
+	case err == nil && lost > 0 && !w.AllowedEndAnswered:
+		// Unanswered at the end of the proof: the allowed server may be
+		// cut for good (misses followed by answers are a passing cut
+		// while the CNI installs the policy, recorded below).
+		err = fmt.Errorf("%s with %d rules also cut the allowed server %s: %d of %d probes answered, and it did not answer again within %s (the deny took effect %.3fs after the first create)",
+			mech, n, w.Allowed, w.AllowedAnswered, w.AllowedProbes, o.Wait, w.AfterSeconds)
 	case err != nil && createErr == nil && w.Schema == agent.SchemaWatch && w.Error == "" && w.Before && !w.Changed && w.Probes > 0 && w.Answered == w.Probes:
 		// Accepted, never enforced: the CNI ignores the objects.
 		ev := fmt.Sprintf("the API server accepted %d object(s) (%d bytes) in %.2fs, but %s (%s) answered %d of %d probes over the next %s",
@@ -248,6 +305,11 @@ func PrepareClusterPolicy(ctx context.Context, ca *cluster.Access, mech string, 
 	p.metrics[res.FilterSetupSeconds] = w.AfterSeconds
 	p.metrics[res.FilterSetupReturnedSeconds] = returned.Seconds()
 	p.metrics[res.FilterSetupResolutionSeconds] = w.ResolutionSeconds
+	p.metrics[res.FilterSetupAllowedLost] = float64(lost)
+	if lost > 0 {
+		p.config["filter_allowed_cut"] = fmt.Sprintf("%d of %d probes of the allowed server unanswered while the deny went in, the last %.3fs after the first create (the deny took effect at %.3fs); answered again by the end of the proof",
+			lost, w.AllowedProbes, w.AllowedLastMissSeconds, w.AfterSeconds)
+	}
 	p.metrics[MetricPolicyObjects] = float64(objects)
 	p.metrics[MetricPolicyBytes] = float64(bytes)
 	maps.Copy(p.metrics, usageMetrics(usage))

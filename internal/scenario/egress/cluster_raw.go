@@ -113,6 +113,7 @@ func firstText(s string) string {
 // the release and deletes the pod.
 func PrepareClusterRaw(ctx context.Context, ca *cluster.Access, mech string, n int, seed uint64, traversal string, o ClusterOptions) (scenario.Prepared, error) {
 	o = o.withDefaults()
+	ca = o.targets(ca)
 	if n > o.MaxRules {
 		return nil, fmt.Errorf("%w: %s with %d rules: a cluster point is bounded at %d rules; pass --cluster-scale if the nodes may take up to %d",
 			scenario.ErrTooLarge, mech, n, o.MaxRules, ScaleClusterMaxRules)

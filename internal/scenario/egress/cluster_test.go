@@ -69,7 +69,7 @@ func fakeAccess(t *testing.T, enforce bool) (*cluster.Access, *fake.Clientset) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		w.Probes, w.AllowedProbes, w.AllowedAnswered = 100, 10, 10
+		w.Probes, w.AllowedProbes, w.AllowedAnswered, w.AllowedEndAnswered = 100, 10, 10, true
 		if !w.Changed {
 			w.Answered = w.Probes
 		}
@@ -231,4 +231,139 @@ func TestPrepareClusterPolicyAdmission(t *testing.T) {
 			t.Errorf("a refused point left %v (%v)", l, err)
 		}
 	})
+}
+
+// Servers outside the cluster: the deny covers the denied one (the last
+// CIDR of the policy), the proof watches it and the allowed one, the
+// cells run against the allowed one, and the config says so; the run's
+// server pods are not used.
+func TestPrepareClusterPolicyOutside(t *testing.T) {
+	ca, cs := fakeAccess(t, true)
+	var watched []string
+	agentFn := ca.Agent
+	ca.Agent = func(ctx context.Context, pl backend.Place, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+		watched = append(watched, args[slices.Index(args, "--target")+1])
+		if i := slices.Index(args, "--allowed"); i >= 0 {
+			watched = append(watched, "allowed "+args[i+1])
+		}
+		return agentFn(ctx, pl, args, stdin, stdout, stderr)
+	}
+	denied, allowed, err := ParseOutside("198.18.0.10:7000", "198.18.0.11:7001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := PrepareClusterPolicy(context.Background(), ca, MechNetworkPolicy, 10, 7, ClusterOptions{Wait: 3 * time.Second, Denied: denied, Allowed: allowed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"198.18.0.10:7000", "allowed 198.18.0.11:7001"}; !slices.Equal(watched, want) {
+		t.Errorf("watched %q, want %q", watched, want)
+	}
+	l, err := cs.NetworkingV1().NetworkPolicies("ns").List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(l.Items) != 1 {
+		t.Fatalf("%d policies, %v", len(l.Items), err)
+	}
+	var except []string
+	for _, peer := range l.Items[0].Spec.Egress[0].To {
+		except = append(except, peer.IPBlock.Except...)
+	}
+	if !slices.Contains(except, "198.18.0.10/32") || slices.Contains(except, "10.0.0.7/32") {
+		t.Errorf("deny set %v: want the outside server 198.18.0.10/32, not the pod's 10.0.0.7/32", except)
+	}
+	if c := p.Config(); c["filter_denied_addr"] != "198.18.0.10 (outside the cluster)" || c["filter_allowed_addr"] != "198.18.0.11 (outside the cluster)" {
+		t.Errorf("config %v", c)
+	}
+	tg, err := p.(scenario.Targeter).Target(scenario.Cell{Test: "tcp_rr"})
+	if err != nil || !slices.Equal(tg.Args, []string{"--target", "198.18.0.11:7001"}) {
+		t.Errorf("target %+v %v", tg, err)
+	}
+	if _, err := p.Close(context.Background()); err != nil {
+		t.Error(err)
+	}
+	if ca.Other.Name != "srv-a" || ca.Allowed.Name != "srv-b" {
+		t.Errorf("the run's Access was changed: %+v %+v", ca.Other, ca.Allowed)
+	}
+}
+
+func TestParseOutside(t *testing.T) {
+	for _, tt := range []struct {
+		denied, allowed, err string
+	}{
+		{"", "", ""},
+		{"198.18.0.10:7000", "198.18.0.11:7000", ""},
+		{"[2001:db8::1]:7000", "[2001:db8::2]:7000", ""},
+		{"198.18.0.10:7000", "", "give both"},
+		{"", "198.18.0.11:7000", "give both"},
+		{"198.18.0.10", "198.18.0.11:7000", "--egress-denied \"198.18.0.10\": want IP:PORT"},
+		{"198.18.0.10:7000", "host:7000", "--egress-allowed \"host:7000\": want IP:PORT"},
+		{"198.18.0.10:0", "198.18.0.11:7000", "--egress-denied \"198.18.0.10:0\""},
+		{"0.0.0.0:7000", "198.18.0.11:7000", "--egress-denied \"0.0.0.0:7000\""},
+		{"198.18.0.10:7000", "[2001:db8::2]:7000", "one address family"},
+		{"198.18.0.10:7000", "198.18.0.10:7001", "both are 198.18.0.10"},
+	} {
+		d, a, err := ParseOutside(tt.denied, tt.allowed)
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("%q %q: %v", tt.denied, tt.allowed, err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("%q %q: err %v, want %q", tt.denied, tt.allowed, err, tt.err)
+		case tt.err == "" && tt.denied != "" && (d.String() != tt.denied || a.String() != tt.allowed):
+			t.Errorf("%q %q: parsed %s %s", tt.denied, tt.allowed, d, a)
+		}
+	}
+}
+
+// The allowed server missed while the deny went in: answered again by the
+// end of the proof it is a passing cut, measured and recorded; unanswered
+// at the end it may be cut for good: the point fails, its objects removed.
+func TestPrepareClusterPolicyAllowedCut(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		endAnswer bool
+		err       string
+	}{
+		{"passing", true, ""},
+		{"lasting", false, "also cut the allowed server"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ca, cs := fakeAccess(t, true)
+			agentFn := ca.Agent
+			ca.Agent = func(ctx context.Context, pl backend.Place, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+				var buf strings.Builder
+				if err := agentFn(ctx, pl, args, stdin, &buf, stderr); err != nil {
+					return err
+				}
+				var w agent.Watch
+				if err := json.Unmarshal([]byte(buf.String()), &w); err != nil {
+					return err
+				}
+				if w.Want == agent.WantRefused {
+					// The misses come after the deny took effect (as on
+					// Cilium): what counts is the end.
+					w.AllowedAnswered, w.AllowedLastMissSeconds, w.AllowedEndAnswered = w.AllowedProbes-3, w.AfterSeconds+0.5, tt.endAnswer
+				}
+				return json.NewEncoder(stdout).Encode(w)
+			}
+			p, err := PrepareClusterPolicy(context.Background(), ca, MechNetworkPolicy, 10, 7, ClusterOptions{Wait: 3 * time.Second})
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want %q", err, tt.err)
+				}
+				if l, _ := cs.NetworkingV1().NetworkPolicies("ns").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
+					t.Errorf("%d policies left", len(l.Items))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close(context.Background())
+			if got := p.Metrics()[res.FilterSetupAllowedLost]; got != 3 {
+				t.Errorf("%s = %v, want 3", res.FilterSetupAllowedLost, got)
+			}
+			if c := p.Config()["filter_allowed_cut"]; !strings.HasPrefix(c, "3 of 10 probes of the allowed server unanswered") {
+				t.Errorf("filter_allowed_cut %q", c)
+			}
+		})
+	}
 }

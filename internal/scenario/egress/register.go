@@ -33,6 +33,8 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 	rules := fs.String("rules", "", "egress-filter: comma-separated deny-set sizes (default: 10,1000 with the quick profile, 10,100,1000,10000,100000,1000000 with standard)")
 	trav := fs.String("filter-traversal", "", "egress-filter: every-packet and/or new-connection (a leading 'ct state established accept'); default every-packet")
 	wait := fs.Duration("policy-wait", time.Minute, "egress-filter on a cluster: how long a point waits for its deny to be enforced (and lifted) before it is 'not enforced'")
+	denied := fs.String("egress-denied", "", "egress-filter on a cluster: IP:PORT of a `cnibench serve` outside the cluster for the deny to cover, instead of the run's second server pod (with --egress-allowed; for CNIs whose CIDR rules do not select pods, e.g. Cilium)")
+	allowed := fs.String("egress-allowed", "", "egress-filter on a cluster: IP:PORT of a `cnibench serve` outside the cluster that the deny must not cut and the cells run against (with --egress-denied)")
 	chunk := fs.Int("policy-chunk", 0, "egress-filter on a cluster: the most deny CIDRs in one policy object (default 50000, the seed's split; etcd refuses requests above 1.5 MiB)")
 	return func(c scenario.Common) (scenario.Scenario, error) {
 		o := ScenarioOptions{Seed: c.Seed}
@@ -60,6 +62,12 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 			return nil, fmt.Errorf("--policy-wait %s: must be between 1s and 30m", *wait)
 		}
 		co := ClusterOptions{Chunk: *chunk, Wait: *wait}
+		if co.Denied, co.Allowed, err = ParseOutside(*denied, *allowed); err != nil {
+			return nil, err
+		}
+		if co.Outside() && c.Backend != backendKubernetes {
+			return nil, fmt.Errorf("--egress-denied and --egress-allowed: only for --backend %s (the lab's servers are its own)", backendKubernetes)
+		}
 		if c.ClusterScale {
 			co.MaxRules = ScaleClusterMaxRules
 		}
@@ -75,13 +83,17 @@ func (s *Scenario) Config() map[string]string {
 	for i, n := range s.o.Rules {
 		rules[i] = strconv.Itoa(n)
 	}
-	return map[string]string{
+	c := map[string]string{
 		"mechanisms":       strings.Join(s.o.Mechanisms, ","),
 		"rules":            strings.Join(rules, ","),
 		"filter_traversal": strings.Join(s.o.Traversals, ","),
 		"filter_seed":      strconv.FormatUint(s.o.Seed, 10),
 		"scenario_cells":   "per point: udp_stream (max rate), udp_stream --rate " + scenario.FixedRate + " (label rate), tcp_stream, tcp_rr, icmp_echo; on the lab also udp_stream --udp-handshake (label " + LabelUDPHandshake + "); cross-node, 1 flow",
 	}
+	if s.cluster.Outside() {
+		c["filter_servers"] = "outside the cluster: denied " + s.cluster.Denied.String() + ", allowed " + s.cluster.Allowed.String()
+	}
+	return c
 }
 
 // FilterMetrics are the per-point costs of loading a filter, in the order
@@ -89,6 +101,7 @@ func (s *Scenario) Config() map[string]string {
 var FilterMetrics = []string{
 	result.FilterSetupSeconds, result.FilterUpdateAddSeconds, result.FilterUpdateRemoveSeconds,
 	result.FilterTeardownSeconds, result.FilterKernelBytes, result.FilterLoaderRSSBytes,
+	result.FilterSetupAllowedLost,
 }
 
 // Shape draws the scenario against the rule count, one line per mechanism
@@ -110,6 +123,7 @@ func (s *Scenario) Shape() result.ScenarioShape {
 			result.FilterTeardownSeconds:     "Tear-down",
 			result.FilterKernelBytes:         "Kernel memory of the rules",
 			result.FilterLoaderRSSBytes:      "Loader peak RSS",
+			result.FilterSetupAllowedLost:    "Allowed probes lost during set-up",
 		},
 	}
 }
