@@ -74,30 +74,35 @@ func TestWatchRefused(t *testing.T) {
 	}
 }
 
+// serving listens on a loopback port and accepts (and closes) every
+// connection until the listener is closed (at the latest when t ends).
+func serving(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go acceptAndClose(l)
+	return l
+}
+
+func acceptAndClose(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
+}
+
 // An allowed target cut for a while before the change (a CNI dropping
 // allowed traffic while it installs a policy): its misses are counted and
 // the last one is dated before the change, so that a caller can tell a
 // passing cut from a lasting one.
 func TestWatchAllowedPassingCut(t *testing.T) {
-	serve := func(l net.Listener) {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	allowed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go serve(ln)
-	go serve(allowed)
+	ln, allowed := serving(t), serving(t)
 	addr := allowed.Addr().String()
 	var again net.Listener
 	defer func() {
@@ -115,7 +120,7 @@ func TestWatchAllowedPassingCut(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		go serve(again)
+		go acceptAndClose(again)
 		time.Sleep(150 * time.Millisecond)
 		ln.Close()
 	})
@@ -142,25 +147,7 @@ func TestWatchAllowedCutPastTheChange(t *testing.T) {
 		back bool
 	}{{"back", true}, {"never back", false}} {
 		t.Run(tt.name, func(t *testing.T) {
-			serve := func(l net.Listener) {
-				for {
-					c, err := l.Accept()
-					if err != nil {
-						return
-					}
-					c.Close()
-				}
-			}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			allowed, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			go serve(ln)
-			go serve(allowed)
+			ln, allowed := serving(t), serving(t)
 			addr := allowed.Addr().String()
 			opts := watchOpts(ln.Addr().String(), WantRefused)
 			opts.Allowed, opts.Wait = addr, 2*time.Second
@@ -180,7 +167,7 @@ func TestWatchAllowedCutPastTheChange(t *testing.T) {
 						back <- nil
 						return
 					}
-					go serve(l)
+					go acceptAndClose(l)
 					back <- l
 				}()
 			})
