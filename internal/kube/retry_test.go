@@ -228,7 +228,10 @@ func TestCreateOwn(t *testing.T) {
 			}
 			want := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Labels: runLabels("r1")}}
 			secrets := cs.CoreV1().Secrets("ns")
-			got, err := createOwn(WithRetryPolicy(context.Background(), fast), "create secret ns/s", want,
+			// defaultRetry (5 s a call), not fast: the timeout here is an
+			// injected error, and a fake create slower than fast's 50 ms on
+			// a loaded machine would be a second one (make test saw 2 creates).
+			got, err := createOwn(WithRetryPolicy(context.Background(), defaultRetry), "create secret ns/s", want,
 				func(ctx context.Context) (*corev1.Secret, error) {
 					return secrets.Create(ctx, want, metav1.CreateOptions{})
 				},
@@ -278,7 +281,7 @@ func TestStartPodToleratesPassingErrors(t *testing.T) {
 				return false, nil, nil
 			})
 			pod := BuildPod("ns", "r1", PodSpec{Name: "p", Node: "n1", Image: "img"})
-			got, err := StartPod(WithRetryPolicy(context.Background(), fast), cs, pod, 5*time.Second)
+			got, err := StartPod(WithRetryPolicy(context.Background(), defaultRetry), cs, pod, 5*time.Second)
 			if tt.wantErr == "" {
 				if err != nil || got.Status.PodIP != "10.0.0.9" {
 					t.Errorf("got %v, %v", got, err)

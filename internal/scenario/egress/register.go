@@ -101,7 +101,6 @@ func (s *Scenario) Config() map[string]string {
 var FilterMetrics = []string{
 	result.FilterSetupSeconds, result.FilterUpdateAddSeconds, result.FilterUpdateRemoveSeconds,
 	result.FilterTeardownSeconds, result.FilterKernelBytes, result.FilterLoaderRSSBytes,
-	result.FilterSetupAllowedLost,
 }
 
 // Shape draws the scenario against the rule count, one line per mechanism
@@ -123,7 +122,6 @@ func (s *Scenario) Shape() result.ScenarioShape {
 			result.FilterTeardownSeconds:     "Tear-down",
 			result.FilterKernelBytes:         "Kernel memory of the rules",
 			result.FilterLoaderRSSBytes:      "Loader peak RSS",
-			result.FilterSetupAllowedLost:    "Allowed probes lost during set-up",
 		},
 	}
 }
