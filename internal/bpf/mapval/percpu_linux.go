@@ -11,9 +11,9 @@ import (
 func SumPerCPU(m *ebpf.Map, n int) ([]uint64, error) {
 	out := make([]uint64, n)
 	for i := range out {
-		var per []uint64
-		if err := m.Lookup(uint32(i), &per); err != nil {
-			return nil, fmt.Errorf("read counter %d of %v: %w", i, m, err)
+		per, err := PerCPU(m, i)
+		if err != nil {
+			return nil, err
 		}
 		for _, v := range per {
 			out[i] += v

@@ -153,7 +153,6 @@ func RunWatch(ctx context.Context, opts WatchOptions, golines io.Reader, ready i
 	var results []*probeResult
 	var wg sync.WaitGroup
 	allowedDone := make(chan struct{})
-	allowedOK := make(chan struct{}, 1) // an allowed probe answered
 	if opts.Allowed != "" {
 		wg.Add(1)
 		go func() {
@@ -179,15 +178,9 @@ func RunWatch(ctx context.Context, opts WatchOptions, golines io.Reader, ready i
 				if ok {
 					w.AllowedAnswered++
 				} else {
-					w.AllowedLastMissSeconds = max(w.AllowedLastMissSeconds, start.Seconds())
+					w.AllowedLastMissSeconds = start.Seconds() // probes run in turn: the latest
 				}
 				mu.Unlock()
-				if ok {
-					select {
-					case allowedOK <- struct{}{}:
-					default:
-					}
-				}
 			}
 		}()
 	}
@@ -242,24 +235,17 @@ func RunWatch(ctx context.Context, opts WatchOptions, golines io.Reader, ready i
 			mu.Unlock()
 		}()
 	}
-	if opts.Allowed != "" {
-		// The allowed target unanswered at the end: it is probed on until
-		// it answers again (a passing cut) or the wait ends (it may be
-		// cut for good).
-		select {
-		case <-allowedOK:
-		default:
-		}
+	// The allowed target unanswered at the end: it is probed on until it
+	// answers again (a passing cut) or the wait ends (it may be cut for
+	// good).
+	for opts.Allowed != "" && wctx.Err() == nil && time.Since(t0) <= opts.Wait {
 		mu.Lock()
 		cut := w.AllowedProbes > 0 && !w.AllowedEndAnswered
 		mu.Unlock()
-		if cut {
-			select {
-			case <-allowedOK:
-			case <-wctx.Done():
-			case <-time.After(time.Until(t0.Add(opts.Wait))):
-			}
+		if !cut {
+			break
 		}
+		<-tick.C
 	}
 	close(allowedDone)
 	cancel()
