@@ -50,19 +50,32 @@ image-multiarch: build
 
 # The Kubernetes backend end to end on a real two-node cluster started on
 # this machine from the package registries (needs root; hack/local-cluster,
-# docs/kubernetes.md), leaving the machine as it was: once per CNI of $(CNI),
-# in turn (`make e2e CNI=cilium-native` for one; hack/local-cluster/lib.sh
-# CNIS lists them all). The first failure stops it; a CNI this kernel cannot
-# run (WireGuard, GENEVE) is skipped with the reason.
-CNI ?= bridge bridge-dual flannel-vxlan flannel-host-gw cilium-vxlan cilium-native
-e2e: build
+# docs/kubernetes.md), leaving the machine as it was. `make e2e` is CI's
+# slice: the bridge CNI (the backend's CNI-independent tests: interrupt,
+# crash, RBAC, managed cluster, services through kube-proxy, admission) and
+# one real CNI, Cilium with VXLAN (the suite, its CPU profile, the egress and
+# services scenarios through Cilium's own policy and load balancing), each test
+# once (E2E_SET=ci). `make e2e CNI=flannel-vxlan` runs one CNI. The first
+# failure stops it; a CNI this kernel cannot run is skipped with the reason.
+# `make e2e-all` runs every CNI the harness knows (hack/local-cluster/lib.sh
+# CNIS) with every test it can run, whatever fails, each built once and cached
+# by version, and ends with a summary (e2e-all.sh): run it before resolving any
+# change to the cluster backend, the harness, a CNI or a scenario's cluster path.
+CNI ?= bridge cilium-vxlan
+E2E_SET ?= ci
+.PHONY: e2e-test-bin e2e-all
+e2e-test-bin: build
 	CGO_ENABLED=0 $(GO) test -c -tags e2e -o bin/e2e.test ./test/e2e
+e2e: e2e-test-bin
 	@t0=$$(date +%s); for c in $(CNI); do t=$$(date +%s); rc=0; \
-	  hack/local-cluster/suite-e2e.sh --cni $$c $(BIN) bin/e2e.test || rc=$$?; \
+	  E2E_SET=$(E2E_SET) hack/local-cluster/suite-e2e.sh --cni $$c $(BIN) bin/e2e.test || rc=$$?; \
 	  case $$rc in 0) echo "e2e: $$c passed in $$(( $$(date +%s) - t )) s" ;; \
 	    3) echo "e2e: $$c skipped (this kernel cannot run it; the reason is above)" ;; \
 	    *) echo "e2e: $$c FAILED (exit $$rc)"; exit 1 ;; esac; done; \
 	echo "e2e: $(CNI): done in $$(( $$(date +%s) - t0 )) s"
+E2E_ALL_CNI ?=
+e2e-all: e2e-test-bin
+	hack/local-cluster/e2e-all.sh $(BIN) bin/e2e.test $(E2E_ALL_CNI)
 
 # The main job: the quick lab suite (needs root), results and report in $(OUT).
 quick: build
@@ -78,9 +91,15 @@ standard: build
 # exceeded" when a -fuzztime duration ends mid-execution (go.dev/issue/75804,
 # fixed in Go 1.27). `deps` installs the programs the tests run; with
 # CI=true a test missing one fails.
-test: deps vet crossbuild
-	$(GO) test -count=1 -timeout 20m ./...
-	$(MAKE) --no-print-directory fuzz FUZZTIME=100000x GO=$(GO)
+# Each step prints how long it took ("make test: STEP took N s"; .ci/run's
+# phase table shows them).
+timed = @t=$$(date +%s); $(2) || exit $$?; echo "make test: $(1) took $$(( $$(date +%s) - t )) s"
+test:
+	$(call timed,deps,hack/deps.sh)
+	$(call timed,vet,$(MAKE) --no-print-directory vet GO=$(GO))
+	$(call timed,crossbuild,$(MAKE) --no-print-directory crossbuild GO=$(GO))
+	$(call timed,go test,$(GO) test -count=1 -timeout 20m ./...)
+	$(call timed,fuzz,$(MAKE) --no-print-directory fuzz FUZZTIME=100000x GO=$(GO))
 
 # Debian packages the tests need (nftables, iproute2, iptables, ipset, procps,
 # chromium); quick when they are installed.

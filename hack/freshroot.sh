@@ -152,6 +152,14 @@ for c in "${cmds[@]}"; do
   say "'$c' passed in $(( $(date +%s) - t )) s"
 done
 
+# Every test cleans up after itself: no lab network namespace left in the
+# root's /run (the tests' prefix is cnb-), no cnibench process left running.
+leaked=$(ls "$root/run/netns" 2>/dev/null | grep '^cnb-' || true)
+[ -z "$leaked" ] || die "the tests left network namespaces behind: $(echo $leaked)"
+if pgrep -f 'cnibench (serve|run)' >/dev/null; then
+  pgrep -af 'cnibench (serve|run)' >&2; die "the tests left cnibench processes behind (above)"
+fi
+
 # 5. The host's network is as it was.
 netstate >"$work/net.after"
 if ! diff -u "$work/net.before" "$work/net.after" >"$work/net.diff"; then

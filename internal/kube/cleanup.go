@@ -23,8 +23,11 @@ import (
 type objRef struct{ ns, name string }
 
 // kinds are the namespaced kinds of objects cnibench creates, with how to
-// list (by label selector) and delete them. Pods go first, with a 1 s
-// grace period.
+// list (by label selector) and delete them, in the order they are deleted:
+// network policies first, so that a CNI can drop a run's policy (a large
+// one keeps an agent busy: Cilium 1.15 splits an ipBlock's excepts into
+// CIDR prefixes) before it must tear down the pods the policy selects;
+// then the pods, with a 1 s grace period.
 func kinds(cs kubernetes.Interface) []struct {
 	kind string
 	list func(ctx context.Context, ns, sel string) ([]objRef, error)
@@ -37,6 +40,15 @@ func kinds(cs kubernetes.Interface) []struct {
 		list func(ctx context.Context, ns, sel string) ([]objRef, error)
 		del  func(ctx context.Context, ns, name string) error
 	}{
+		{"networkpolicy", func(ctx context.Context, ns, sel string) ([]objRef, error) {
+			l, err := cs.NetworkingV1().NetworkPolicies(ns).List(ctx, opts(sel))
+			if err != nil {
+				return nil, err
+			}
+			return refs(l.Items, func(o *networkingv1.NetworkPolicy) metav1.Object { return o }), nil
+		}, func(ctx context.Context, ns, name string) error {
+			return cs.NetworkingV1().NetworkPolicies(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		}},
 		{"pod", func(ctx context.Context, ns, sel string) ([]objRef, error) {
 			l, err := cs.CoreV1().Pods(ns).List(ctx, opts(sel))
 			if err != nil {
@@ -72,15 +84,6 @@ func kinds(cs kubernetes.Interface) []struct {
 			return refs(l.Items, func(o *discoveryv1.EndpointSlice) metav1.Object { return o }), nil
 		}, func(ctx context.Context, ns, name string) error {
 			return cs.DiscoveryV1().EndpointSlices(ns).Delete(ctx, name, metav1.DeleteOptions{})
-		}},
-		{"networkpolicy", func(ctx context.Context, ns, sel string) ([]objRef, error) {
-			l, err := cs.NetworkingV1().NetworkPolicies(ns).List(ctx, opts(sel))
-			if err != nil {
-				return nil, err
-			}
-			return refs(l.Items, func(o *networkingv1.NetworkPolicy) metav1.Object { return o }), nil
-		}, func(ctx context.Context, ns, name string) error {
-			return cs.NetworkingV1().NetworkPolicies(ns).Delete(ctx, name, metav1.DeleteOptions{})
 		}},
 	}
 }

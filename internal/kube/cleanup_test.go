@@ -162,7 +162,7 @@ func TestClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"pod default/o-c", "service default/o-c", "secret default/o-c", "networkpolicy default/o-c"}
+	want := []string{"networkpolicy default/o-c", "pod default/o-c", "service default/o-c", "secret default/o-c"}
 	if !slices.Equal(removed, want) {
 		t.Errorf("removed %v, want %v", removed, want)
 	}
@@ -171,7 +171,7 @@ func TestClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = []string{"pod other/o-d", "service other/o-d", "secret other/o-d", "networkpolicy other/o-d", "namespace cnibench-a", "namespace cnibench-b"}
+	want = []string{"networkpolicy other/o-d", "pod other/o-d", "service other/o-d", "secret other/o-d", "namespace cnibench-a", "namespace cnibench-b"}
 	if !slices.Equal(removed, want) {
 		t.Errorf("removed %v, want %v", removed, want)
 	}
@@ -242,5 +242,25 @@ func TestCleanPolicyObjects(t *testing.T) {
 	}
 	if !slices.Equal(removed, []string{"pod default/p"}) {
 		t.Errorf("removed %v", removed)
+	}
+}
+
+// TestDeleteRunPoliciesFirst: a run's network policies are deleted before
+// its pods (kinds' order), so that a CNI drops the policy before it tears
+// down the pods it selects.
+func TestDeleteRunPoliciesFirst(t *testing.T) {
+	cs := clientset(runObjects("ns", "a")...)
+	if err := DeleteRun(context.Background(), cs, "ns", "a", false, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var deleted []string
+	for _, a := range cs.Actions() {
+		if d, ok := a.(k8stesting.DeleteAction); ok {
+			deleted = append(deleted, d.GetResource().Resource)
+		}
+	}
+	want := []string{"networkpolicies", "pods", "services", "secrets"}
+	if !slices.Equal(deleted, want) {
+		t.Errorf("deleted in the order %v, want %v", deleted, want)
 	}
 }

@@ -44,6 +44,9 @@ type env struct {
 	// (CNIBENCH_E2E_EGRESS_DENIED, _ALLOWED; "" if the cluster has none).
 	egressDenied, egressAllowed string
 	cs                          kubernetes.Interface
+	// ns is the test's own namespace (testNamespace), so that no test
+	// meets the one before's namespace while it terminates.
+	ns string
 }
 
 func setup(t *testing.T) *env {
@@ -64,12 +67,55 @@ func setup(t *testing.T) *env {
 	if e.cs, err = kube.NewClient(cfg); err != nil {
 		t.Fatal(err)
 	}
+	e.ns = testNamespace(t.Name())
+	e.waitClean(t, 3*time.Minute)
 	return e
+}
+
+// testNamespace is the namespace a test's runs use: cnibench-e2e- and the
+// test's name without "Test", in lower case, as a DNS label.
+func testNamespace(test string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimPrefix(test, "Test")) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	ns := "cnibench-e2e-" + strings.Trim(b.String(), "-")
+	if len(ns) > 63 {
+		ns = strings.TrimRight(ns[:63], "-")
+	}
+	return ns
+}
+
+// waitClean waits, at most timeout, until no object of an earlier run is
+// left (leftovers), saying what it waited for; it fails the test if they
+// are still there then. A test that left them has failed already (each
+// checks after its run); this keeps the next one from failing for it.
+func (e *env) waitClean(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	first := e.leftovers(t)
+	if len(first) == 0 {
+		return
+	}
+	t0 := time.Now()
+	t.Logf("waiting (at most %v) for an earlier run's objects to go: %s", timeout, strings.Join(first, ", "))
+	var left []string
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(context.Context) (bool, error) {
+		left = e.leftovers(t)
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("an earlier run's objects still there after %v: %s", timeout, strings.Join(left, ", "))
+	}
+	t.Logf("an earlier run's objects went in %.1fs", time.Since(t0).Seconds())
 }
 
 // suiteArgs are a brief suite on the cluster: every path, three tests.
 func (e *env) suiteArgs(out string, extra ...string) []string {
-	a := []string{"suite", "--backend", "kubernetes", "--kubeconfig", e.kubeconfig,
+	a := []string{"suite", "--backend", "kubernetes", "--kubeconfig", e.kubeconfig, "--namespace", e.ns,
 		"--image", e.image, "--image-pull-policy", "Never", "--cluster-name", "local-2node",
 		"--tests", "tcp_stream,tcp_rr,tcp_crr", "--flows", "1", "--repeat", "2",
 		"--duration", "0.5s", "--warmup", "0.1s", "--seed", "4242", "--out", out}
@@ -296,7 +342,7 @@ func startSuite(t *testing.T, cmd *exec.Cmd) <-chan error {
 	return done
 }
 
-// waitPods waits until n of the run's pods run in namespace cnibench; it
+// waitPods waits until n of the run's pods run in the test's namespace; it
 // fails at once, with the suite's stderr, if the suite exits first.
 func (e *env) waitPods(t *testing.T, n int, done <-chan error, stderr *bytes.Buffer) {
 	t.Helper()
@@ -306,7 +352,7 @@ func (e *env) waitPods(t *testing.T, n int, done <-chan error, stderr *bytes.Buf
 			return false, fmt.Errorf("the suite exited before its pods ran (%v): %s", err, stderr.String())
 		default:
 		}
-		l, err := e.cs.CoreV1().Pods("cnibench").List(ctx, metav1.ListOptions{LabelSelector: kube.ManagedByKey + "=" + kube.ManagedBy})
+		l, err := e.cs.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.ManagedByKey + "=" + kube.ManagedBy})
 		if err != nil {
 			return false, nil
 		}

@@ -128,7 +128,7 @@ func (e *env) patchNode(t *testing.T, ctx context.Context, name string, labels m
 // managedArgs are a brief suite as a first-time user runs it on a managed
 // cluster: an existing restricted namespace, a tainted node.
 func (e *env) managedArgs(out string, extra ...string) []string {
-	a := []string{"suite", "--backend", "kubernetes", "--kubeconfig", e.kubeconfig,
+	a := []string{"suite", "--backend", "kubernetes", "--kubeconfig", e.kubeconfig, "--namespace", e.ns,
 		"--image", e.image, "--image-pull-policy", "Never",
 		"--tests", "tcp_stream,tcp_rr", "--flows", "1", "--repeat", "2",
 		"--duration", "0.5s", "--warmup", "0.1s", "--seed", "4243", "--out", out}

@@ -224,7 +224,7 @@ func TestFootprintOfNamedPods(t *testing.T) {
 	e := setup(t)
 	out := filepath.Join(e.out, "footprint")
 	so, se, code := run(t, e.bin, e.suiteArgs(out, "--tests", "tcp_rr", "--repeat", "1", "--checks", "cni_footprint",
-		"--cni-pods", "cnibench/cnibench.io/pod=srv-b", "--footprint-window", "2s")...)
+		"--cni-pods", e.ns+"/cnibench.io/pod=srv-b", "--footprint-window", "2s")...)
 	if code != 0 {
 		t.Fatalf("suite exit %d\n%s\n%s", code, so, se)
 	}

@@ -24,7 +24,7 @@ import (
 // scenarioArgs are a brief scenario run on the cluster: one repeat of
 // short cells.
 func (e *env) scenarioArgs(out string, extra ...string) []string {
-	a := []string{"suite", "--backend", "kubernetes", "--kubeconfig", e.kubeconfig,
+	a := []string{"suite", "--backend", "kubernetes", "--kubeconfig", e.kubeconfig, "--namespace", e.ns,
 		"--image", e.image, "--image-pull-policy", "Never", "--cluster-name", "local-2node",
 		"--repeat", "1", "--duration", "0.3s", "--warmup", "0.1s", "--seed", "4242", "--checks", "none", "--out", out}
 	if e.cniConf != "" {

@@ -7,6 +7,8 @@ CNI_VERSION=$(dpkg-query -W -f='${Version}' containernetworking-plugins 2>/dev/n
 # bridge-dual: the same, dual-stack (IPv4 first): nodes, pods and services of both families, a
 # second host-local range and routes for IPv6
 if [ "$CNI" = bridge-dual ]; then DUAL_STACK=1; fi
+# CNI_MODE: the configuration in a few words (make e2e-all's summary)
+CNI_MODE="Linux bridge, static routes${DUAL_STACK:+, dual-stack (IPv4 first)}, kube-proxy iptables"
 cni_build() { :; }
 cni_net() {
   ip -n "$(netns n1)" route add "$(pod_cidr n2)" via "$(node_ip n2)"

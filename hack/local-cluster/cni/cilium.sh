@@ -34,6 +34,8 @@ case $CNI in
   cilium-native-kube-proxy) CILIUM_KPR=false CILIUM_LEGACY_HOST_ROUTING=true CNI_KUBE_PROXY=yes LAB_MODEL=veth-routing ;;
   *) die "unknown Cilium mode $CNI (want cilium-vxlan, cilium-geneve, cilium-native, cilium-native-legacy, cilium-native-kube-proxy or cilium-wireguard)" ;;
 esac
+# CNI_MODE: the configuration in a few words (make e2e-all's summary)
+CNI_MODE="$([ "$CILIUM_ROUTING" = tunnel ] && echo "tunnel $CILIUM_TUNNEL" || echo "native routing")$([ "$CILIUM_WIREGUARD" = true ] && echo ", WireGuard"), $([ "$CILIUM_KPR" = true ] && echo "kube-proxy replacement" || echo "kube-proxy"), $([ "$CILIUM_LEGACY_HOST_ROUTING" = true ] && echo legacy || echo eBPF) host routing"
 CLANG=${CLANG:-clang-14}   # Debian 12's clang-14 and clang-16 compile 1.15's datapath; clang-19 does not
 cni_build() {
   command -v "$CLANG" >/dev/null || die "$CLANG not found (deps.sh installs it)"

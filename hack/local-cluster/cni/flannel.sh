@@ -12,6 +12,7 @@ case $CNI in
   *) die "unknown flannel mode $CNI (want flannel-vxlan, flannel-host-gw or flannel-wireguard)" ;;
 esac
 FLANNEL_IMAGE=cnibench.local/flannel/flannel:$FLANNEL_VERSION
+CNI_MODE="$FLANNEL_BACKEND backend, kube-proxy iptables"   # in a few words (make e2e-all's summary)
 cni_build() {
   "$LC_DIR/build-cni.sh" flannel | tail -1
   local c; c=$(cni_cache flannel)
