@@ -29,28 +29,25 @@ t0=$SECONDS
 export CGO_ENABLED=0
 case $FAM in
 flannel)
-  "$GO" mod download -json "github.com/flannel-io/flannel@$VER" "github.com/containernetworking/plugins@$CNI_PLUGINS_VERSION" >/dev/null ||
-    die "flannel $VER or containernetworking/plugins $CNI_PLUGINS_VERSION is not available from $("$GO" env GOPROXY)"
+  go_or_die "flannel $VER and containernetworking/plugins $CNI_PLUGINS_VERSION" \
+    "$GO" mod download -json "github.com/flannel-io/flannel@$VER" "github.com/containernetworking/plugins@$CNI_PLUGINS_VERSION"
   src=$GOMODCACHE/github.com/flannel-io/flannel@$VER
   gover=$(awk '/^go /{print $2; exit}' "$src/go.mod")
   mkdir -p "$BUILD/flanneld"
   printf 'module cnibench.local/flanneld\n\ngo %s\n\nrequire github.com/flannel-io/flannel %s\n' "$gover" "$VER" >"$BUILD/flanneld/go.mod"
   # tencentvpc: its SDK is refused by the proxy; udp: needs cgo (static binary wanted), deprecated
   grep -Ev 'flannel/pkg/backend/(tencentvpc|udp)"' "$src/main.go" >"$BUILD/flanneld/main.go"
-  (cd "$BUILD/flanneld" && GOFLAGS=-mod=mod "$GO" build -trimpath -ldflags "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$VER" -o "$NEW/flanneld" .) ||
-    die "building flanneld $VER failed"
+  (cd "$BUILD/flanneld" && GOFLAGS=-mod=mod go_or_die "building flanneld $VER" "$GO" build -trimpath -ldflags "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$VER" -o "$NEW/flanneld" .)
   echo "flannel $VER: built flanneld at +$((SECONDS - t0))s"
   mkdir -p "$BUILD/plugin"
   printf 'module cnibench.local/flannelcni\n\ngo 1.20\n\nrequire github.com/containernetworking/plugins %s\n' "$CNI_PLUGINS_VERSION" >"$BUILD/plugin/go.mod"
   printf 'package main\n\nimport _ "github.com/containernetworking/plugins/plugins/meta/flannel"\n' >"$BUILD/plugin/tools.go"
   (cd "$BUILD/plugin" && GOFLAGS=-mod=mod "$GO" mod tidy >/dev/null 2>&1 || true
-   cd "$BUILD/plugin" && GOFLAGS=-mod=mod "$GO" build -trimpath -ldflags "-s -w" -o "$NEW/flannel" github.com/containernetworking/plugins/plugins/meta/flannel) ||
-    die "building the flannel CNI plugin ($CNI_PLUGINS_VERSION) failed"
+   cd "$BUILD/plugin" && GOFLAGS=-mod=mod go_or_die "building the flannel CNI plugin ($CNI_PLUGINS_VERSION)" "$GO" build -trimpath -ldflags "-s -w" -o "$NEW/flannel" github.com/containernetworking/plugins/plugins/meta/flannel)
   echo "flannel $VER: built the flannel CNI plugin at +$((SECONDS - t0))s"
   ;;
 cilium)
-  "$GO" mod download -json "github.com/cilium/cilium@$VER" >/dev/null ||
-    die "cilium $VER is not available from $("$GO" env GOPROXY)"
+  go_or_die "cilium $VER" "$GO" mod download -json "github.com/cilium/cilium@$VER"
   cp -a "$GOMODCACHE/github.com/cilium/cilium@$VER/." "$BUILD/src"; chmod -R u+w "$BUILD/src"
   cd "$BUILD/src"
   # Local patch: a kernel built without module support (CONFIG_MODULES=n, as here) has no
@@ -71,8 +68,8 @@ s = s.replace("""	fModules, err := os.Open(loadedModulesFilepath)
 open(p, "w").write(s)
 PY
   ld="-s -w -X github.com/cilium/cilium/pkg/version.ciliumVersion=${VER#v}"
-  b() { local out=$1 pkg=$2 tags=${3:-}; "$GO" build -mod=mod -trimpath ${tags:+-tags $tags} -ldflags "$ld" -o "$NEW/$out" "$pkg" ||
-          die "building $out ($pkg) of cilium $VER failed"; echo "cilium $VER: built $out at +$((SECONDS - t0))s"; }
+  b() { local out=$1 pkg=$2 tags=${3:-}; go_or_die "building $out ($pkg) of cilium $VER" "$GO" build -mod=mod -trimpath ${tags:+-tags $tags} -ldflags "$ld" -o "$NEW/$out" "$pkg"
+        echo "cilium $VER: built $out at +$((SECONDS - t0))s"; }
   b cilium-agent ./daemon
   b cilium-cni ./plugins/cilium-cni
   b cilium-operator-generic ./operator ipam_provider_operator

@@ -28,8 +28,7 @@ t0=$SECONDS
 # binaries never import: replaced with empty local stub modules.
 STUBS="k8s.io/code-generator k8s.io/sample-apiserver k8s.io/sample-cli-plugin k8s.io/sample-controller"
 printf 'module cnibench.local/k8sbuild\n\ngo 1.22\n' >go.mod
-"$GO" mod download -json "k8s.io/kubernetes@$K8S_VERSION" >/dev/null ||
-  die "k8s.io/kubernetes@$K8S_VERSION is not available from $("$GO" env GOPROXY)"
+go_or_die "k8s.io/kubernetes@$K8S_VERSION" "$GO" mod download -json "k8s.io/kubernetes@$K8S_VERSION"
 MODFILE=$GOMODCACHE/cache/download/k8s.io/kubernetes/@v/$K8S_VERSION.mod
 GOVER=$(awk '/^go /{print $2; exit}' "$MODFILE")
 GODEBUG_LINE=$(grep -E '^godebug ' "$MODFILE" || true)
@@ -49,13 +48,12 @@ GODEBUG_LINE=$(grep -E '^godebug ' "$MODFILE" || true)
 } >go.mod
 rm -f go.sum
 pkgs=$(for c in $CMDS; do echo "k8s.io/kubernetes/cmd/$c"; done)
-GOFLAGS=-mod=mod "$GO" list -deps $pkgs >/dev/null ||
-  die "resolving modules for $K8S_VERSION failed (a staging module missing on the proxy? check: go list -m -versions k8s.io/<mod>)"
+GOFLAGS=-mod=mod go_or_die "resolving the modules of Kubernetes $K8S_VERSION" "$GO" list -deps $pkgs
 t1=$SECONDS; echo "k8s $K8S_VERSION: modules resolved/downloaded in $((t1 - t0))s"
 export CGO_ENABLED=0
 minor=$(echo "$K8S_VERSION" | cut -d. -f2)
 for c in $CMDS; do
-  GOFLAGS=-mod=mod "$GO" build -trimpath \
+  GOFLAGS=-mod=mod go_or_die "building $c $K8S_VERSION" "$GO" build -trimpath \
     -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
     -o "$NEWBIN/$c" "k8s.io/kubernetes/cmd/$c"
   echo "k8s $K8S_VERSION: built $c at +$((SECONDS - t1))s"

@@ -36,6 +36,27 @@ export GOMODCACHE=${LC_GOMODCACHE:-$LC_CACHE/go/mod}
 export GOCACHE=${LC_GOCACHE:-$LC_CACHE/go/build}
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 
+# go_or_die WHAT CMD... : run a go command (build, mod download, list) quietly; on failure, die
+# with one line: the module the Go module proxy refused, its status, and the versions the proxy
+# serves (the one to try, pinned in the build script), or else WHAT and the command's last lines.
+go_or_die() {
+  local what=$1 out rc=0 m mod ver st vs; shift
+  out=$(mktemp)
+  "$@" >"$out" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    m=$(grep -oE '[^ :"]+@v[^ :"]+: reading [^ ]+: [0-9]{3}[A-Za-z ]*' "$out" | head -1 || true)
+    if [ -n "$m" ]; then
+      mod=${m%%@*} ver=${m#*@}; ver=${ver%%:*}; st=${m##*: }
+      vs=$(cd / && GOFLAGS= "$GO" list -m -versions "$mod" 2>/dev/null | cut -s -d' ' -f2- | tr ' ' '\n' | tail -4 | tr '\n' ' ' || true)
+      rm -f "$out"; vs=${vs% }; st=${st% }
+      die "$what: the Go module proxy refused $mod@$ver ($st); it serves ${vs:-no version of it} — pin one of those in ${0##*/} (a replace directive for a dependency)"
+    fi
+    tail -15 "$out" >&2; rm -f "$out"
+    die "$what failed (the go command's last lines are above)"
+  fi
+  rm -f "$out"
+}
+
 node_ip() { echo "$NODE_NET.${1#n}"; }               # n1 -> 10.250.0.1
 pod_cidr() { echo "10.244.$(( ${1#n} - 1 )).0/24"; } # n1 -> 10.244.0.0/24
 # Dual-stack (up.sh --cni bridge-dual): IPv6 beside IPv4 on the nodes' link, the pods and

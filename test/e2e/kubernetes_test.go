@@ -90,6 +90,9 @@ func testNamespace(test string) string {
 	return ns
 }
 
+// gaveUp is set once a test's waitClean timed out.
+var gaveUp bool
+
 // waitClean waits, at most timeout, until no object of an earlier run is
 // left (leftovers), saying what it waited for; it fails the test if they
 // are still there then. A test that left them has failed already (each
@@ -100,6 +103,11 @@ func (e *env) waitClean(t *testing.T, timeout time.Duration) {
 	if len(first) == 0 {
 		return
 	}
+	if gaveUp {
+		// An earlier test waited the whole time already: no test after it
+		// waits again for the same objects.
+		t.Fatalf("an earlier run's objects are still there (an earlier test waited %v for them): %s", timeout, strings.Join(first, ", "))
+	}
 	t0 := time.Now()
 	t.Logf("waiting (at most %v) for an earlier run's objects to go: %s", timeout, strings.Join(first, ", "))
 	var left []string
@@ -108,6 +116,7 @@ func (e *env) waitClean(t *testing.T, timeout time.Duration) {
 		return len(left) == 0, nil
 	})
 	if err != nil {
+		gaveUp = true
 		t.Fatalf("an earlier run's objects still there after %v: %s", timeout, strings.Join(left, ", "))
 	}
 	t.Logf("an earlier run's objects went in %.1fs", time.Since(t0).Seconds())
@@ -415,7 +424,7 @@ func TestCleanAfterCrash(t *testing.T) {
 	if len(e.leftovers(t)) == 0 {
 		t.Fatal("a killed run left nothing: the test proves nothing")
 	}
-	so, cse, code := run(t, e.bin, "k8s", "clean", "--kubeconfig", e.kubeconfig)
+	so, cse, code := run(t, e.bin, "k8s", "clean", "--kubeconfig", e.kubeconfig, "--namespace", e.ns)
 	t.Logf("clean:\n%s%s", so, cse)
 	if code != 0 {
 		t.Fatalf("clean exit %d", code)
