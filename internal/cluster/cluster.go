@@ -164,6 +164,12 @@ func New(o Options) (*Backend, error) {
 	return b, nil
 }
 
+// Reachable waits, at most timeout, until the API server answers
+// (kube.Reachable), naming the server and the kubeconfig if it does not.
+func (b *Backend) Reachable(ctx context.Context, timeout time.Duration) error {
+	return kube.Reachable(ctx, b.cs, b.apiHost, kube.KubeconfigSource(b.o.Kubeconfig), timeout)
+}
+
 // SetMetrics sets the metrics.k8s.io client (tests use a fake).
 func (b *Backend) SetMetrics(mc metricsclient.Interface) { b.metrics = mc }
 

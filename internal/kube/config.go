@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -93,4 +94,18 @@ func ClusterName(kubeconfig, context string) string {
 		return c.Cluster
 	}
 	return ""
+}
+
+// KubeconfigSource names where LoadConfig(kubeconfig, …) reads the
+// cluster from, for messages: the explicit file, $KUBECONFIG's files, or
+// ~/.kube/config.
+func KubeconfigSource(kubeconfig string) string {
+	if kubeconfig != "" {
+		return kubeconfig
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if len(rules.Precedence) > 0 {
+		return strings.Join(rules.Precedence, ":")
+	}
+	return clientcmd.RecommendedHomeFile
 }

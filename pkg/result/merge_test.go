@@ -3,6 +3,7 @@ package result
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,5 +72,39 @@ func TestReadFileGzip(t *testing.T) {
 	}
 	if _, err := ReadFile(p); err == nil || !strings.Contains(err.Error(), "results.json.gz") {
 		t.Errorf("not gzip: err %v, want one naming the file", err)
+	}
+}
+
+// ReadFile is bounded: what does not start as a JSON object is refused at
+// once (/dev/zero), and a document past the limit is not read whole.
+func TestReadFileBounded(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	big := write("big.json", `{"schema":"cnibench/results/v1","runs":[]}`+strings.Repeat(" ", 100))
+	defer func(v int64) { maxDocument = v }(maxDocument)
+	maxDocument = 64
+	for _, tc := range []struct{ path, want string }{
+		{"/dev/zero", `/dev/zero: not a cnibench JSON document: it starts with '\x00', not {`},
+		{write("empty.json", " \n"), "not a cnibench JSON document: empty"},
+		{write("text.json", "hello"), `it starts with 'h', not {`},
+		{big, "big.json: larger than the 1 GiB a results document may hold: not read"},
+	} {
+		_, err := ReadFile(tc.path)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ReadFile(%s) = %v, want an error with %q", tc.path, err, tc.want)
+		}
+	}
+	if _, err := ReadFile(big); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("not ErrTooLarge: %v", err)
+	}
+	maxDocument = 1 << 20
+	if _, err := ReadFile(big); err != nil {
+		t.Errorf("within the limit: %v", err)
 	}
 }

@@ -5,7 +5,7 @@
 package result
 
 import (
-	"bytes"
+	"bufio"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -273,25 +273,59 @@ func Decode(data []byte) (*Set, error) {
 	}
 }
 
-// maxDocument bounds a gunzipped document (a gzip bomb is refused, not
-// read into memory whole).
-const maxDocument = 1 << 30
+// MaxDocument bounds a results document, gunzipped: a larger file (a
+// gzip bomb, /dev/zero) is refused, never read into memory whole.
+const MaxDocument = 1 << 30
+
+// maxDocument is MaxDocument (lowered by tests).
+var maxDocument int64 = MaxDocument
+
+// ErrTooLarge is a document past MaxDocument.
+var ErrTooLarge = errors.New("larger than the 1 GiB a results document may hold")
 
 // ReadFile decodes the document at path; a path ending in .gz is
-// gunzipped first (committed data is kept compressed).
+// gunzipped first (committed data is kept compressed). It reads at most
+// MaxDocument bytes (ErrTooLarge past that), and refuses at once what does
+// not start as a JSON object.
 func ReadFile(path string) (*Set, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	var r io.Reader = f
 	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
+		zr, err := gzip.NewReader(bufio.NewReader(f))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if data, err = io.ReadAll(io.LimitReader(zr, maxDocument)); err != nil {
+		r = zr
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	// The first byte that is not white space must open an object.
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			if err == io.EOF {
+				return nil, fmt.Errorf("%s: not a cnibench JSON document: empty", path)
+			}
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			continue
+		}
+		if c != '{' {
+			return nil, fmt.Errorf("%s: not a cnibench JSON document: it starts with %q, not {", path, c)
+		}
+		br.UnreadByte() //nolint:errcheck // a byte was just read
+		break
+	}
+	data, err := io.ReadAll(io.LimitReader(br, maxDocument+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(len(data)) > maxDocument {
+		return nil, fmt.Errorf("%s: %w: not read", path, ErrTooLarge)
 	}
 	s, err := Decode(data)
 	if err != nil {

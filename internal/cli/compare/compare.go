@@ -132,6 +132,11 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 	default:
 		return clierr.Usagef("--format %s: must be text, md, json or junit", f.format)
 	}
+	// Checked with or without --fail-on: a value that cannot be meant is
+	// refused before any file is read (NaN too).
+	if !(f.alpha > 0 && f.alpha < 0.5) {
+		return clierr.Usagef("--fail-alpha %g: must be between 0 and 0.5 (e.g. %g)", f.alpha, cmp.DefaultGateAlpha)
+	}
 	var rules []cmp.Rule
 	if len(f.failOn) > 0 {
 		var err error
@@ -144,6 +149,25 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 				return clierr.Usagef("%s %s: written by the gate; add --fail-on (e.g. --fail-on '%s')", flag, v, cmp.DefaultFailOn)
 			}
 		}
+	}
+	// The gate's files are opened before any work, so that a path that
+	// cannot be written is refused at once; on a later error a file this
+	// run created is removed again.
+	var outs []*outFile
+	defer func() {
+		for _, o := range outs {
+			o.abandon()
+		}
+	}()
+	for _, path := range []string{f.junit, f.markdown} {
+		if path == "" {
+			continue
+		}
+		o, err := openOut(path)
+		if err != nil {
+			return err
+		}
+		outs = append(outs, o)
 	}
 	var mode cmp.Mode
 	switch f.by {
@@ -221,15 +245,15 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("write output: %w", err)
+		// Exit 2, never 1: 1 means a regression.
+		return clierr.Usagef("write the comparison to standard output: %v", err)
 	}
-	if f.junit != "" {
-		if err := writeFile(f.junit, res.WriteJUnit); err != nil {
-			return err
+	for _, o := range outs {
+		write := res.WriteJUnit
+		if o.path == f.markdown {
+			write = res.WriteGateMarkdown
 		}
-	}
-	if f.markdown != "" {
-		if err := writeFile(f.markdown, res.WriteGateMarkdown); err != nil {
+		if err := o.write(write); err != nil {
 			return err
 		}
 	}
@@ -270,17 +294,53 @@ func sideName(arg string) string {
 	return fmt.Sprintf("%s (+%d pooled)", files[0], len(files)-1)
 }
 
-// writeFile writes one of the gate's outputs to path.
-func writeFile(path string, write func(io.Writer) error) error {
-	fh, err := os.Create(path)
+// outFile is one of the gate's output files (--junit, --markdown), opened
+// before the comparison.
+type outFile struct {
+	path    string
+	fh      *os.File
+	created bool // by this run: removed again if it is not written
+	done    bool
+}
+
+// openOut opens path for writing; an error is a one-line usage error (exit
+// 2, never 1, which means a regression).
+func openOut(path string) (*outFile, error) {
+	_, statErr := os.Stat(path)
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
-		return clierr.Usagef("%s: %v", path, err)
+		return nil, clierr.Usagef("%s: %v", path, err)
 	}
-	if err := write(fh); err != nil {
-		fh.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+	return &outFile{path: path, fh: fh, created: errors.Is(statErr, os.ErrNotExist)}, nil
+}
+
+// write writes the file's content (truncating what was there); its errors
+// exit 2 too.
+func (o *outFile) write(w func(io.Writer) error) error {
+	o.done = true
+	err := o.fh.Truncate(0)
+	if err == nil {
+		err = w(o.fh)
 	}
-	return fh.Close()
+	if cerr := o.fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return clierr.Usagef("write %s: %v", o.path, err)
+	}
+	return nil
+}
+
+// abandon closes a file that was not written, and removes it if this run
+// created it.
+func (o *outFile) abandon() {
+	if o.done {
+		return
+	}
+	o.fh.Close()
+	if o.created {
+		os.Remove(o.path)
+	}
 }
 
 func writeFlamegraphs(s streams.IOStreams, f *flags, inputs []cmp.Input, mode cmp.Mode, match []string) error {

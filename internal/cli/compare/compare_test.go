@@ -186,6 +186,10 @@ func TestErrors(t *testing.T) {
 		{"share in percent", []string{"--fail-on", "cpu_share_netfilter>+5%", "old.json", "new.json"}, 2, "a CPU-profile share changes in percentage points: write pp"},
 		{"rule metric not compared", []string{"--fail-on", "goodput>+5%", "old.json", "new.json"}, 2, "--fail-on goodput>+5%: goodput is not compared"},
 		{"bad alpha", []string{"--fail-on", "default", "--fail-alpha", "0.7", "old.json", "new.json"}, 2, "--fail-alpha 0.7: must be between 0 and 0.5"},
+		{"negative alpha without gate", []string{"--fail-alpha", "-1", "old.json", "new.json"}, 2, "--fail-alpha -1: must be between 0 and 0.5"},
+		{"alpha NaN", []string{"--fail-on", "default", "--fail-alpha", "NaN", "old.json", "new.json"}, 2, "--fail-alpha NaN: must be between 0 and 0.5"},
+		{"alpha 1", []string{"--fail-alpha", "1", "old.json", "new.json"}, 2, "--fail-alpha 1: must be between 0 and 0.5"},
+		{"junit file not writable", []string{"--fail-on", "default", "--junit", "no/such/dir/g.xml", "old.json", "new.json"}, 2, "no/such/dir/g.xml: open no/such/dir/g.xml: no such file or directory"},
 		{"junit without gate", []string{"--format", "junit", "old.json", "new.json"}, 2, "--format junit: needs the gate; add --fail-on"},
 		{"markdown file without gate", []string{"--markdown", "x.md", "old.json", "new.json"}, 2, "--markdown x.md: written by the gate; add --fail-on"},
 		{"missing file", []string{"old.json", "nope.json"}, 2, "open nope.json: no such file or directory"},
@@ -242,6 +246,20 @@ func TestGate(t *testing.T) {
 			if b, err := os.ReadFile(f); err != nil || len(b) == 0 {
 				t.Errorf("%s: %v (%d bytes)", f, err, len(b))
 			}
+		}
+	})
+	t.Run("a file that cannot be written exits 2", func(t *testing.T) {
+		inTemp(t)
+		_, errOut, code := execute(t, append(gate, "--markdown", "/dev/full", "old.json", "new.json")...)
+		if code != 2 || !strings.Contains(errOut, "write /dev/full: ") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("exit %d, stderr %q: want 2 and one line naming /dev/full", code, errOut)
+		}
+	})
+	t.Run("a refused run leaves no file", func(t *testing.T) {
+		inTemp(t)
+		_, _, code := execute(t, "--fail-on", "default", "--junit", "g.xml", "old.json", "nope.json")
+		if _, err := os.Stat("g.xml"); code != 2 || !os.IsNotExist(err) {
+			t.Errorf("exit %d, g.xml: %v; want 2 and no file", code, err)
 		}
 	})
 	t.Run("same build passes", func(t *testing.T) {

@@ -46,12 +46,13 @@ type kubeFlags struct {
 	LBTimeout       time.Duration
 	NoHostPods      bool
 	IPFamily        string
+	APITimeout      time.Duration
 }
 
 // kubeOnly are the flags that apply to --backend kubernetes only.
 var kubeOnly = []string{"kubeconfig", "context", "namespace", "image", "image-pull-policy", "client-node", "server-node", "host-port",
 	"cni-conf-dir", "cni-pods", "checks", "cluster-name", "footprint-window", "cluster-scale", "placement", "tolerations", "node-arch",
-	"pairs", "pod-resources", "image-pull-secret", "service-account", "load-balancer", "load-balancer-timeout", "no-host-pods", "ip-family"}
+	"pairs", "pod-resources", "image-pull-secret", "service-account", "load-balancer", "load-balancer-timeout", "no-host-pods", "ip-family", "api-timeout"}
 
 func (k *kubeFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
@@ -80,6 +81,7 @@ func (k *kubeFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&k.LBTimeout, "load-balancer-timeout", cluster.DefaultLBTimeout, "kubernetes: how long to wait for the LoadBalancer service's address")
 	fl.StringVar(&k.IPFamily, "ip-family", cluster.FamilyIPv4, "kubernetes: the IP families to measure the pod network over: ipv4, ipv6, or dual (every pod path twice, the IPv6 ones named …-ipv6; services RequireDualStack)")
 	fl.BoolVar(&k.NoHostPods, "no-host-pods", false, "kubernetes: do not deploy the privileged hostNetwork pods (no node-to-node baseline; the mtu, encryption and cni_footprint checks are skipped); without it, pods the namespace's admission refuses are left out the same way, with the reason")
+	fl.DurationVar(&k.APITimeout, "api-timeout", kube.DefaultAPITimeout, "kubernetes: how long to wait for the API server to answer at all before giving up (the run's own calls are bounded and retried on their own)")
 	fl.BoolVar(&k.ClusterScale, "cluster-scale", false, "kubernetes: the cluster may take a scenario's thousands of objects (services above 1000 per point, deny sets above 10000 rules; see docs/kubernetes.md)")
 }
 
@@ -158,6 +160,9 @@ func (k *kubeFlags) options() (cluster.Options, error) {
 
 // newBackend connects to the cluster.
 func (k *kubeFlags) newBackend(o cluster.Options) (*cluster.Backend, error) {
+	if k.APITimeout <= 0 {
+		return nil, clierr.Usagef("--api-timeout %v: must be positive (default %v)", k.APITimeout, kube.DefaultAPITimeout)
+	}
 	b, err := cluster.New(o)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: %w", err)

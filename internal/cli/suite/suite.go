@@ -224,6 +224,14 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 		if err != nil {
 			return err
 		}
+		// A cluster that does not answer ends the run here, in one line,
+		// before anything is created or written.
+		if err := b.Reachable(cmd.Context(), f.Kube.APITimeout); err != nil {
+			if errors.Is(err, context.Canceled) {
+				return fmt.Errorf("%w: before the cluster answered", clierr.ErrInterrupted)
+			}
+			return fmt.Errorf("kubernetes: %w", err)
+		}
 		o.Backend = b
 	} else {
 		lo, err := f.labOptions(cmd, o)
