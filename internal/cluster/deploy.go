@@ -449,10 +449,19 @@ func (d *Deployment) cniLabels() map[string]string {
 	return l
 }
 
+// DownTimeout bounds Down's wait until the run's pods and namespace are
+// gone. A pod goes only once its CNI has released it (the CNI's DEL), and a
+// busy agent releases it late: on the local cluster Cilium 1.15 took 143 s
+// to delete the client endpoint of a NetworkPolicy whose 1 000 excepts it
+// had split into about 13 200 CIDR prefixes (docs/kubernetes.md), past the
+// 2 minutes this was before.
+const DownTimeout = 5 * time.Minute
+
 // Down implements backend.Deployment: it removes every object of the run
-// and the namespace if the run created it, and waits until they are gone.
+// and the namespace if the run created it, and waits, at most DownTimeout,
+// until they are gone.
 func (d *Deployment) Down(ctx context.Context) error {
-	return kube.DeleteRun(d.kctx(ctx), d.b.cs, d.ns, d.runID, d.createdNS, 2*time.Minute)
+	return kube.DeleteRun(d.kctx(ctx), d.b.cs, d.ns, d.runID, d.createdNS, DownTimeout)
 }
 
 // lineWatcher closes seen at the first line written to it that starts

@@ -176,7 +176,7 @@ func DeleteRun(ctx context.Context, cs kubernetes.Interface, ns, runID string, d
 	if err != nil {
 		errs = append(errs, fmt.Errorf("clean-up of run %s: %w", runID, err))
 	} else if left != "" {
-		errs = append(errs, fmt.Errorf("clean-up of run %s: still present after %v: %s", runID, timeout, left))
+		errs = append(errs, fmt.Errorf("clean-up of run %s: still present after %v: %s (a pod goes once its CNI has released it: see the CNI agent's log; 'cnibench k8s clean --namespace %s' removes what is left)", runID, timeout, left, ns))
 	}
 	return errors.Join(errs...)
 }

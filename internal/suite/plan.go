@@ -40,7 +40,9 @@ func (dr *depRun) path(datapath, kind string) (backend.Path, bool) {
 
 // close tears the deployment down (its servers with it).
 func (dr *depRun) close(st *state) {
-	dctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Bounded, and longer than a backend's own wait (the cluster's
+	// DownTimeout), so that the backend says what is left, not "deadline".
+	dctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	if err := dr.d.Down(dctx); err != nil {
 		hint := ""
