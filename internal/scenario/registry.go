@@ -47,6 +47,10 @@ type Common struct {
 	// scenario's defaults (which mechanisms, implementations) and bounds
 	// may depend on it.
 	Backend string
+	// BackendConfig is the backend's part of the results' config (the
+	// lab's pin, wire, …): a scenario refuses, before anything is built, a
+	// point that this configuration cannot run.
+	BackendConfig map[string]string
 	// ClusterScale says the cluster may take thousands of objects
 	// (--cluster-scale): a scenario raises its cluster bounds.
 	ClusterScale bool

@@ -101,7 +101,7 @@ func (o Options) newScenario() (scenario.Scenario, error) {
 	}
 	c := scenario.Common{Profile: o.Profile, Seed: o.Seed, ClusterScale: o.ClusterScale}
 	if o.Backend != nil {
-		c.Backend = o.Backend.Name()
+		c.Backend, c.BackendConfig = o.Backend.Name(), o.Backend.Config()
 	}
 	sc, err := build(c)
 	if err != nil {

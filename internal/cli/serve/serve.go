@@ -54,7 +54,7 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&flags.Listen, "listen", ":"+strconv.Itoa(engine.DefaultPort), "control address ADDR:PORT to listen on")
 	fl.StringVar(&flags.ServiceListen, "service-listen", "", "also serve service-mode tcp_rr/tcp_crr/tcp_stream (no session: any server with the same token answers any connection, as behind a load-balanced service) on ADDR:PORT, or on several separated by commas; needs the token")
-	fl.StringVar(&flags.HTTPListen, "http-listen", "", "also answer every HTTP GET on ADDR:PORT with --http-body bytes (no session: the backend of a load-balanced service for `cnibench run --test http --url`); each connection takes one of --max-flows")
+	fl.StringVar(&flags.HTTPListen, "http-listen", "", "also answer every HTTP GET on `ADDR:PORT` with --http-body bytes (no session: the backend of a load-balanced service for cnibench run --test http --url); each connection takes one of --max-flows")
 	fl.StringVar(&flags.HTTPBody, "http-body", "1024", "body bytes of --http-listen's answers")
 	fl.StringVar(&flags.Token, "token", "", "shared secret clients must send (default $"+engine.TokenEnv+"; the variable keeps it out of the process list)")
 	fl.IntVar(&flags.MaxSessions, "max-sessions", d.MaxSessions, "sessions served at once")

@@ -68,7 +68,17 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 			"clients and servers on one CPU, --pin same; under 3 minutes on 2 cores) and standard\n" +
 			"(every test at 1 and 32 flows, 5 repeats of 2 s, plus tcp_rr_loaded and an MTU 9000\n" +
 			"sweep, the scheduler placing the processes; under 25 minutes).",
-		Args: cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			// --cpu-profile alone means all, so "--cpu-profile test=tcp_rr"
+			// leaves test=tcp_rr as an argument: say how to write it.
+			if len(args) > 0 && cmd.Flags().Changed("cpu-profile") && f.CPUProfile == "all" && strings.Contains(args[0], "=") {
+				return clierr.Usagef("--cpu-profile %s: write --cpu-profile=%s (with =; --cpu-profile alone profiles every cell)", args[0], args[0])
+			}
+			if len(args) > 0 {
+				return clierr.Usagef("suite takes no arguments, got %q (flags start with --)", args[0])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runE(cmd, logger, s, f)
 		},

@@ -25,6 +25,9 @@ func TestListFlagsRejectEmptyElements(t *testing.T) {
 		{[]string{"--flows", "1,x"}, "--flows"},
 		{[]string{"--pin", "both"}, "--pin"},
 		{[]string{"--wire", "fibre"}, "--wire"},
+		{[]string{"--cpu-profile", "test=tcp_rr"}, "--cpu-profile test=tcp_rr: write --cpu-profile=test=tcp_rr"},
+		{[]string{"--warmup", "-1s"}, "--warmup -1s: must not be negative"},
+		{[]string{"--scenario", "l4lb", "--lb-cpu", "split", "--pin", "none"}, "--lb-cpu split: needs --pin same"},
 	} {
 		_, stderr, code := clitest.Execute(t, NewCommand, append(tc.args, "--out", t.TempDir())...)
 		if code != 2 || !strings.HasPrefix(stderr, "cnibench: "+tc.flag) || strings.Count(stderr, "\n") != 1 {

@@ -33,8 +33,8 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 	rules := fs.String("rules", "", "egress-filter: comma-separated deny-set sizes (default: 10,1000 with the quick profile, 10,100,1000,10000,100000,1000000 with standard)")
 	trav := fs.String("filter-traversal", "", "egress-filter: every-packet and/or new-connection (a leading 'ct state established accept'); default every-packet")
 	wait := fs.Duration("policy-wait", time.Minute, "egress-filter on a cluster: how long a point waits for its deny to be enforced (and lifted) before it is 'not enforced'")
-	denied := fs.String("egress-denied", "", "egress-filter on a cluster: IP:PORT of a `cnibench serve` outside the cluster for the deny to cover, instead of the run's second server pod (with --egress-allowed; for CNIs whose CIDR rules do not select pods, e.g. Cilium)")
-	allowed := fs.String("egress-allowed", "", "egress-filter on a cluster: IP:PORT of a `cnibench serve` outside the cluster that the deny must not cut and the cells run against (with --egress-denied)")
+	denied := fs.String("egress-denied", "", "egress-filter on a cluster: `IP:PORT` of a cnibench serve outside the cluster for the deny to cover, instead of the run's second server pod (with --egress-allowed; for CNIs whose CIDR rules do not select pods, e.g. Cilium)")
+	allowed := fs.String("egress-allowed", "", "egress-filter on a cluster: `IP:PORT` of a cnibench serve outside the cluster that the deny must not cut and the cells run against (with --egress-denied)")
 	chunk := fs.Int("policy-chunk", 0, "egress-filter on a cluster: the most deny CIDRs in one policy object (default 50000, the seed's split; etcd refuses requests above 1.5 MiB)")
 	return func(c scenario.Common) (scenario.Scenario, error) {
 		o := ScenarioOptions{Seed: c.Seed}

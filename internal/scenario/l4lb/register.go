@@ -1,6 +1,9 @@
 package l4lb
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/spf13/pflag"
 
 	"github.com/cnibench/cnibench/internal/scenario"
@@ -28,6 +31,10 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 		}
 		if o.CPUs, err = scenario.ListFlag(c, "lb-cpu", *cpus); err != nil {
 			return nil, err
+		}
+		// Refused here, not cell by cell once the lab is up.
+		if pin, ok := c.BackendConfig["pin"]; ok && pin != "same" && slices.Contains(o.CPUs, CPUSplit) {
+			return nil, fmt.Errorf("--lb-cpu split: needs --pin same (the client and the backends on one CPU, the LB's receive processing on another); this run has --pin %s", pin)
 		}
 		return New(o)
 	}
