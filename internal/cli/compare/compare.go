@@ -133,9 +133,9 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 		return clierr.Usagef("--format %s: must be text, md, json or junit", f.format)
 	}
 	// Checked with or without --fail-on: a value that cannot be meant is
-	// refused before any file is read (NaN too).
-	if !(f.alpha > 0 && f.alpha < 0.5) {
-		return clierr.Usagef("--fail-alpha %g: must be between 0 and 0.5 (e.g. %g)", f.alpha, cmp.DefaultGateAlpha)
+	// refused before any file is read.
+	if err := cmp.CheckAlpha(f.alpha); err != nil {
+		return clierr.Usagef("%v", err)
 	}
 	var rules []cmp.Rule
 	if len(f.failOn) > 0 {
@@ -159,11 +159,14 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 			o.abandon()
 		}
 	}()
-	for _, path := range []string{f.junit, f.markdown} {
-		if path == "" {
+	for _, want := range []struct {
+		path     string
+		markdown bool
+	}{{f.junit, false}, {f.markdown, true}} {
+		if want.path == "" {
 			continue
 		}
-		o, err := openOut(path)
+		o, err := openOut(want.path, want.markdown)
 		if err != nil {
 			return err
 		}
@@ -250,7 +253,7 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 	}
 	for _, o := range outs {
 		write := res.WriteJUnit
-		if o.path == f.markdown {
+		if o.markdown {
 			write = res.WriteGateMarkdown
 		}
 		if err := o.write(write); err != nil {
@@ -297,21 +300,22 @@ func sideName(arg string) string {
 // outFile is one of the gate's output files (--junit, --markdown), opened
 // before the comparison.
 type outFile struct {
-	path    string
-	fh      *os.File
-	created bool // by this run: removed again if it is not written
-	done    bool
+	path     string
+	markdown bool // the pull-request comment; else JUnit XML
+	fh       *os.File
+	created  bool // by this run: removed again if it is not written
+	done     bool
 }
 
 // openOut opens path for writing; an error is a one-line usage error (exit
 // 2, never 1, which means a regression).
-func openOut(path string) (*outFile, error) {
+func openOut(path string, markdown bool) (*outFile, error) {
 	_, statErr := os.Stat(path)
 	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, clierr.Usagef("%s: %v", path, err)
 	}
-	return &outFile{path: path, fh: fh, created: errors.Is(statErr, os.ErrNotExist)}, nil
+	return &outFile{path: path, markdown: markdown, fh: fh, created: errors.Is(statErr, os.ErrNotExist)}, nil
 }
 
 // write writes the file's content (truncating what was there); its errors

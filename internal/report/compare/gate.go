@@ -171,6 +171,15 @@ func (g *GateResult) RuleText() string {
 	return strings.Join(ts, ",")
 }
 
+// CheckAlpha refuses a gate significance level outside (0, 0.5), NaN
+// included, with a UsageError naming --fail-alpha.
+func CheckAlpha(alpha float64) error {
+	if !(alpha > 0 && alpha < 0.5) {
+		return &UsageError{fmt.Sprintf("--fail-alpha %g: must be between 0 and 0.5 (e.g. %g)", alpha, DefaultGateAlpha)}
+	}
+	return nil
+}
+
 // Gate judges every compared cell against the rules and stores the
 // outcome in r.GateResult. A metric rule naming a metric the comparison
 // does not have is a UsageError.
@@ -178,8 +187,8 @@ func (r *Result) Gate(o GateOptions) (*GateResult, error) {
 	if o.Alpha == 0 {
 		o.Alpha = DefaultGateAlpha
 	}
-	if !(o.Alpha > 0 && o.Alpha < 0.5) {
-		return nil, &UsageError{fmt.Sprintf("--fail-alpha %g: must be between 0 and 0.5 (e.g. %g)", o.Alpha, DefaultGateAlpha)}
+	if err := CheckAlpha(o.Alpha); err != nil {
+		return nil, err
 	}
 	have := map[string]bool{}
 	for _, t := range r.Tables {
