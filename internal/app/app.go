@@ -30,9 +30,30 @@ func Main() {
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	streams := cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	finished := make(chan struct{})
+	if StopsAtOnce(logger, os.Args[1:]) {
+		// A command that only reads and computes ends at Ctrl-C at once,
+		// however long its input: it holds nothing to clean up.
+		go func() {
+			select {
+			case <-ctx.Done():
+				printError(os.Stderr, clierr.ErrInterrupted)
+				os.Exit(clierr.ExitCode(clierr.ErrInterrupted))
+			case <-finished:
+			}
+		}()
+	}
 	err := Run(ctx, logger, streams, os.Args[1:])
+	close(finished)
 	stop()
 	os.Exit(clierr.ExitCode(err))
+}
+
+// StopsAtOnce tells whether the command args name is annotated
+// clierr.StopAtOnce.
+func StopsAtOnce(logger *slog.Logger, args []string) bool {
+	c, _, err := cli.NewCommand(logger, cli.IOStreams{In: os.Stdin, Out: io.Discard, ErrOut: io.Discard}).Find(args)
+	return err == nil && c.Annotations[clierr.StopAnnotation] == clierr.StopAtOnce
 }
 
 func logLevel() slog.Level {

@@ -235,3 +235,42 @@ func hostAllowsPing() bool {
 	g := os.Getgid()
 	return lo <= g && g <= hi
 }
+
+// Ctrl-C ends a command that only reads and computes at once, however
+// long its input takes: here report waits on a pipe that never ends.
+func TestInterruptReportAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CNIBENCH_TEST_AS_MAIN=1", "CNIBENCH_TEST_ARGS=report /dev/stdin")
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	var stderr bytes.Buffer
+	cmd.Stdin, cmd.Stderr = pr, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	if _, err := pw.Write([]byte(`{"schema":`)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	t0 := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "interrupted") {
+			t.Fatalf("exit %v after %s, stderr %q; want 130", err, time.Since(t0), stderr.String())
+		}
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("report still running 5 s after Ctrl-C")
+	}
+}

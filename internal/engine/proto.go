@@ -124,6 +124,11 @@ type SrvStats struct {
 	// nil with HostError saying why.
 	HostStat  *ProcStat `json:"host_stat,omitempty"`
 	HostError string    `json:"host_error,omitempty"`
+	// Cgroup is the server's cgroup's CPU over the window (every process
+	// of its cgroup), or nil with CgroupError saying why: the run's own
+	// CPU, which foreign_cpu_pct leaves out.
+	Cgroup      *CgroupStat `json:"cgroup,omitempty"`
+	CgroupError string      `json:"cgroup_error,omitempty"`
 	// BootID identifies the server's kernel: the same as the client's
 	// means both ends share one host (their host CPU is one figure).
 	BootID string `json:"boot_id,omitempty"`

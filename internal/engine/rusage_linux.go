@@ -26,3 +26,16 @@ func cpuFromRusage(ru *unix.Rusage) procCPU {
 		MaxRSS: ru.Maxrss * 1024,
 	}
 }
+
+// readSelfAndChildrenCPU is the CPU time of this process and of its
+// children it has waited for.
+func readSelfAndChildrenCPU() (time.Duration, error) {
+	var self, kids unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &self); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	if err := unix.Getrusage(unix.RUSAGE_CHILDREN, &kids); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano()), nil
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/hostinfo"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -19,6 +20,9 @@ type clientEdge struct {
 	CPUErr  error
 	Host    ProcStat
 	HostErr error
+	// Cg is the CPU of the client's cgroup (the run's, in the lab).
+	Cg      hostinfo.CgroupCPU
+	CgErr   error
 	Frag    IPFrag
 	FragErr error
 	// TCP is TCP_INFO of the flows' sockets (tcp_stream, tcp_rr).
@@ -264,6 +268,21 @@ func cpuMetrics(o *windowOut, in windowIn, sec, units float64) {
 	}
 	if !complete {
 		return
+	}
+	// The run's CPU, not the hosts': other programs' CPU and steal are
+	// taken out (foreign.go).
+	same := o.SameHost != nil && *o.SameHost
+	foreignMetrics(o, in, same)
+	if f, ok := m[result.ForeignCPUPct]; ok {
+		st := m[result.StealPct]
+		busy -= (f + st) / 100 * sec
+		m[result.RunCPUPct] = max(0, m[result.HostCPUPct]-f-st)
+	}
+	if f, ok := m[result.RemoteForeignCPUPct]; ok {
+		busy -= (f + m[result.RemoteStealPct]) / 100 * sec
+	}
+	if busy < 0 {
+		busy = 0
 	}
 	if IsStream(in.Test) {
 		if units > 0 {

@@ -1,8 +1,14 @@
 package engine
 
 import (
+	"errors"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/hostinfo"
 )
+
+// errCgroupChanged: the server moved to another cgroup mid-window.
+var errCgroupChanged = errors.New("the cgroup changed during the window")
 
 // srvEdge is what the server reads at one edge of a measured window.
 type srvEdge struct {
@@ -11,6 +17,8 @@ type srvEdge struct {
 	CPUErr  error
 	Host    ProcStat
 	HostErr error
+	Cg      hostinfo.CgroupCPU
+	CgErr   error
 	Frag    IPFrag
 	FragErr error
 	Cnt     srvCounters
@@ -20,6 +28,7 @@ func readSrvEdge(dp dataPlane) srvEdge {
 	e := srvEdge{At: time.Now()}
 	e.CPU, e.CPUErr = readProcCPU()
 	e.Host, e.HostErr = ReadProcStat()
+	e.Cg, e.CgErr = readOwnCgroup()
 	e.Frag, e.FragErr = ReadIPFrag()
 	e.Cnt = dp.Counters()
 	return e
@@ -77,6 +86,9 @@ func srvStatsOver(e0, e1 srvEdge, sessions int) *SrvStats {
 	} else {
 		d := e1.Host.Sub(e0.Host)
 		st.HostStat = &d
+	}
+	if st.Cgroup = cgroupOver(e0.Cg, e1.Cg, e0.CgErr, e1.CgErr); st.Cgroup == nil {
+		st.CgroupError = "not measured: " + firstErr(e0.CgErr, e1.CgErr, errCgroupChanged).Error()
 	}
 	if err := firstErr(e0.FragErr, e1.FragErr); err != nil {
 		st.IPFragError = err.Error()

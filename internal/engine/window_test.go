@@ -7,17 +7,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/hostinfo"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // edges returns client edges 10 s apart with readable CPU and host stats:
-// the host is 2 cores, busyTicks of 2000 ticks busy.
+// the host is 2 cores, busyTicks of 2000 ticks busy (a tick is 10 ms), all
+// of it the run's own cgroup's.
 func edges(busyTicks uint64) (clientEdge, clientEdge) {
-	e0 := clientEdge{At: t0, CPU: procCPU{User: time.Second, MaxRSS: 1 << 20}, Host: ProcStat{CPUs: 2}}
+	e0 := clientEdge{At: t0, CPU: procCPU{User: time.Second, MaxRSS: 1 << 20}, Host: ProcStat{CPUs: 2},
+		Cg: hostinfo.CgroupCPU{ID: 7, Usage: time.Minute}}
 	e1 := clientEdge{At: t0.Add(10 * time.Second), CPU: procCPU{User: 3 * time.Second, MaxRSS: 1 << 20},
-		Host: ProcStat{User: busyTicks, Idle: 2000 - busyTicks, CPUs: 2}}
+		Host: ProcStat{User: busyTicks, Idle: 2000 - busyTicks, CPUs: 2},
+		Cg:   hostinfo.CgroupCPU{ID: 7, Usage: time.Minute + time.Duration(busyTicks)*10*time.Millisecond}}
 	return e0, e1
 }
 
@@ -127,10 +131,11 @@ func TestWindowMetrics(t *testing.T) {
 			e0, e1 := edges(1000) // local: 1 core busy over 10 s = 10 core-seconds
 			e1.Cnt.Trans = 1000
 			return windowIn{Test: TCPRR, E0: e0, E1: e1, BootID: "client",
-				Srv: SrvStats{WallMicros: 10e6, BootID: "server", HostStat: &ProcStat{System: 500, Idle: 1500, CPUs: 2}}}
+				Srv: SrvStats{WallMicros: 10e6, BootID: "server", HostStat: &ProcStat{System: 500, Idle: 1500, CPUs: 2},
+					Cgroup: &CgroupStat{ID: 7, UsageMicros: 5e6}}}
 		},
 		want: want{result.HostCPUPct: 100, result.RemoteHostCPUPct: 50, result.RemoteHostCPUSysPct: 50,
-			result.CPUUsPerTrans: (10 + 5) * 1e6 / 1000},
+			result.CPUUsPerTrans: (10 + 5) * 1e6 / 1000, result.ForeignCPUPct: 0, result.RemoteForeignCPUPct: 0},
 	}, {
 		name: "same host: remote not reported nor counted twice",
 		in: func() windowIn {
@@ -140,7 +145,56 @@ func TestWindowMetrics(t *testing.T) {
 				Srv: SrvStats{WallMicros: 10e6, BootID: "one", HostStat: &ProcStat{System: 1000, Idle: 1000, CPUs: 2}}}
 		},
 		want:   want{result.HostCPUPct: 100, result.CPUUsPerTrans: 10 * 1e6 / 1000},
-		absent: []string{result.RemoteHostCPUPct},
+		absent: []string{result.RemoteHostCPUPct, result.RemoteForeignCPUPct},
+	}, {
+		// A hog of half a core beside the run: 5 of the host's 10 busy
+		// core-seconds are not the run's cgroup's. They are reported, and
+		// the cost per transaction counts only the run's.
+		name: "other programs' CPU is foreign and not in the cost",
+		in: func() windowIn {
+			e0, e1 := edges(1000)
+			e1.Cg.Usage -= 5 * time.Second
+			e1.Cnt.Trans = 1000
+			return windowIn{Test: TCPRR, E0: e0, E1: e1, BootID: "one",
+				Srv: SrvStats{WallMicros: 10e6, BootID: "one", Cgroup: &CgroupStat{ID: 7, UsageMicros: 5e6}}}
+		},
+		want: want{result.HostCPUPct: 100, result.ForeignCPUPct: 50, result.StealPct: 0, result.RunCPUPct: 50,
+			result.CPUUsPerTrans: 5 * 1e6 / 1000},
+	}, {
+		// Steal is CPU the hypervisor gave away: neither the run's nor
+		// another program's on this host.
+		name: "steal is reported apart and not in the cost",
+		in: func() windowIn {
+			e0, e1 := edges(800)
+			e1.Host.Steal, e1.Host.Idle = 200, 1000
+			e1.Cnt.Trans = 1000
+			return windowIn{Test: TCPRR, E0: e0, E1: e1, BootID: "one", Srv: SrvStats{WallMicros: 10e6, BootID: "one"}}
+		},
+		want: want{result.HostCPUPct: 100, result.StealPct: 20, result.ForeignCPUPct: 0, result.RunCPUPct: 80,
+			result.CPUUsPerTrans: 8 * 1e6 / 1000},
+	}, {
+		// Two pods on one node: each end's container is its own cgroup,
+		// and both are the run's.
+		name: "a server in another cgroup on the same host is the run's too",
+		in: func() windowIn {
+			e0, e1 := edges(1000)
+			e1.Cg.Usage -= 4 * time.Second
+			return windowIn{Test: TCPRR, E0: e0, E1: e1, BootID: "one",
+				Srv: SrvStats{WallMicros: 10e6, BootID: "one", Cgroup: &CgroupStat{ID: 8, UsageMicros: 3e6}}}
+		},
+		want: want{result.ForeignCPUPct: 10, result.RunCPUPct: 90},
+	}, {
+		// Without a readable cgroup the client's and server's processes
+		// stand for the run: other helpers count as foreign, and it says so.
+		name: "unreadable cgroup falls back to the processes",
+		in: func() windowIn {
+			e0, e1 := edges(1000) // client process: 2 s of CPU
+			e0.CgErr = errors.New("no cgroup v2 hierarchy mounted")
+			return windowIn{Test: TCPRR, E0: e0, E1: e1, BootID: "one",
+				Srv: SrvStats{WallMicros: 10e6, BootID: "one", CPUUserMicro: 3e6, CgroupError: "not measured"}}
+		},
+		want:    want{result.ForeignCPUPct: 50, result.RunCPUPct: 50},
+		warning: "foreign_cpu_pct counts the client's helpers",
 	}, {
 		name: "latency only when measured",
 		in: func() windowIn {

@@ -1,8 +1,6 @@
 package lab
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/hostinfo"
 )
 
 // runCgroup is a cgroup v2 directory holding the processes of one spawner,
@@ -27,41 +27,10 @@ type runCgroup struct {
 // cgroupPrefix names the spawners' cgroups: cnibench-<pid>-<random>.
 const cgroupPrefix = "cnibench-"
 
-// CgroupBase returns this process's own cgroup v2 directory (the v2 mount
-// plus the "0::" path of /proc/self/cgroup).
-func CgroupBase() (string, error) {
-	mounts, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		return "", fmt.Errorf("read mounts: %w", err)
-	}
-	mnt := ""
-	sc := bufio.NewScanner(bytes.NewReader(mounts))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 3 && f[2] == "cgroup2" {
-			mnt = f[1]
-			break
-		}
-	}
-	if mnt == "" {
-		return "", errors.New("no cgroup v2 hierarchy mounted")
-	}
-	self, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", fmt.Errorf("read /proc/self/cgroup: %w", err)
-	}
-	for _, l := range strings.Split(string(self), "\n") {
-		if p, ok := strings.CutPrefix(l, "0::"); ok {
-			return filepath.Join(mnt, p), nil
-		}
-	}
-	return "", errors.New("this process has no cgroup v2 path")
-}
-
 // newRunCgroup removes the cgroups of dead spawners and creates one for
 // this spawner.
 func newRunCgroup() (*runCgroup, error) {
-	base, err := CgroupBase()
+	base, err := hostinfo.CgroupDir()
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/hostinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -121,7 +122,7 @@ func TestStaleCgroupsRemoved(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates cgroups")
 	}
-	base, err := CgroupBase()
+	base, err := hostinfo.CgroupDir()
 	if err != nil {
 		t.Skipf("no cgroup v2: %v", err)
 	}

@@ -94,6 +94,9 @@ type gradeCell struct {
 	// they fall in different grades the cell shows the span of grades.
 	Lo, Hi float64
 	Flows  int // flow counts that entered the ratio
+	// NotTrusted is why the cell is not graded: it or its baseline had
+	// too few clean repeats (result.Run.NotTrusted).
+	NotTrusted string
 }
 
 // span is the best and worst grade the ratio's interval reaches.
@@ -114,6 +117,9 @@ func (c gradeCell) span() (best, worst Grade) {
 // text is "Very good (94 %)", or "Good–Very good (88 %)" when the
 // interval spans two grades (the worse grade first).
 func (c gradeCell) text() string {
+	if c.NotTrusted != "" {
+		return "not trusted"
+	}
 	if c.Grade == NoGrade {
 		return "—"
 	}
@@ -202,7 +208,7 @@ func (m *model) grades() []gradeTable {
 			any := false
 			for _, test := range m.tests {
 				c := m.grade(dp, path, test)
-				if c.Grade != NoGrade {
+				if c.Grade != NoGrade || c.NotTrusted != "" {
 					any = true
 				}
 				row.Cells = append(row.Cells, c)
@@ -226,6 +232,9 @@ func (m *model) grade(dp, path, test string) gradeCell {
 		b := baselineRun(m.main, r.Labels)
 		if b == nil {
 			continue
+		}
+		if why := firstNonEmpty(r.NotTrusted, b.NotTrusted); why != "" {
+			return gradeCell{Grade: NoGrade, Ratio: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), NotTrusted: why}
 		}
 		lr, hw, ok := ratioLog(r, b, metric)
 		if !ok {
@@ -256,6 +265,9 @@ type GradedCell struct {
 	Path, Datapath, Test string
 	Grade, Worst, Best   Grade
 	Ratio, Lo, Hi        float64
+	// NotTrusted is why a cell is not graded (Grade is then NoGrade): it
+	// or its baseline had too few clean repeats.
+	NotTrusted string
 }
 
 // HalfWidth is the interval's half-width relative to the ratio (0.06 for
@@ -266,25 +278,35 @@ func (c GradedCell) HalfWidth() float64 {
 
 // Text is the cell as the summary prints it ("Good–Very good (88 %)").
 func (c GradedCell) Text() string {
-	return gradeCell{Grade: c.Grade, Ratio: c.Ratio, Lo: c.Lo, Hi: c.Hi}.text()
+	return gradeCell{Grade: c.Grade, Ratio: c.Ratio, Lo: c.Lo, Hi: c.Hi, NotTrusted: c.NotTrusted}.text()
 }
 
 // SummaryGrades returns every graded cell of the set's summary (none
-// without a baseline), in the report's order.
+// without a baseline), in the report's order; a cell not trusted is among
+// them with its reason.
 func SummaryGrades(set *result.Set) []GradedCell {
 	m := newModel(set)
 	var out []GradedCell
 	for _, gt := range m.grades() {
 		for _, row := range gt.Rows {
 			for i, c := range row.Cells {
-				if c.Grade == NoGrade {
+				if c.Grade == NoGrade && c.NotTrusted == "" {
 					continue
 				}
 				best, worst := c.span()
 				out = append(out, GradedCell{Path: gt.Path, Datapath: row.Datapath, Test: gt.Tests[i],
-					Grade: c.Grade, Worst: worst, Best: best, Ratio: c.Ratio, Lo: c.Lo, Hi: c.Hi})
+					Grade: c.Grade, Worst: worst, Best: best, Ratio: c.Ratio, Lo: c.Lo, Hi: c.Hi, NotTrusted: c.NotTrusted})
 			}
 		}
 	}
 	return out
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
 }

@@ -126,6 +126,9 @@ func subtitle(set *result.Set) string {
 
 func (m *model) summarySection() section {
 	s := section{ID: "summary", Title: "Summary"}
+	if n := InterferenceNote(m.set); n != "" {
+		s.Blocks = append(s.Blocks, block{Para: n})
+	}
 	gts := m.grades()
 	if len(gts) == 0 {
 		s.Blocks = append(s.Blocks, block{Para: m.noGradesNote()})

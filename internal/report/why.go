@@ -112,7 +112,8 @@ func (e *evidence) vsBaseline(metric string) (ratio float64, clear bool, n int) 
 	logSum, varSum := 0.0, 0.0
 	for _, r := range e.runs {
 		b := baselineRun(e.m.main, r.Labels)
-		if b == nil || b == r {
+		if b == nil || b == r || r.NotTrusted != "" || b.NotTrusted != "" {
+			// A cell measured on a busy host states nothing.
 			continue
 		}
 		lr, hw, ok := ratioLog(r, b, metric)
@@ -200,13 +201,19 @@ func wirePackets(e *evidence, metric string) string {
 	return s
 }
 
-// softirqShare states softirq's share of the host CPU against the
-// baseline's, when they differ by at least 5 points.
+// softirqShare states softirq's share of the run's CPU (the host's in
+// documents without run_cpu_pct) against the baseline's, when they differ
+// by at least 5 points.
 func softirqShare(e *evidence, metric string) string {
 	share := func(runs []*result.Run) (float64, bool) {
 		var si, all float64
 		for _, r := range runs {
-			a, b := Values(r, metric), Values(r, result.HostCPUPct)
+			// The run's CPU, other programs' left out, where measured.
+			b := Values(r, result.RunCPUPct)
+			if len(b) == 0 {
+				b = Values(r, result.HostCPUPct)
+			}
+			a := Values(r, metric)
 			if len(a) == 0 || len(a) != len(b) {
 				continue
 			}

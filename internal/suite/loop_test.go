@@ -64,6 +64,8 @@ type fakeDeployment struct {
 	runs  []string // "place args…"
 	down  bool
 	reset int
+	// foreign, when set, gives the n-th client run's foreign_cpu_pct.
+	foreign func(n int) float64
 }
 
 func (d *fakeDeployment) Datapaths() []backend.Datapath {
@@ -92,9 +94,16 @@ func (d *fakeDeployment) Paths(dp string) []backend.Path {
 func (d *fakeDeployment) Run(_ context.Context, place backend.Place, args []string) ([]byte, []byte, error) {
 	d.mu.Lock()
 	d.runs = append(d.runs, place.String()+" "+strings.Join(args, " "))
+	n := len(d.runs) - 1
 	d.mu.Unlock()
 	res := result.Result{Schema: result.SchemaResult, Config: map[string]string{"test": args[slices.Index(args, "--test")+1]},
 		Repeats: []result.Repeat{{DurationSec: 1, Metrics: map[string]float64{result.TransPerSec: 1000, result.ThroughputBitsPerSec: 1e9}}}}
+	if d.foreign != nil {
+		f := d.foreign(n)
+		res.Repeats[0].Metrics[result.ForeignCPUPct] = f
+		// A busy window measures less.
+		res.Repeats[0].Metrics[result.TransPerSec] = 1000 - 5*f
+	}
 	b, err := json.Marshal(res)
 	return b, nil, err
 }

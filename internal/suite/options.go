@@ -48,6 +48,9 @@ type Options struct {
 	// CPUProfile, when set, profiles the CPUs during the measured windows
 	// of the cells it selects (profile.go); nil: none.
 	CPUProfile *CPUProfile
+	// Interference is the rule for repeats measured while other programs
+	// competed for the host (interference.go); the zero value is off.
+	Interference Interference
 	// Backend is where the suite runs (the lab, internal/lab; a cluster,
 	// internal/cluster); required. Its own options (the lab's datapaths,
 	// wire, CPU placement) are its own.
@@ -232,6 +235,9 @@ func (o Options) validate() error {
 	}
 	if o.OutDir == "" {
 		return fmt.Errorf("--out: an output directory is required")
+	}
+	if err := o.Interference.validate(); err != nil {
+		return err
 	}
 	return o.validateScenario()
 }

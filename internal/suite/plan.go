@@ -267,7 +267,10 @@ func (st *state) run(ctx context.Context) error {
 		}
 	}
 	st.mu.Unlock()
+	st.probeIdle(ctx)
 	st.loop(ctx, points)
+	st.rerunBusy(ctx, points)
+	st.judgeTrust()
 	st.finishProfiles(points)
 	if st.sc == nil {
 		for _, dr := range deps {

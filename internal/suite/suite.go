@@ -69,6 +69,10 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Where the results and profiles go is checked before any work.
+	if err := checkOutDir(o); err != nil {
+		return nil, err
+	}
 	st := &state{r: r, o: o, log: log, backend: o.Backend, token: token, sc: sc,
 		runs: map[string]*result.Run{}, rank: map[string]int{}}
 	if op, ok := o.Backend.(backend.Opener); ok {
@@ -77,9 +81,6 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Outcome, error) {
 			return nil, optionError(err)
 		}
 		defer closeBackend()
-	}
-	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create --out %s: %w", o.OutDir, err)
 	}
 	st.out = &Outcome{ResultsPath: filepath.Join(o.OutDir, "results.json")}
 	st.set = &result.Set{
@@ -144,6 +145,10 @@ func (o Options) configMap(sc scenario.Scenario) map[string]string {
 		"interleaving": "each repeat runs every cell of every MTU once, in an order shuffled per repeat (seed); every cell starts with flushed conntrack tables; TIME_WAIT sockets cannot be flushed and are recorded per repeat (time_wait_at_start)",
 		"seed":         strconv.FormatUint(o.Seed, 10),
 	}
+	if i := o.Interference; i.ThresholdPct > 0 {
+		m["busy_threshold_pct"] = strconv.FormatFloat(i.ThresholdPct, 'g', -1, 64)
+		m["busy_retries"] = strconv.Itoa(i.Retries)
+	}
 	maps.Copy(m, o.Backend.Config())
 	scenarioConfig(m, sc)
 	return m
@@ -170,6 +175,8 @@ type state struct {
 	early   []string // warnings before the set existed
 	// profiles are the per-repeat CPU profiles written so far, by run key.
 	profiles map[string][]string
+	// rerun: the repeats measured now are re-runs of busy ones.
+	rerun bool
 }
 
 // recordDatapaths records a deployment's datapaths in the results, skipped
@@ -213,13 +220,14 @@ func (st *state) record(c cell, rep int, res *result.Result, failure string, too
 		st.runs[key] = run
 		st.order = append(st.order, key)
 	}
-	var line string
+	var line, busy string
 	if res != nil {
 		if run.Config == nil {
 			run.Config = res.Config
 		}
+		busy = st.markBusy(res.Repeats)
 		for _, r := range res.Repeats {
-			r.Index = len(run.Repeats)
+			r.Index, r.Rerun = len(run.Repeats), st.rerun
 			run.Repeats = append(run.Repeats, r)
 		}
 		for _, w := range res.Warnings {
@@ -238,8 +246,12 @@ func (st *state) record(c cell, rep int, res *result.Result, failure string, too
 			line = result.Format(primary, res.Repeats[0].Metrics[primary])
 		}
 	} else {
-		run.Repeats = append(run.Repeats, result.Repeat{Index: len(run.Repeats), Start: time.Now().UTC(), Error: failure})
+		run.Repeats = append(run.Repeats, result.Repeat{Index: len(run.Repeats), Start: time.Now().UTC(), Error: failure, Rerun: st.rerun})
 		line = failure
+	}
+	which := fmt.Sprintf("repeat %d/%d", rep+1, st.o.Repeat)
+	if st.rerun {
+		which = "re-run of a busy repeat"
 	}
 	run.Summary = result.SummarizeRepeats(run.Repeats)
 	st.done++
@@ -253,7 +265,7 @@ func (st *state) record(c cell, rep int, res *result.Result, failure string, too
 	if done > 0 && total > done {
 		eta = (el / time.Duration(done) * time.Duration(total-done)).Round(time.Second).String()
 	}
-	st.progressf("[%d/%d] %s (repeat %d/%d, %.1fs): %s · ETA %s", done, total, c, rep+1, st.o.Repeat, took.Seconds(), line, eta)
+	st.progressf("[%d/%d] %s (%s, %.1fs): %s%s · ETA %s", done, total, c, which, took.Seconds(), line, busy, eta)
 }
 
 // repeatsOf is the number of repeats recorded for a run key.
@@ -342,4 +354,26 @@ func (st *state) measuredMetrics(match map[string]string) []result.Run {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.set.Find(match)
+}
+
+// checkOutDir creates --out (and, with --cpu-profile, its profiles
+// directory) and checks that a file can be written there: a run that
+// could not keep what it measures is refused before it starts.
+func checkOutDir(o Options) error {
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return &ValidationError{fmt.Sprintf("--out %s: %v: choose a directory this user can write", o.OutDir, err)}
+	}
+	f, err := os.CreateTemp(o.OutDir, ".cnibench-write-check-*")
+	if err != nil {
+		return &ValidationError{fmt.Sprintf("--out %s: cannot write there (%v): choose a directory this user can write", o.OutDir, err)}
+	}
+	f.Close()
+	os.Remove(f.Name())
+	if o.CPUProfile != nil {
+		dir := filepath.Join(o.OutDir, ProfileDir, "repeats")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return &ValidationError{fmt.Sprintf("--cpu-profile: cannot create %s for the profiles (%v): choose another --out", dir, err)}
+		}
+	}
+	return nil
 }

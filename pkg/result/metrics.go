@@ -52,6 +52,11 @@ const (
 	RemoteHostCPUPct        = "remote_host_cpu_pct"
 	RemoteHostCPUSysPct     = "remote_host_cpu_sys_pct"
 	RemoteHostCPUSoftirqPct = "remote_host_cpu_softirq_pct"
+	ForeignCPUPct           = "foreign_cpu_pct"
+	StealPct                = "steal_pct"
+	RemoteForeignCPUPct     = "remote_foreign_cpu_pct"
+	RemoteStealPct          = "remote_steal_pct"
+	RunCPUPct               = "run_cpu_pct"
 	CPUPctPer100Gbit        = "cpu_pct_per_100gbit"
 	CPUUsPerTrans           = "cpu_us_per_trans"
 	ClientRSSBytes          = "client_max_rss_bytes"
@@ -150,8 +155,13 @@ var Metrics = map[string]MetricInfo{
 	RemoteHostCPUPct:                   {"% of a core", LowerIsBetter, "the server host's busy CPU over its window from its /proc/stat; absent when client and server share one host (host_cpu_pct then covers both)"},
 	RemoteHostCPUSysPct:                {"% of a core", LowerIsBetter, "the server host's system CPU over its window (absent on a shared host)"},
 	RemoteHostCPUSoftirqPct:            {"% of a core", LowerIsBetter, "the server host's softirq CPU over its window (absent on a shared host)"},
-	CPUPctPer100Gbit:                   {"% of a core", LowerIsBetter, "host CPU needed for 100 Gbit/s: busy CPU of the client's and (if another) the server's host × 100 Gbit/s ÷ throughput_bits_per_sec (for udp_stream, bits received) (seed 000's normalisation)"},
-	CPUUsPerTrans:                      {"µs", LowerIsBetter, "host CPU time spent per transaction: busy CPU time of the client's and (if another) the server's host ÷ transactions"},
+	ForeignCPUPct:                      {"% of a core", LowerIsBetter, "other programs' CPU on the client's host over the window: /proc/stat user+nice+system minus the run's own processes' (their cgroups'); what the run competed with (docs/interference.md)"},
+	StealPct:                           {"% of a core", LowerIsBetter, "steal time on the client's host over the window: CPU the hypervisor gave to other guests"},
+	RemoteForeignCPUPct:                {"% of a core", LowerIsBetter, "other programs' CPU on the server's host over its window (absent on a shared host: foreign_cpu_pct covers it)"},
+	RemoteStealPct:                     {"% of a core", LowerIsBetter, "steal time on the server's host over its window (absent on a shared host)"},
+	RunCPUPct:                          {"% of a core", LowerIsBetter, "the run's CPU on the client's host: host_cpu_pct minus other programs' (foreign_cpu_pct) and steal — its processes, kernel threads and the datapath's softirq work"},
+	CPUPctPer100Gbit:                   {"% of a core", LowerIsBetter, "CPU needed for 100 Gbit/s: busy CPU of the client's and (if another) the server's host, less other programs' CPU and steal, × 100 Gbit/s ÷ throughput_bits_per_sec (for udp_stream, bits received) (seed 000's normalisation)"},
+	CPUUsPerTrans:                      {"µs", LowerIsBetter, "CPU time spent per transaction: busy CPU time of the client's and (if another) the server's host, less other programs' CPU and steal, ÷ transactions"},
 	ClientRSSBytes:                     {"bytes", LowerIsBetter, "client process peak resident set size"},
 	"client_ip_frag_creates":           {"fragments", LowerIsBetter, "IP fragments created in the client's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},
 	"client_ip_frag_oks":               {"datagrams", LowerIsBetter, "IP datagrams fragmented in the client's network namespace during the window (/proc/net/snmp Ip: / snmp6; UDP tests)"},

@@ -65,6 +65,14 @@ type Repeat struct {
 	// transactions.
 	LatencyHist string `json:"latency_hist,omitempty"`
 	Error       string `json:"error,omitempty"`
+	// Busy, when set, says why the repeat is not trusted: other programs
+	// used more of the host than the run's interference threshold during
+	// its window. It is kept, and left out of summaries and grades while
+	// its cell has clean repeats (UsedRepeats; docs/interference.md).
+	Busy string `json:"busy,omitempty"`
+	// Rerun marks a repeat measured again at the end of the run because an
+	// earlier one was busy.
+	Rerun bool `json:"rerun,omitempty"`
 }
 
 // Result is one `cnibench run`: a test against one target, repeated.
@@ -92,13 +100,12 @@ func (r *Result) Summarize() {
 	r.Summary = SummarizeRepeats(r.Repeats)
 }
 
-// SummarizeRepeats summarises every metric found in the successful repeats.
+// SummarizeRepeats summarises every metric found in the repeats that count
+// (UsedRepeats: the successful ones, the busy ones left out while clean ones
+// remain).
 func SummarizeRepeats(reps []Repeat) map[string]stats.Summary {
 	vals := map[string][]float64{}
-	for _, rep := range reps {
-		if rep.Error != "" {
-			continue
-		}
+	for _, rep := range UsedRepeats(reps) {
 		for k, v := range rep.Metrics {
 			vals[k] = append(vals[k], v)
 		}
@@ -120,6 +127,10 @@ type Run struct {
 	Summary     map[string]stats.Summary `json:"summary"`
 	Warnings    []string                 `json:"warnings,omitempty"`
 	Interrupted bool                     `json:"interrupted,omitempty"`
+	// NotTrusted, when set, is why the cell is not graded: too few of its
+	// repeats were clean (Repeat.Busy), "not trusted: the host was busy
+	// (median X % of a core used by other programs)".
+	NotTrusted string `json:"not_trusted,omitempty"`
 	// Profile summarises the cell's CPU profile (suite --cpu-profile).
 	Profile *Profile `json:"profile,omitempty"`
 }
@@ -159,6 +170,9 @@ type Set struct {
 	// the suite from the scenario; absent in documents from before it
 	// existed and for the matrix).
 	Shape *ScenarioShape `json:"shape,omitempty"`
+	// Interference is how busy the host was with other programs, before
+	// and during the run (absent in documents from before it was measured).
+	Interference *Interference `json:"interference,omitempty"`
 }
 
 // Finding is one check's verdict with the evidence behind it.

@@ -26,7 +26,8 @@ import (
 func (e *env) scenarioArgs(out string, extra ...string) []string {
 	a := []string{"suite", "--backend", "kubernetes", "--kubeconfig", e.kubeconfig, "--namespace", e.ns,
 		"--image", e.image, "--image-pull-policy", "Never", "--cluster-name", "local-2node",
-		"--repeat", "1", "--duration", "0.3s", "--warmup", "0.1s", "--seed", "4242", "--checks", "none", "--out", out}
+		"--repeat", "1", "--duration", "0.3s", "--warmup", "0.1s", "--seed", "4242", "--checks", "none", "--out", out,
+		"--busy-threshold", "0"} // as suiteArgs
 	if e.cniConf != "" {
 		a = append(a, "--cni-conf-dir", e.cniConf)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cnibench/cnibench/internal/hostinfo"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/testutil"
 	"github.com/cnibench/cnibench/internal/testutil/nstest"
@@ -168,7 +169,7 @@ type testCgroup struct {
 // removes it when the test ends (its client processes have exited by then).
 func newTestCgroup(t *testing.T) *testCgroup {
 	t.Helper()
-	base, err := lab.CgroupBase()
+	base, err := hostinfo.CgroupDir()
 	if err != nil {
 		t.Skipf("cgroup sock_addr programs need a cgroup v2 directory: %v", err)
 	}

@@ -33,3 +33,12 @@ func ExitCode(err error) int {
 		return 1
 	}
 }
+
+// StopAtOnce is a command annotation (Annotations[StopAnnotation]): the
+// command only reads files and computes (report, compare, export), holds
+// nothing to clean up, and is ended at once by Ctrl-C (exit 130) instead of
+// being asked to stop through its context.
+const (
+	StopAnnotation = "cnibench/stop"
+	StopAtOnce     = "at-once"
+)

@@ -36,8 +36,9 @@ type flags struct {
 func NewCommand(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 	f := &flags{}
 	c := &cobra.Command{
-		Use:   "compare OLD.json NEW.json [MORE.json...] | compare --by LABEL [--baseline VALUE] RESULTS.json",
-		Short: "Compare results like benchstat: medians, confidence intervals, deltas, significance",
+		Annotations: map[string]string{clierr.StopAnnotation: clierr.StopAtOnce},
+		Use:         "compare OLD.json NEW.json [MORE.json...] | compare --by LABEL [--baseline VALUE] RESULTS.json",
+		Short:       "Compare results like benchstat: medians, confidence intervals, deltas, significance",
 		Long: `Compare cnibench results in the manner of benchstat.
 
 With two or more files, every run of OLD.json is matched with the run of each
@@ -202,6 +203,9 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 	for _, arg := range args {
 		set, err := readSide(arg)
 		if err == nil {
+			err = report.CheckSize(sideName(arg), set)
+		}
+		if err == nil {
 			set, err = w.filter(set, f.by, f.baseline, arg)
 		}
 		if err != nil {
@@ -265,6 +269,12 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 	}
 	if g := res.GateResult; g != nil && g.Failed() {
 		return fmt.Errorf("regression gate failed: %d cell(s) past --fail-on %s (listed above)", len(g.Failures), g.RuleText())
+	}
+	if g := res.GateResult; g != nil && g.Judged() == 0 && len(g.Unjudged) > 0 {
+		// Neither pass nor fail: every cell the rules apply to is
+		// without a verdict (configurations differ, a busy host, too
+		// few repeats). Exit 2: the inputs cannot answer.
+		return clierr.Usagef("regression gate: no cell could be judged (%s; listed above): compare runs of the same configuration", g.Unjudged[0].Why)
 	}
 	return nil
 }

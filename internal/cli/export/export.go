@@ -37,8 +37,9 @@ var formats = []string{"csv", "openmetrics", "prometheus", "jsonl"}
 func NewCommand(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 	f := &flags{}
 	c := &cobra.Command{
-		Use:   "export --format csv|openmetrics|prometheus|jsonl [--out FILE] RESULTS.json... | export --push URL [--job NAME] RESULTS.json...",
-		Short: "Export results as CSV, OpenMetrics/Prometheus text or Elasticsearch/OpenSearch bulk JSON; push them to a Pushgateway",
+		Annotations: map[string]string{clierr.StopAnnotation: clierr.StopAtOnce},
+		Use:         "export --format csv|openmetrics|prometheus|jsonl [--out FILE] RESULTS.json... | export --push URL [--job NAME] RESULTS.json...",
+		Short:       "Export results as CSV, OpenMetrics/Prometheus text or Elasticsearch/OpenSearch bulk JSON; push them to a Pushgateway",
 		Long: `Export cnibench results (results.json of a suite, or the JSON of one
 'cnibench run') into formats other tools ingest. Several files make one
 document: their rows, series or documents one after the other, in the order
@@ -114,6 +115,9 @@ func run(ctx context.Context, s streams.IOStreams, f *flags, changed func(string
 	if err != nil {
 		return err
 	}
+	if err := nothingToExport(in, f.format == "openmetrics" || f.format == "prometheus"); err != nil {
+		return err
+	}
 	var b bytes.Buffer
 	switch f.format {
 	case "csv":
@@ -156,6 +160,9 @@ func push(ctx context.Context, s streams.IOStreams, f *flags, changed func(strin
 	}
 	in, err := export.ReadFiles(args)
 	if err != nil {
+		return err
+	}
+	if err := nothingToExport(in, true); err != nil {
 		return err
 	}
 	instance := f.instance
@@ -215,6 +222,33 @@ func writeFile(path string, data []byte) error {
 	if err != nil {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("--out %s: %w", path, err)
+	}
+	return nil
+}
+
+// nothingToExport says so when the files hold nothing the format exports:
+// no measured value at all, or (summaries: the Prometheus formats and
+// --push, which export each run's statistics) no run with a summary.
+func nothingToExport(in []export.Input, summaries bool) error {
+	var names []string
+	values, summarised := false, false
+	for _, i := range in {
+		names = append(names, i.Name)
+		for _, r := range i.Set.Runs {
+			for _, rep := range r.Repeats {
+				values = values || len(rep.Metrics) > 0
+			}
+			for _, sm := range r.Summary {
+				summarised = summarised || sm.N > 0
+			}
+		}
+	}
+	files := strings.Join(names, ", ")
+	switch {
+	case !values && !summarised:
+		return fmt.Errorf("export: %s hold no measured value (no run, or every repeat failed): nothing to export", files)
+	case summaries && !summarised:
+		return fmt.Errorf("export: %s hold no summaries (the Prometheus formats export each run's median, mean and interval): nothing to export; --format csv or jsonl exports the raw repeats", files)
 	}
 	return nil
 }

@@ -116,3 +116,35 @@ func TestPush(t *testing.T) {
 		t.Errorf("push to a 404: exit %d, %q: want the status and the body's first line", code, stderr)
 	}
 }
+
+// A file with nothing a format exports says so in one line and exits 1.
+func TestNothingToExport(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, doc string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	noSummary := write("nosum.json", `{"schema":"cnibench/results/v1","runs":[{"labels":{"test":"tcp_rr"},"repeats":[{"index":0,"metrics":{"trans_per_sec":10}}]}]}`)
+	empty := write("empty.json", `{"schema":"cnibench/results/v1","runs":[]}`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--format", "prometheus", noSummary}, "hold no summaries"},
+		{[]string{"--format", "openmetrics", noSummary}, "--format csv or jsonl exports the raw repeats"},
+		{[]string{"--push", "http://127.0.0.1:1", noSummary}, "hold no summaries"},
+		{[]string{"--format", "csv", empty}, "hold no measured value"},
+	} {
+		_, stderr, code := execute(t, tc.args...)
+		if code != 1 || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("export %v: exit %d, stderr %q: want exit 1 and one line with %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	// The raw repeats of the file without summaries still export.
+	if stdout, stderr, code := execute(t, "--format", "csv", noSummary); code != 0 || !strings.Contains(stdout, "trans_per_sec") {
+		t.Errorf("csv of repeats without summaries: exit %d, %q %q", code, stdout, stderr)
+	}
+}

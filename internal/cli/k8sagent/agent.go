@@ -12,12 +12,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cnibench/cnibench/internal/cli/clierr"
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/kube/agent"
 )
@@ -122,9 +126,32 @@ func newProxyMode(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 			"systemd unit). Nothing answering is not an error: the JSON says why. Schema " + agent.SchemaProxyMode + ".",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkURL("url", url, agent.KubeProxyMetricsURL); err != nil {
+				return err
+			}
 			return writeJSON(s, agent.ReadProxyMode(cmd.Context(), url, 3*time.Second))
 		},
 	}
 	cmd.Flags().StringVar(&url, "url", agent.KubeProxyMetricsURL, "kube-proxy's proxyMode URL")
 	return cmd
+}
+
+// checkURL refuses a --flag that is not an absolute http(s) URL with a
+// host.
+func checkURL(flag, v, example string) error {
+	u, err := neturl.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return clierr.Usagef("--%s %q: want an http:// or https:// URL with a host, e.g. %s", flag, v, example)
+	}
+	return nil
+}
+
+// checkDir refuses a --flag that cannot name a directory (empty, or with
+// a NUL or a line break in it); a directory that is missing is the
+// probe's answer, not a usage error.
+func checkDir(flag, v, example string) error {
+	if v == "" || strings.ContainsAny(v, "\x00\n") || filepath.Clean(v) != filepath.Clean(strings.TrimSpace(v)) {
+		return clierr.Usagef("--%s %q: must name a directory, e.g. %s", flag, v, example)
+	}
+	return nil
 }

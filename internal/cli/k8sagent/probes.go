@@ -65,8 +65,8 @@ func newCNIConf(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 			"file is an answer (the \"error\" field), not a failure. Schema " + agent.SchemaCNIConf + ".",
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			if flags.Dir == "" {
-				return clierr.Usagef("--dir: must name the CNI configuration directory, e.g. /host/etc/cni/net.d")
+			if err := checkDir("dir", flags.Dir, "/host/etc/cni/net.d"); err != nil {
+				return err
 			}
 			return writeJSON(s, agent.ReadCNIConfDir(flags.Dir))
 		},
@@ -92,8 +92,8 @@ func newCgroup(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 			"is still 0. Schema " + agent.SchemaCgroup + ".",
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			if flags.Root == "" {
-				return clierr.Usagef("--root: must name the host's cgroup filesystem, e.g. %s", agent.DefaultCgroupRoot)
+			if err := checkDir("root", flags.Root, agent.DefaultCgroupRoot); err != nil {
+				return err
 			}
 			if len(flags.PodUIDs) == 0 {
 				return clierr.Usagef("--pod-uid: give at least one pod UID (repeat the flag or separate UIDs with commas)")

@@ -28,8 +28,9 @@ type flags struct {
 func NewCommand(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 	f := &flags{}
 	c := &cobra.Command{
-		Use:   "report RESULTS.json | report --trend RUN…",
-		Short: "Render results as an HTML page, Markdown or a terminal table",
+		Annotations: map[string]string{clierr.StopAnnotation: clierr.StopAtOnce},
+		Use:         "report RESULTS.json | report --trend RUN…",
+		Short:       "Render results as an HTML page, Markdown or a terminal table",
 		Long: `Render a cnibench results file.
 
 html: one self-contained page (inline SVG charts, no network access; no scripts
@@ -108,6 +109,9 @@ func run(s streams.IOStreams, f *flags, path string) error {
 	}
 	set, err := result.ReadFile(path)
 	if err != nil {
+		return err
+	}
+	if err := report.CheckSize(path, set); err != nil {
 		return err
 	}
 	// CPU profiles (suite --cpu-profile) are read beside the results file;

@@ -2,8 +2,10 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -212,5 +214,27 @@ func TestReportFlamegraphs(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out", "profiles", "veth-routing.tcp_rr.svg")); err != nil {
 		t.Errorf("standalone flamegraph beside the output: %v", err)
+	}
+}
+
+// A file with more runs than a report reads is refused in one line, at
+// once, not drawn for minutes.
+func TestTooManyRuns(t *testing.T) {
+	set := &result.Set{Schema: result.SchemaResults}
+	for i := 0; i <= report.MaxRuns; i++ {
+		set.Runs = append(set.Runs, result.Run{Labels: map[string]string{"datapath": "d", "test": "tcp_rr", "flows": strconv.Itoa(i)}})
+	}
+	path := filepath.Join(t.TempDir(), "big.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := result.Write(f, set); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, stderr, code := execute(t, path)
+	if code != 1 || !strings.Contains(stderr, fmt.Sprintf("holds %d runs; a report reads at most %d", report.MaxRuns+1, report.MaxRuns)) || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }

@@ -24,19 +24,22 @@ import (
 )
 
 type flagpole struct {
-	Profile     string
-	Tests       string
-	Flows       string
-	HTTPClients int
-	Repeat      int
-	Duration    time.Duration
-	Warmup      time.Duration
-	MTU         string
-	Seed        uint64
-	Out         string
-	Scenario    string
-	CPUProfile  string
-	ProfileHz   int
+	Profile       string
+	Tests         string
+	Flows         string
+	HTTPClients   int
+	Repeat        int
+	Duration      time.Duration
+	Warmup        time.Duration
+	MTU           string
+	Seed          uint64
+	Out           string
+	Scenario      string
+	CPUProfile    string
+	ProfileHz     int
+	BusyThreshold float64
+	BusyRetries   int
+	IdleProbe     time.Duration
 	// Scenarios are the registered scenarios' own flags (each scenario
 	// package's register.go).
 	Scenarios *scenario.Flags
@@ -98,6 +101,9 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 	fl.StringVar(&f.CPUProfile, "cpu-profile", "", "sample every CPU (kernel and user stacks) during the measured windows of the cells given — all, or label=value[,label=value…][;…], e.g. datapath=veth-routing,test=tcp_rr — into DIR/profiles/ (pprof), with each repeat's CPU breakdown by symbol family and flamegraphs in the report; profiled cells are labelled cpu_profile=on (docs/profiles.md)")
 	cmd.Flags().Lookup("cpu-profile").NoOptDefVal = "all"
 	fl.IntVar(&f.ProfileHz, "cpu-profile-hz", 0, "samples per second per CPU for --cpu-profile (default 999)")
+	fl.Float64Var(&f.BusyThreshold, "busy-threshold", suite.DefaultBusyThresholdPct, "mark a repeat busy when other programs (and steal) used more than this percent of one core during its window; busy repeats are re-run and left out of the grades, 0 turns it off (docs/interference.md)")
+	fl.IntVar(&f.BusyRetries, "busy-retries", suite.DefaultBusyRetries, "rounds of re-runs, at the end of the run, of the cells left short of clean repeats")
+	fl.DurationVar(&f.IdleProbe, "idle-probe", suite.DefaultIdleProbe, "watch the host this long before the first measurement and print how busy it is (0: skip)")
 	f.Scenarios = scenario.BindFlags(fl)
 	f.Lab.register(cmd)
 	f.Kube.register(cmd)
@@ -167,6 +173,7 @@ func (f *flagpole) options(cmd *cobra.Command) (suite.Options, error) {
 		o.Warmup = f.Warmup
 	}
 	o.Seed = f.Seed
+	o.Interference = suite.Interference{ThresholdPct: f.BusyThreshold, Retries: f.BusyRetries, IdleProbe: f.IdleProbe}
 	if changed("cpu-profile") {
 		if o.CPUProfile, err = suite.ParseCPUProfile(f.CPUProfile, f.ProfileHz); err != nil {
 			return o, clierr.Usagef("%v", err)

@@ -18,6 +18,12 @@ import (
 // it: skipped datapaths and cells (once each), the warnings aggregated by
 // kind, and why there is no graded summary when the baseline is missing.
 func Table(w io.Writer, set *result.Set) error {
+	// How busy the host was comes before any figure.
+	if n := report.InterferenceNote(set); n != "" {
+		if _, err := fmt.Fprintf(w, "%s\n\n", report.Wrap(n, report.TerminalWidth, 2)); err != nil {
+			return err
+		}
+	}
 	type col struct {
 		test  string
 		flows int
@@ -115,6 +121,9 @@ func Table(w io.Writer, set *result.Set) error {
 		if err := t.WriteText(w, report.TerminalWidth, false); err != nil {
 			return err
 		}
+		if err := gradedTables(w, set); err != nil {
+			return err
+		}
 	}
 	if err := scenarioTables(w, scen, len(t.Rows) > 0); err != nil {
 		return err
@@ -154,6 +163,53 @@ func Table(w io.Writer, set *result.Set) error {
 	for _, n := range notes {
 		indent := len(n) - len(strings.TrimLeft(n, " "))
 		if _, err := fmt.Fprintln(w, strings.Repeat(" ", indent)+report.Wrap(strings.TrimLeft(n, " "), report.TerminalWidth-indent, indent+2)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gradedTables prints the report's graded summary: per container path,
+// each datapath's share of the node-to-node baseline and its grade, two
+// grades when the ratio's 95 % interval crosses a threshold, "not trusted"
+// for a cell with too few clean repeats (report.GradeExplanation).
+func gradedTables(w io.Writer, set *result.Set) error {
+	cells := report.SummaryGrades(set)
+	var paths []string
+	for _, c := range cells {
+		if indexOf(paths, c.Path) < 0 {
+			paths = append(paths, c.Path)
+		}
+	}
+	for _, path := range paths {
+		var tests, dps []string
+		text := map[[2]string]string{}
+		for _, c := range cells {
+			if c.Path != path {
+				continue
+			}
+			if indexOf(tests, c.Test) < 0 {
+				tests = append(tests, c.Test)
+			}
+			if indexOf(dps, c.Datapath) < 0 {
+				dps = append(dps, c.Datapath)
+			}
+			text[[2]string{c.Datapath, c.Test}] = c.Text()
+		}
+		t := report.TextTable{
+			Caption: "Grades: share of the node-to-node baseline, " + path + " path",
+			Header:  append([]string{"datapath"}, tests...),
+			Right:   make([]bool, len(tests)+1),
+			Keys:    1,
+		}
+		for _, dp := range dps {
+			row := []string{dp}
+			for _, test := range tests {
+				row = append(row, orDash(text[[2]string{dp, test}]))
+			}
+			t.Rows = append(t.Rows, row)
+		}
+		if err := t.WriteText(w, report.TerminalWidth, false); err != nil {
 			return err
 		}
 	}

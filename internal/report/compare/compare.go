@@ -100,6 +100,10 @@ type Result struct {
 	// cores, kernel) or that a run was interrupted: a difference between
 	// them is then not the datapath's alone.
 	HostNotes []string
+	// ConfigNotes say which compared cells differ in configuration beyond
+	// their labels (flows, message size, duration, pinning, MTU, kernel,
+	// cnibench version), with both values.
+	ConfigNotes []string
 	// GateResult is the regression gate's outcome (Gate); nil when the
 	// comparison was not gated.
 	GateResult *GateResult
@@ -153,6 +157,11 @@ type Cell struct {
 	// regression, 0 when not significant or neutral.
 	Better   int
 	Warnings []string // comparison warnings (sample warnings are in Summary)
+	// Mismatch lists how the cell's configuration differs from the base's
+	// beyond their labels (configMismatch); NotTrusted is either side's
+	// busy-host verdict. The gate judges neither.
+	Mismatch   []string
+	NotTrusted string
 }
 
 // Compare matches runs and compares them.
@@ -336,6 +345,7 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 		return []string{result.ThroughputBitsPerSec, result.TransPerSec, result.LatencyUsP99, result.CPUPctPer100Gbit, result.CPUUsPerTrans}
 	}
 	tables := map[string]*Table{}
+	mismatched := map[int][]cellMismatch{}
 	for _, p := range pairs {
 		mts := metricsFor(p.labels)
 		if len(o.Metrics) == 0 {
@@ -347,13 +357,20 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 				row.Base = side(p.base, mt)
 			}
 			any := row.Base.Present
-			for _, o := range p.others {
+			for j, other := range p.others {
 				var c Cell
-				if o != nil {
-					c.Side = side(o, mt)
+				if other != nil {
+					c.Side = side(other, mt)
 				}
 				any = any || c.Present
 				if c.Present && row.Base.Present {
+					if o.Mode == ByFile {
+						c.Mismatch = configMismatch(p.base, other, inputs[0].Set, inputs[j+1].Set)
+						if len(c.Mismatch) > 0 {
+							mismatched[j+1] = appendMismatch(mismatched[j+1], p.labels, c.Mismatch)
+						}
+					}
+					c.NotTrusted = trustNote(p.base, other)
 					cmp := stats.Compare(row.Base.Values, c.Values)
 					c.Compared = true
 					c.DeltaPct, c.P, c.Alpha, c.Significant, c.Warnings = cmp.DeltaPct, cmp.P, cmp.Alpha, cmp.Significant, cmp.Warnings
@@ -403,6 +420,7 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 		sort.Strings(rest)
 		order = append(append([]string(nil), order...), rest...)
 	}
+	r.ConfigNotes = mismatchNotes(func(i int) string { return inputs[i].Name }, mismatched)
 	dpOrder := datapathOrder(inputs)
 	for _, mt := range order {
 		if t := tables[mt]; t != nil {

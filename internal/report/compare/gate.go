@@ -162,6 +162,9 @@ type GateResult struct {
 // Failed tells whether the gate failed.
 func (g *GateResult) Failed() bool { return len(g.Failures) > 0 }
 
+// Judged counts the judged metrics (failed or within every rule).
+func (g *GateResult) Judged() int { return len(g.Failures) + g.Passed }
+
 // RuleText is the rules as one string.
 func (g *GateResult) RuleText() string {
 	var ts []string
@@ -283,7 +286,7 @@ func (g *GateResult) judge(v Verdict, base Side, c Cell, ch change) {
 		w := v
 		w.Rule = rule.Text
 		est, lo, hi := ch.est, ch.lo, ch.hi
-		if ch.err != nil || c.TooFew {
+		if ch.err != nil || c.TooFew || len(c.Mismatch) > 0 || c.NotTrusted != "" {
 			if !unjudged {
 				w.Why = "no verdict: " + noVerdictReason(base, c, ch.err, g.Alpha)
 				g.Unjudged = append(g.Unjudged, w)
@@ -327,6 +330,12 @@ func interval(old, new []float64, conf float64, pp bool) (est, lo, hi float64, e
 }
 
 func noVerdictReason(base Side, c Cell, err error, alpha float64) string {
+	if len(c.Mismatch) > 0 {
+		return "not the same measurement: " + strings.Join(c.Mismatch, ", ")
+	}
+	if c.NotTrusted != "" {
+		return c.NotTrusted
+	}
 	if c.TooFew || (err != nil && strings.Contains(err.Error(), "repeats")) {
 		return stats.TooFewMessage(base.Summary.N, c.Summary.N, alpha)
 	}

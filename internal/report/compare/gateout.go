@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/report"
@@ -108,7 +109,7 @@ func (g *GateResult) summary() string {
 		}
 		return fmt.Sprintf("%d %ss", n, what)
 	}
-	judged := len(g.Failures) + g.Passed
+	judged := g.Judged()
 	s := fmt.Sprintf("%s: %s of %d judged past --fail-on %s, in %s of %d (%.0f %% intervals, alpha %g)",
 		state, plural(len(g.Failures), "metric"), judged, g.RuleText(), plural(g.FailedCells, "cell"), g.Cells, 100*g.Confidence, g.Alpha)
 	if n := len(g.Unjudged); n > 0 {
@@ -127,7 +128,7 @@ func (r *Result) WriteGateText(w io.Writer) error {
 	}
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "\nRegression gate: %s\n", g.summary())
-	for _, n := range r.HostNotes {
+	for _, n := range append(slices.Clone(r.HostNotes), r.ConfigNotes...) {
 		fmt.Fprintf(bw, "  note: %s\n", n)
 	}
 	for _, v := range g.Failures {
@@ -159,7 +160,7 @@ func (r *Result) WriteGateMarkdown(w io.Writer) error {
 	fmt.Fprintf(bw, "## cnibench regression gate: %s\n\n", state)
 	fmt.Fprintf(bw, "%s\n\n", esc.Replace(g.summary()))
 	fmt.Fprintf(bw, "Compared: %s\n\n", esc.Replace(strings.Join(r.Inputs, " → ")))
-	for _, n := range r.HostNotes {
+	for _, n := range append(slices.Clone(r.HostNotes), r.ConfigNotes...) {
 		fmt.Fprintf(bw, "> **Note:** %s\n\n", esc.Replace(n))
 	}
 	rows := r.gateRows()

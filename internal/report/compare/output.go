@@ -246,6 +246,7 @@ func (r *Result) notes() []string {
 	}
 	notes = append(notes, r.ProfileNotes...)
 	notes = append(notes, r.HostNotes...)
+	notes = append(notes, r.ConfigNotes...)
 	if r.Mode != ByFile && r.Unmatched > 0 {
 		notes = append(notes, fmt.Sprintf("%d run(s) have no %s counterpart (e.g. scenario runs %s did not take part in) and are not shown.", r.Unmatched, r.Base, r.Base))
 	}

@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/hostinfo"
+	"github.com/cnibench/cnibench/pkg/result"
+)
+
+// Interference: what the rest of a host used of its CPUs in a measured
+// window, beside the run's own work (docs/interference.md).
+//
+// A host's process CPU in a window is its /proc/stat user+nice+system; the
+// run's own is the CPU time of the cgroup each end runs in (in the lab,
+// every process of the run — clients, servers, daemons — shares the
+// spawner's cgroup; on a cluster, each end's container). What is left is
+// other programs': foreign_cpu_pct. Steal (a hypervisor running other
+// guests on this one's CPUs) is steal_pct. Softirq and hard-irq time — the
+// datapath's packet work — is neither: it is left out of the host side.
+//
+// This kernel's accounting is tick-based unless CONFIG_IRQ_TIME_ACCOUNTING:
+// a tick landing in softirq on one of the run's tasks counts in the run's
+// cgroup and in /proc/stat's softirq, so the foreign figure is then a
+// slight under-estimate, never an over-estimate from the run's own packet
+// work. Kernel threads and the suite's own orchestrating process (outside
+// the run's cgroup) count as foreign: measured at 0–3 % of a core on a
+// quiet host (docs/interference.md).
+
+// ownCgroup is this process's cgroup v2 directory, found once.
+var ownCgroup = sync.OnceValues(hostinfo.CgroupDir)
+
+// readOwnCgroup reads this process's cgroup's CPU so far.
+func readOwnCgroup() (hostinfo.CgroupCPU, error) {
+	dir, err := ownCgroup()
+	if err != nil {
+		return hostinfo.CgroupCPU{}, err
+	}
+	return hostinfo.ReadCgroupCPU(dir)
+}
+
+// CgroupStat is one end's cgroup CPU over its window, sent by the server.
+type CgroupStat struct {
+	// ID is the kernel's cgroup id: the same ID on the same host (boot id)
+	// is the same cgroup, counted once.
+	ID          uint64 `json:"id"`
+	UsageMicros int64  `json:"usage_us"`
+}
+
+// cgroupOver is the cgroup's CPU between two reads, or nil when either
+// failed or they are of different cgroups.
+func cgroupOver(a, b hostinfo.CgroupCPU, errA, errB error) *CgroupStat {
+	if errA != nil || errB != nil || a.ID != b.ID || b.Usage < a.Usage {
+		return nil
+	}
+	return &CgroupStat{ID: b.ID, UsageMicros: (b.Usage - a.Usage).Microseconds()}
+}
+
+// foreignOver returns other programs' CPU and steal on a host over a
+// window, in percent of one core, from the host's /proc/stat delta d and
+// the run's own CPU time on that host in the same window.
+func foreignOver(d ProcStat, wall, own time.Duration) (foreignPct, stealPct float64, ok bool) {
+	total := float64(d.Total())
+	if total == 0 || d.CPUs <= 0 || wall <= 0 {
+		return 0, 0, false
+	}
+	// A tick is CPUs·wall/total seconds (every core accrues ticks).
+	tick := float64(d.CPUs) * wall.Seconds() / total
+	procs := float64(d.User+d.Nice+d.System) * tick
+	foreign := procs - own.Seconds()
+	if foreign < 0 {
+		foreign = 0
+	}
+	return 100 * foreign / wall.Seconds(), 100 * float64(d.Steal) * tick / wall.Seconds(), true
+}
+
+// foreignMetrics records the client host's and (when it is another) the
+// server host's foreign CPU and steal. ownClient is the client's cgroup
+// CPU over the window (nil: not readable, then the client process's CPU
+// stands for it); on a shared host the server's cgroup is added unless it
+// is the same cgroup.
+func foreignMetrics(o *windowOut, in windowIn, same bool) {
+	m := o.Metrics
+	window := in.E1.At.Sub(in.E0.At)
+	srv := in.Srv
+	if firstErr(in.E0.HostErr, in.E1.HostErr) == nil {
+		own, why := clientOwn(in)
+		if same && !in.External {
+			s, sWhy := serverOwn(srv)
+			if srv.Cgroup == nil || own.cg == nil || srv.Cgroup.ID != own.cg.ID {
+				own.d += s
+			}
+			if why == "" {
+				why = sWhy
+			}
+		}
+		if f, st, ok := foreignOver(in.E1.Host.Sub(in.E0.Host), window, own.d); ok {
+			m[result.ForeignCPUPct], m[result.StealPct] = f, st
+			if why != "" {
+				o.warn("foreign_cpu_pct counts %s as other programs' (a cgroup could not be read)", why)
+			}
+		}
+	}
+	if in.External || same || srv.HostStat == nil || srv.WallMicros <= 0 {
+		return
+	}
+	s, _ := serverOwn(srv)
+	if f, st, ok := foreignOver(*srv.HostStat, time.Duration(srv.WallMicros)*time.Microsecond, s); ok {
+		m[result.RemoteForeignCPUPct], m[result.RemoteStealPct] = f, st
+	}
+}
+
+type ownCPU struct {
+	d  time.Duration
+	cg *CgroupStat
+}
+
+// clientOwn is the client's own CPU over the window: its cgroup's, or its
+// process's with the reason the cgroup was not read.
+func clientOwn(in windowIn) (ownCPU, string) {
+	if cg := cgroupOver(in.E0.Cg, in.E1.Cg, in.E0.CgErr, in.E1.CgErr); cg != nil {
+		return ownCPU{d: time.Duration(cg.UsageMicros) * time.Microsecond, cg: cg}, ""
+	}
+	var d time.Duration
+	if firstErr(in.E0.CPUErr, in.E1.CPUErr) == nil {
+		d = in.E1.CPU.User + in.E1.CPU.Sys - in.E0.CPU.User - in.E0.CPU.Sys
+	}
+	return ownCPU{d: d}, "the client's helpers"
+}
+
+// serverOwn is the server's own CPU over its window: its cgroup's, or its
+// process's.
+func serverOwn(srv SrvStats) (time.Duration, string) {
+	if srv.Cgroup != nil {
+		return time.Duration(srv.Cgroup.UsageMicros) * time.Microsecond, ""
+	}
+	return time.Duration(srv.CPUUserMicro+srv.CPUSysMicro) * time.Microsecond, "the server's helpers"
+}
+
+// ProbeForeign watches this host for d: other programs' CPU and steal in
+// percent of one core, this process's own CPU (and its waited-for
+// children's) left out. The suite's idle probe before a run.
+func ProbeForeign(ctx context.Context, d time.Duration) (foreignPct, stealPct float64, err error) {
+	h0, err := ReadProcStat()
+	if err != nil {
+		return 0, 0, err
+	}
+	c0, err := readSelfAndChildrenCPU()
+	if err != nil {
+		return 0, 0, err
+	}
+	t0 := time.Now()
+	if !sleepCtx(ctx, d) {
+		return 0, 0, ctx.Err()
+	}
+	h1, err := ReadProcStat()
+	if err != nil {
+		return 0, 0, err
+	}
+	c1, err := readSelfAndChildrenCPU()
+	if err != nil {
+		return 0, 0, err
+	}
+	f, st, ok := foreignOver(h1.Sub(h0), time.Since(t0), c1-c0)
+	if !ok {
+		return 0, 0, errors.New("/proc/stat did not move during the probe")
+	}
+	return f, st, nil
+}
