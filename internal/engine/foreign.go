@@ -99,7 +99,7 @@ func foreignMetrics(o *windowOut, in windowIn, same bool) {
 		if f, st, ok := foreignOver(in.E1.Host.Sub(in.E0.Host), window, own.d); ok {
 			m[result.ForeignCPUPct], m[result.StealPct] = f, st
 			if why != "" {
-				o.warn("foreign_cpu_pct counts %s as other programs' (a cgroup could not be read)", why)
+				o.warn("foreign_cpu_pct: %s cgroup could not be read, so its process stands for the run's own CPU there (any other process of the run counts as another program's)", why)
 			}
 		}
 	}
@@ -127,7 +127,7 @@ func clientOwn(in windowIn) (ownCPU, string) {
 	if firstErr(in.E0.CPUErr, in.E1.CPUErr) == nil {
 		d = in.E1.CPU.User + in.E1.CPU.Sys - in.E0.CPU.User - in.E0.CPU.Sys
 	}
-	return ownCPU{d: d}, "the client's helpers"
+	return ownCPU{d: d}, "the client's"
 }
 
 // serverOwn is the server's own CPU over its window: its cgroup's, or its
@@ -136,7 +136,7 @@ func serverOwn(srv SrvStats) (time.Duration, string) {
 	if srv.Cgroup != nil {
 		return time.Duration(srv.Cgroup.UsageMicros) * time.Microsecond, ""
 	}
-	return time.Duration(srv.CPUUserMicro+srv.CPUSysMicro) * time.Microsecond, "the server's helpers"
+	return time.Duration(srv.CPUUserMicro+srv.CPUSysMicro) * time.Microsecond, "the server's"
 }
 
 // ProbeForeign watches this host for d: other programs' CPU and steal in

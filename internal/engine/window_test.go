@@ -194,7 +194,7 @@ func TestWindowMetrics(t *testing.T) {
 				Srv: SrvStats{WallMicros: 10e6, BootID: "one", CPUUserMicro: 3e6, CgroupError: "not measured"}}
 		},
 		want:    want{result.ForeignCPUPct: 50, result.RunCPUPct: 50},
-		warning: "foreign_cpu_pct counts the client's helpers",
+		warning: "foreign_cpu_pct: the client's cgroup could not be read",
 	}, {
 		name: "latency only when measured",
 		in: func() windowIn {

@@ -95,6 +95,7 @@ func (m *model) latencyChart(test, fl, path string, runs []*result.Run) *barChar
 		YLabel:   "latency (" + sc.Unit + ")",
 		Series:   []string{"p50", "p90", "p99", "p99.9"},
 		Note:     m.skippedNote(),
+		LogY:     true,
 	}
 	anyWarn := false
 	for _, dp := range m.datapaths {

@@ -149,11 +149,15 @@ func withUnit(n, unit string) string {
 }
 
 // Median formats a summary's median with its unit and the half-width of
-// its confidence interval in percent: "38.2 Gbit/s ± 1%". An empty
-// summary gives "—".
+// its confidence interval in percent: "38.2 Gbit/s ± 1%"; an interval
+// wider than the value itself is shown by its bounds instead, "41 µs
+// [12 µs, 1.3 ms]" (not "± 3094%"). An empty summary gives "—".
 func Median(metric string, s stats.Summary) string {
 	if s.N == 0 {
 		return "—"
+	}
+	if p := s.CIHalfPct(); p >= 100 && !math.IsInf(p, 0) {
+		return Value(metric, s.Median) + " [" + Value(metric, s.CI95Low) + ", " + Value(metric, s.CI95High) + "]"
 	}
 	return Value(metric, s.Median) + " " + PlusMinus(s)
 }

@@ -51,6 +51,9 @@ type barChart struct {
 	HasRef   bool
 	RefLabel string
 	Note     string
+	// LogY draws the y axis on a log scale when every value is positive
+	// (latency percentiles: p50 stays visible beside p99.9).
+	LogY bool
 }
 
 type point struct {
@@ -195,18 +198,41 @@ func legendRows(x0, maxX float64, names []string) [][]int {
 // wrapText splits s at sep into lines no wider than width at size px (a
 // part wider than width stands alone on its line).
 func wrapText(s, sep string, width, size float64) []string {
+	if s == "" {
+		return nil
+	}
+	// Tokens with the separator that follows them: the parts between
+	// seps, and a part wider than the line split at its spaces.
+	type token struct{ text, after string }
+	var toks []token
+	parts := strings.Split(s, sep)
+	for i, part := range parts {
+		after := sep
+		if i == len(parts)-1 {
+			after = ""
+		}
+		if sep == " " || textWidth(part, size) <= width {
+			toks = append(toks, token{part, after})
+			continue
+		}
+		words := strings.Split(part, " ")
+		for k, wd := range words {
+			a := " "
+			if k == len(words)-1 {
+				a = after
+			}
+			toks = append(toks, token{wd, a})
+		}
+	}
 	var lines []string
-	cur := ""
-	for _, part := range strings.Split(s, sep) {
-		next := part
-		if cur != "" {
-			next = cur + sep + part
-		}
+	cur, pending := "", ""
+	for _, t := range toks {
+		next := cur + pending + t.text
 		if cur != "" && textWidth(next, size) > width {
-			lines = append(lines, cur+strings.TrimRight(sep, " "))
-			next = part
+			lines = append(lines, cur+strings.TrimRight(pending, " "))
+			next = t.text
 		}
-		cur = next
+		cur, pending = next, t.after
 	}
 	if cur != "" {
 		lines = append(lines, cur)
@@ -297,8 +323,9 @@ func (c *barChart) svg() string {
 	if rotate {
 		bottomMargin = 30 + maxLabel*0.55
 	}
+	noteLines := wrapText(c.Note, "; ", chartW-24, 11)
 	if c.Note != "" {
-		bottomMargin += 18
+		bottomMargin += 18 + 14*float64(len(noteLines)-1)
 	}
 	h := chartH
 	bottom := float64(h) - bottomMargin
@@ -328,9 +355,22 @@ func (c *barChart) svg() string {
 	if c.HasRef {
 		maxV = math.Max(maxV, c.RefValue)
 	}
-	ymax, ticks := yAxis(maxV)
-	w.yGrid(left, right, top, bottom, ymax, ticks, c.YLabel)
-	yOf := func(v float64) float64 { return bottom - (bottom-top)*v/ymax }
+	minV := math.Inf(1)
+	for _, cat := range c.Vals {
+		for _, b := range cat {
+			if b.OK {
+				minV = math.Min(minV, math.Min(b.V, b.Lo))
+			}
+		}
+	}
+	var yOf func(v float64) float64
+	if c.LogY && minV > 0 && !math.IsInf(minV, 0) {
+		yOf = w.logGrid(left, right, top, bottom, minV, maxV, c.YLabel+", log scale")
+	} else {
+		ymax, ticks := yAxis(maxV)
+		w.yGrid(left, right, top, bottom, ymax, ticks, c.YLabel)
+		yOf = func(v float64) float64 { return bottom - (bottom-top)*v/ymax }
+	}
 	maxBars := 1
 	for _, cat := range c.Vals {
 		n := 0
@@ -400,11 +440,30 @@ func (c *barChart) svg() string {
 		y := yOf(c.RefValue)
 		w.p(`<line class="ref" x1="%s" y1="%s" x2="%s" y2="%s" stroke="#333" stroke-width="1" stroke-dasharray="5 4"/>`+"\n", f(left), f(y), f(right), f(y))
 	}
-	if c.Note != "" {
-		w.p(`<text x="12" y="%d" font-size="11" fill="#555">%s</text>`+"\n", h-8, esc(c.Note))
+	for i, line := range noteLines {
+		w.p(`<text x="12" y="%d" font-size="11" fill="#555">%s</text>`+"\n", h-8-14*(len(noteLines)-1-i), esc(line))
 	}
 	w.p("</svg>\n")
 	return w.b.String()
+}
+
+// logGrid draws a log-scale y axis over [minV, maxV] (a grid line and a
+// label at every power of ten) and returns the value-to-y mapping; values
+// at or below zero sit at the axis's bottom.
+func (w *svgWriter) logGrid(left, right, top, bottom, minV, maxV float64, ylabel string) func(v float64) float64 {
+	dlo, dhi, ticks := logYAxis(minV, maxV)
+	yOf := func(v float64) float64 {
+		return bottom - (bottom-top)*(math.Log10(math.Max(v, math.Pow(10, dlo)))-dlo)/(dhi-dlo)
+	}
+	for _, t := range ticks {
+		y := yOf(t)
+		w.p(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#e3e3e3" stroke-width="1"/>`, f(left), f(y), f(right), f(y))
+		w.p(`<text x="%s" y="%s" font-size="11" fill="#333" text-anchor="end">%s</text>`+"\n", f(left-6), f(y+4), logTick(t))
+	}
+	w.p(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#444" stroke-width="1"/>`, f(left), f(bottom), f(right), f(bottom))
+	mid := (top + bottom) / 2
+	w.p(`<text x="16" y="%s" font-size="12" fill="#222" text-anchor="middle" transform="rotate(-90 16 %s)">%s</text>`+"\n", f(mid), f(mid), esc(ylabel))
+	return yOf
 }
 
 func (c *lineChart) points() int {
@@ -481,18 +540,7 @@ func (c *lineChart) svg() string {
 	xOf := func(x float64) float64 { return left + (right-left)*(tx(x)-lo)/(hi-lo) }
 	var yOf func(v float64) float64
 	if logY {
-		dlo, dhi, ticks := logYAxis(minV, maxV)
-		yOf = func(v float64) float64 {
-			return bottom - (bottom-top)*(math.Log10(math.Max(v, minV/10))-dlo)/(dhi-dlo)
-		}
-		for _, t := range ticks {
-			y := yOf(t)
-			w.p(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#e3e3e3" stroke-width="1"/>`, f(left), f(y), f(right), f(y))
-			w.p(`<text x="%s" y="%s" font-size="11" fill="#333" text-anchor="end">%s</text>`+"\n", f(left-6), f(y+4), logTick(t))
-		}
-		w.p(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#444" stroke-width="1"/>`, f(left), f(bottom), f(right), f(bottom))
-		mid := (top + bottom) / 2
-		w.p(`<text x="16" y="%s" font-size="12" fill="#222" text-anchor="middle" transform="rotate(-90 16 %s)">%s</text>`+"\n", f(mid), f(mid), esc(ylabel))
+		yOf = w.logGrid(left, right, top, bottom, minV, maxV, ylabel)
 	} else {
 		ymax, ticks := yAxis(maxV)
 		w.yGrid(left, right, top, bottom, ymax, ticks, ylabel)

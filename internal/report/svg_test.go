@@ -91,3 +91,17 @@ func TestLineChartLogY(t *testing.T) {
 		t.Error("AutoLogY off: log axis drawn")
 	}
 }
+
+// A clause wider than the chart is wrapped at its spaces, never cut.
+func TestWrapTextLongClause(t *testing.T) {
+	note := "not drawn: " + strings.Repeat("word ", 40) + "end; short"
+	lines := wrapText(note, "; ", 300, 11)
+	for _, l := range lines {
+		if textWidth(l, 11) > 300 {
+			t.Errorf("line %q wider than 300", l)
+		}
+	}
+	if got := strings.Join(lines, " "); got != note {
+		t.Errorf("joined lines %q, want the note back", got)
+	}
+}
