@@ -143,11 +143,15 @@ func serverOwn(srv SrvStats) (time.Duration, string) {
 // percent of one core, this process's own CPU (and its waited-for
 // children's) left out. The suite's idle probe before a run.
 func ProbeForeign(ctx context.Context, d time.Duration) (foreignPct, stealPct float64, err error) {
-	h0, err := ReadProcStat()
-	if err != nil {
-		return 0, 0, err
+	read := func() (ProcStat, time.Duration, error) {
+		h, err := ReadProcStat()
+		if err != nil {
+			return ProcStat{}, 0, err
+		}
+		c, err := readSelfAndChildrenCPU()
+		return h, c, err
 	}
-	c0, err := readSelfAndChildrenCPU()
+	h0, c0, err := read()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -155,11 +159,7 @@ func ProbeForeign(ctx context.Context, d time.Duration) (foreignPct, stealPct fl
 	if !sleepCtx(ctx, d) {
 		return 0, 0, ctx.Err()
 	}
-	h1, err := ReadProcStat()
-	if err != nil {
-		return 0, 0, err
-	}
-	c1, err := readSelfAndChildrenCPU()
+	h1, c1, err := read()
 	if err != nil {
 		return 0, 0, err
 	}
