@@ -77,9 +77,9 @@ func (st *state) probeIdle(ctx context.Context) {
 	in.IdleSeconds, in.IdleForeignPct, in.IdleStealPct = d.Seconds(), f, steal
 	where := "this host"
 	if st.backend.Name() != "lab" {
-		where = "the machine the suite runs on (a cluster's nodes are measured in each window)"
+		where = "the suite's machine; a cluster's nodes are measured in each window"
 	}
-	st.progressf("idle load before the run: other programs used %.0f %% of a core, steal %.0f %% (%s, %.0f s)", f, steal, where, d.Seconds())
+	st.progressf("idle load before the run: other programs used %.0f %% of a core, steal %.0f %% (%.0f s, %s)", f, steal, d.Seconds(), where)
 	if t := in.ThresholdPct; t > 0 && f+steal > t {
 		st.warnOnce(fmt.Sprintf("the host was busy before the run: other programs used %.0f %% of a core (steal %.0f %%), above the %.0f %% at which a repeat is marked busy; expect re-runs and cells not trusted", f, steal, t))
 	}
