@@ -79,7 +79,7 @@ func (st *state) probeIdle(ctx context.Context) {
 	if st.backend.Name() != "lab" {
 		where = "the suite's machine; a cluster's nodes are measured in each window"
 	}
-	st.progressf("idle load before the run: other programs used %.0f %% of a core, steal %.0f %% (%.0f s, %s)", f, steal, d.Seconds(), where)
+	st.progressf("idle load before the run: other programs used %.0f %% of a core, steal %.0f %% (%s, %s)", f, steal, d, where)
 	if t := in.ThresholdPct; t > 0 && f+steal > t {
 		st.warnOnce(fmt.Sprintf("the host was busy before the run: other programs used %.0f %% of a core (steal %.0f %%), above the %.0f %% at which a repeat is marked busy; expect re-runs and cells not trusted", f, steal, t))
 	}

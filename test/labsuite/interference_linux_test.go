@@ -52,8 +52,10 @@ func TestInterferenceWithHog(t *testing.T) {
 	}
 	assertNothingLeft(t, before)
 	in := out.Set.Interference
-	// The hog is one core; the threshold is well below it.
-	if in == nil || in.IdleForeignPct < 60 || in.MedianPct < 60 || in.Busy == 0 || in.Reruns == 0 {
+	// The hog is one core: the idle probe sees most of it; in the windows
+	// it shares the CPUs with the run (measured 39–79 % beside the quick
+	// profile's pinned cells), above the threshold.
+	if in == nil || in.IdleForeignPct < 60 || in.MedianPct <= suite.DefaultBusyThresholdPct || in.Busy == 0 || in.Reruns == 0 {
 		t.Fatalf("interference %+v with a hog of one core\n%s", in, progress.String())
 	}
 	for _, r := range out.Set.Runs {
