@@ -27,9 +27,9 @@ type Interference struct {
 	IdleProbe time.Duration
 }
 
-// DefaultBusyThresholdPct is where other programs' CPU starts to move the
-// quick profile's headline metrics on this project's 2-core machine,
-// measured with a CPU hog of known size beside the suite
+// DefaultBusyThresholdPct is provisional: beside a CPU hog of known size
+// the in-window figure caught a one-core hog (57 %) but not a half-core
+// one (6 %), which still moved the quick profile's headline by up to 14 %
 // (docs/interference.md, docs/data/interference-2026-12-04/).
 const DefaultBusyThresholdPct = 25
 

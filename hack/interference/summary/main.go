@@ -8,6 +8,7 @@
 // threshold table comes from it.
 //
 //	go run ./hack/interference/summary OUT
+//	go run ./hack/interference/summary docs/data/interference-2026-12-04
 package main
 
 import (
@@ -37,13 +38,21 @@ func main() {
 }
 
 func run(out string) error {
-	files, err := filepath.Glob(filepath.Join(out, "hog-*-r*", "results.json"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no %s/hog-*-r*/results.json", out)
+	// measure.sh's OUT/hog-C-rR/results.json, or the committed
+	// hog-C-rR.results.json.gz (docs/data/interference-*).
+	files, _ := filepath.Glob(filepath.Join(out, "hog-*-r*", "results.json"))
+	gz, _ := filepath.Glob(filepath.Join(out, "hog-*-r*.results.json.gz"))
+	files = append(files, gz...)
+	if len(files) == 0 {
+		return fmt.Errorf("no %s/hog-*-r*/results.json or hog-*-r*.results.json.gz", out)
 	}
 	bySize := map[string][]*result.Set{}
 	for _, f := range files {
-		size := strings.TrimPrefix(filepath.Base(filepath.Dir(f)), "hog-")
+		name := filepath.Base(filepath.Dir(f))
+		if strings.HasSuffix(f, ".gz") {
+			name = strings.TrimSuffix(filepath.Base(f), ".results.json.gz")
+		}
+		size := strings.TrimPrefix(name, "hog-")
 		size = size[:strings.LastIndex(size, "-r")]
 		s, err := result.ReadFile(f)
 		if err != nil {
