@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cnibench/cnibench/internal/cli"
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 )
@@ -31,7 +33,8 @@ func Main() {
 	streams := cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
 	finished := make(chan struct{})
-	if StopsAtOnce(logger, os.Args[1:]) {
+	cmd := cli.NewCommand(logger, streams)
+	if stopsAtOnce(cmd, os.Args[1:]) {
 		// A command that only reads and computes ends at Ctrl-C at once,
 		// however long its input: it holds nothing to clean up.
 		go func() {
@@ -43,16 +46,16 @@ func Main() {
 			}
 		}()
 	}
-	err := Run(ctx, logger, streams, os.Args[1:])
+	err := execute(ctx, cmd, streams, os.Args[1:])
 	close(finished)
 	stop()
 	os.Exit(clierr.ExitCode(err))
 }
 
-// StopsAtOnce tells whether the command args name is annotated
-// clierr.StopAtOnce.
-func StopsAtOnce(logger *slog.Logger, args []string) bool {
-	c, _, err := cli.NewCommand(logger, cli.IOStreams{In: os.Stdin, Out: io.Discard, ErrOut: io.Discard}).Find(args)
+// stopsAtOnce tells whether the command args name in cmd's tree is
+// annotated clierr.StopAtOnce.
+func stopsAtOnce(cmd *cobra.Command, args []string) bool {
+	c, _, err := cmd.Find(args)
 	return err == nil && c.Annotations[clierr.StopAnnotation] == clierr.StopAtOnce
 }
 
@@ -66,7 +69,11 @@ func logLevel() slog.Level {
 // Run executes one cnibench command line. Errors are printed once, here, to
 // streams.ErrOut, and returned so the caller can pick the exit code.
 func Run(ctx context.Context, logger *slog.Logger, streams cli.IOStreams, args []string) error {
-	cmd := cli.NewCommand(logger, streams)
+	return execute(ctx, cli.NewCommand(logger, streams), streams, args)
+}
+
+// execute runs args on the command tree cmd.
+func execute(ctx context.Context, cmd *cobra.Command, streams cli.IOStreams, args []string) error {
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {

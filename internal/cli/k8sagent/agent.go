@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	neturl "net/url"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -150,7 +149,7 @@ func checkURL(flag, v, example string) error {
 // a NUL or a line break in it); a directory that is missing is the
 // probe's answer, not a usage error.
 func checkDir(flag, v, example string) error {
-	if v == "" || strings.ContainsAny(v, "\x00\n") || filepath.Clean(v) != filepath.Clean(strings.TrimSpace(v)) {
+	if v == "" || strings.ContainsAny(v, "\x00\n") || strings.TrimSpace(v) != v {
 		return clierr.Usagef("--%s %q: must name a directory, e.g. %s", flag, v, example)
 	}
 	return nil

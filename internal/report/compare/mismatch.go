@@ -11,11 +11,12 @@ import (
 
 // A comparison differs in one variable: two cells compared across files
 // must share what decides their measurement beyond their labels. These are
-// the settings checked: a run's (its config) and a file's.
+// the settings checked: a run's (its config, which holds the lab's wire)
+// and a file's.
 var (
 	runConfigKeys = []string{"flows", "message_size", "request_size", "response_size", "duration", "warmup",
 		"rate", "path_mtu", "pod_mtu", "busy_poll", "http_clients", "wire"}
-	setConfigKeys = []string{"pin", "wire", "mtus"}
+	setConfigKeys = []string{"pin", "mtus"}
 )
 
 // configMismatch lists how run b (of set sb) differs from run a (of set
@@ -35,7 +36,7 @@ func configMismatch(a, b *result.Run, sa, sb *result.Set) []string {
 		diff(k, a.Config[k], b.Config[k])
 	}
 	for _, k := range setConfigKeys {
-		if _, isLabel := a.Labels[k]; isLabel || slices.Contains(runConfigKeys, k) && a.Config[k] != "" {
+		if _, isLabel := a.Labels[k]; isLabel {
 			continue
 		}
 		diff(k, sa.Config[k], sb.Config[k])
