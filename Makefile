@@ -131,11 +131,17 @@ FUZZTIME ?= 30s
 FUZZTIME_SVG ?= 5000x
 FUZZTIME_EDIVISIVE ?= 5000x
 FUZZTIME_EXPOSITION ?= 20000x
-# Every fuzz target in the tree (control protocol, admission, the parsers of
-# the HTTP responses, /proc/net/snmp, conntrack statistics, wrk's summary, and the egress
-# scenario's parsers of ipset/iptables output, ipset netlink replies and
-# /proc/meminfo, Maglev table construction, and the Kubernetes agent's
-# parsers of CNI configuration files and cgroup stat files).
+# The fuzz targets (control protocol, admission, the parsers of the HTTP
+# responses, /proc/net/snmp, /proc/<pid>/stat and /proc/meminfo, conntrack
+# statistics, wrk's summary, iptables' and ipset's listings, ipset netlink
+# replies, Maglev table construction, and the Kubernetes agent's parsers of
+# CNI configuration files and cgroup stat files). Fuzzing builds a target's
+# package and every package it imports instrumented, so the parsers live in
+# small packages (procfs, nf, ipset): fuzzed in a scenario's package, they
+# would rebuild client-go instrumented, minutes on a cold cache. Two targets
+# still sit in such packages and run only their seeds in `go test`:
+# FuzzParseCurl (internal/scenario/apps) and FuzzParseFlannelNetConf
+# (internal/kube).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadMsg$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime $(FUZZTIME) ./internal/engine/
@@ -146,12 +152,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCTStats$$' -fuzztime $(FUZZTIME) ./internal/lab/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseL4LBMode$$' -fuzztime $(FUZZTIME) ./internal/lab/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWrk$$' -fuzztime $(FUZZTIME) ./bench/parse/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseIPSetMemory$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseDropCounter$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseIPSetTypeReply$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseMemAvailable$$' -fuzztime $(FUZZTIME) ./internal/scenario/egress/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseIPSetMemory$$' -fuzztime $(FUZZTIME) ./internal/nf/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDropCounter$$' -fuzztime $(FUZZTIME) ./internal/nf/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseTypeReply$$' -fuzztime $(FUZZTIME) ./internal/ipset/
+	$(GO) test -run '^$$' -fuzz '^FuzzMemAvailable$$' -fuzztime $(FUZZTIME) ./internal/procfs/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStat$$' -fuzztime $(FUZZTIME) ./internal/procfs/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseNetstat$$' -fuzztime $(FUZZTIME) ./internal/netstat/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseProcCPU$$' -fuzztime $(FUZZTIME) ./internal/scenario/l4lb/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCrypto$$' -fuzztime $(FUZZTIME) ./internal/hostinfo/
 	$(GO) test -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME) ./internal/maglev/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeConfig$$' -fuzztime $(FUZZTIME) ./internal/wireguard/

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/procfs"
 )
 
 // LockPath serialises building and removing labs on this machine.
@@ -316,11 +318,8 @@ func writeState(s *State) error {
 // processStart returns a process's start time in clock ticks after boot
 // (field 22 of /proc/<pid>/stat).
 func processStart(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseProcStatStart(string(b))
+	st, err := procfs.ReadStat(pid)
+	return st.StartTime, err
 }
 
 // ownerAlive tells whether the process recorded in s still runs (same pid

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -84,19 +82,4 @@ func (s *State) Marshal() ([]byte, error) {
 		return nil, fmt.Errorf("encode lab state: %w", err)
 	}
 	return append(b, '\n'), nil
-}
-
-// parseProcStatStart returns field 22 (starttime) of a /proc/<pid>/stat line.
-func parseProcStatStart(stat string) (uint64, error) {
-	// The command name (field 2) is in parentheses and may contain spaces.
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("malformed /proc stat: %q", stat)
-	}
-	fields := strings.Fields(stat[i+1:])
-	const startField = 22 - 3 // fields after the name start at field 3
-	if len(fields) <= startField {
-		return 0, fmt.Errorf("malformed /proc stat: %d fields", len(fields)+2)
-	}
-	return strconv.ParseUint(fields[startField], 10, 64)
 }

@@ -48,18 +48,6 @@ func TestParseStateRejects(t *testing.T) {
 	}
 }
 
-func TestParseProcStatStart(t *testing.T) {
-	// Field 22 (starttime) is 8723; the name contains spaces and ')'.
-	stat := "1234 (my (odd) proc) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 8723 10000 200 18446744073709551615"
-	got, err := parseProcStatStart(stat)
-	if err != nil || got != 8723 {
-		t.Errorf("parseProcStatStart = %d, %v; want 8723", got, err)
-	}
-	if _, err := parseProcStatStart("1234 (x) S 1"); err == nil {
-		t.Error("short stat accepted")
-	}
-}
-
 func TestValidateOptions(t *testing.T) {
 	if len(Names()) == 0 {
 		t.Skip("no datapath registered on this OS")

@@ -1,5 +1,6 @@
 // Package nf holds what the lab's netfilter users share: the text of bulk
-// loads (iptables-restore tables, ipset restore scripts) built line by line.
+// loads (iptables-restore tables, ipset restore scripts) built line by
+// line, and the parsers of what iptables and ipset list back.
 package nf
 
 import "bytes"

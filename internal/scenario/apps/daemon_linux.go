@@ -3,7 +3,6 @@ package apps
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -11,13 +10,13 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/procfs"
 )
 
 // programs each application needs, server first.
@@ -264,73 +263,10 @@ func version(bin string, args ...string) string {
 // process's utime+stime plus the cutime+cstime of the children it reaped
 // (so a child that ended inside the window is counted in its parent).
 func procTreeCPU(root int) (float64, error) {
-	ents, err := os.ReadDir("/proc")
+	procs, err := procfs.ReadAll()
 	if err != nil {
 		return 0, err
 	}
-	type st struct {
-		ppid  int
-		ticks float64
-	}
-	procs := map[int]st{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // ended meanwhile
-		}
-		ppid, ticks, err := parseStat(string(b))
-		if err != nil {
-			continue
-		}
-		procs[pid] = st{ppid, ticks}
-	}
-	if _, ok := procs[root]; !ok {
-		return 0, fmt.Errorf("process %d is gone", root)
-	}
-	children := map[int][]int{}
-	for pid, s := range procs {
-		children[s.ppid] = append(children[s.ppid], pid)
-	}
-	var total float64
-	queue := []int{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		total += procs[p].ticks
-		queue = append(queue, children[p]...)
-	}
-	return total / clockTicks, nil
-}
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times (100 on
-// every Linux architecture Go supports).
-const clockTicks = 100
-
-// parseStat reads ppid and utime+stime+cutime+cstime (ticks) from a
-// /proc/<pid>/stat line; the command name may hold spaces and brackets.
-func parseStat(s string) (ppid int, ticks float64, err error) {
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, 0, errors.New("no command name")
-	}
-	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state): ppid is field 4, utime..cstime 14..17.
-	if len(f) < 15 {
-		return 0, 0, errors.New("short stat line")
-	}
-	if ppid, err = strconv.Atoi(f[1]); err != nil {
-		return 0, 0, err
-	}
-	for _, x := range f[11:15] {
-		v, err := strconv.ParseFloat(x, 64)
-		if err != nil {
-			return 0, 0, err
-		}
-		ticks += v
-	}
-	return ppid, ticks, nil
+	ticks, err := procs.TreeTicks(root, true)
+	return float64(ticks) / procfs.UserHZ, err
 }

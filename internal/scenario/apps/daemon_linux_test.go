@@ -8,21 +8,6 @@ import (
 	"testing"
 )
 
-func TestParseStat(t *testing.T) {
-	// Fields 14-17 (utime, stime, cutime, cstime) = 10, 20, 30, 40; a
-	// command name with spaces and a bracket.
-	line := "1234 (sshd: root) [priv]) S 77 1234 1234 0 -1 4194560 100 0 0 0 10 20 30 40 20 0 1 0 100 1000 10"
-	ppid, ticks, err := parseStat(line)
-	if err != nil || ppid != 77 || ticks != 100 {
-		t.Errorf("parseStat: ppid %d ticks %v err %v", ppid, ticks, err)
-	}
-	for _, bad := range []string{"", "1 (x S 1", "1 (x) S 1 2", "1 (x) S y 1 1 0 -1 0 0 0 0 0 1 2 3 4"} {
-		if _, _, err := parseStat(bad); err == nil {
-			t.Errorf("parseStat(%q) accepted", bad)
-		}
-	}
-}
-
 // This process's tree has a CPU time, and a gone process is an error.
 func TestProcTreeCPU(t *testing.T) {
 	for i := 0; i < 3e7; i++ {

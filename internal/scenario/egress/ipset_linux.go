@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cnibench/cnibench/internal/ipset"
+	"github.com/cnibench/cnibench/internal/nf"
 	"github.com/cnibench/cnibench/internal/scenario"
 )
 
@@ -37,7 +39,7 @@ func init() {
 // ipsetMechanism filters with one hash:net set and one iptables (nft
 // backend) rule matching it. The set is created and filled over netlink in
 // the ipset protocol, entries aggregated in ADT requests as `ipset restore`
-// aggregates its lines, without formatting and parsing text (ipsetnl.go);
+// aggregates its lines, without formatting and parsing text (internal/ipset);
 // `make bench` compares it with `ipset restore` of the same set.
 //
 // ipset sizes maxelem to N + ipsetHeadroom (ipsetSizes), so it never fills;
@@ -75,17 +77,12 @@ func ipsetSizes(n int) (hashsize, maxelem int) {
 // ipsetToolHashsize is the ipset tool's default initial hashsize.
 const ipsetToolHashsize = 1024
 
-// ipsetErrHashFull is IPSET_ERR_HASH_FULL, the kernel's answer to an add
-// beyond maxelem (the ipset tool prints "Hash is full, cannot add more
-// elements").
-const ipsetErrHashFull = syscall.Errno(4352)
-
 // errHashFull turns the kernel's hash-full refusal of adding to set name
 // (maxelem entries) into a "too large" error naming it; other errors are
 // returned as they are.
 func errHashFull(err error, name string, maxelem int) error {
 	var e syscall.Errno
-	if errors.As(err, &e) && e == ipsetErrHashFull {
+	if errors.As(err, &e) && e == ipset.ErrHashFull {
 		return hashFull(err, name, maxelem)
 	}
 	return err
@@ -107,7 +104,7 @@ func (m ipsetMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix
 	if err := f.noteTable(); err != nil {
 		return nil, LoadInfo{}, err
 	}
-	nl, err := dialIPSet(t.NSFd)
+	nl, err := ipset.Dial(t.NSFd)
 	if err != nil {
 		return nil, LoadInfo{}, err
 	}
@@ -137,16 +134,16 @@ func (m ipsetMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix
 		batches = 1
 	} else {
 		f.maxelem = maxelem
-		rev, err := nl.create(ipsetName, hashsize, maxelem)
+		rev, err := nl.Create(ipsetName, hashsize, maxelem)
 		if err != nil {
 			return nil, LoadInfo{}, errors.Join(err, nl.Close())
 		}
-		reqs, err := nl.add(ctx, ipsetName, cidrs)
+		reqs, err := nl.Add(ctx, ipsetName, cidrs)
 		if err != nil {
 			return nil, LoadInfo{}, errors.Join(errHashFull(fmt.Errorf("load %d cidrs into ipset %s: %w", len(cidrs), ipsetName, err), m.name, maxelem),
 				f.destroySet(), nl.Close())
 		}
-		method = fmt.Sprintf("ipset netlink protocol, %d ADT requests of <= %d entries (hash:net revision %d hashsize %d maxelem %d)", reqs, ipsetPerMsg, rev, hashsize, maxelem)
+		method = fmt.Sprintf("ipset netlink protocol, %d ADT requests of <= %d entries (hash:net revision %d hashsize %d maxelem %d)", reqs, ipset.PerMsg, rev, hashsize, maxelem)
 		batches = reqs + 1
 	}
 	var rules []byte
@@ -182,7 +179,7 @@ func (m ipsetMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix
 // Attach (from iptFilter) remove and restore only the FORWARD jump.
 type ipsetFilter struct {
 	iptFilter
-	nl      *ipsetConn
+	nl      *ipset.Conn
 	name    string // the mechanism's
 	maxelem int
 }
@@ -191,7 +188,7 @@ func (f *ipsetFilter) Add(ctx context.Context, p netip.Prefix) error {
 	if err := f.check(); err != nil {
 		return err
 	}
-	if err := f.nl.one(ipsetCmdAdd, ipsetName, p); err != nil {
+	if err := f.nl.AddOne(ipsetName, p); err != nil {
 		return errHashFull(fmt.Errorf("add deny cidr %s: %w", p, err), f.name, f.maxelem)
 	}
 	f.rules++
@@ -202,7 +199,7 @@ func (f *ipsetFilter) Remove(ctx context.Context, p netip.Prefix) error {
 	if err := f.check(); err != nil {
 		return err
 	}
-	if err := f.nl.one(ipsetCmdDel, ipsetName, p); err != nil {
+	if err := f.nl.DelOne(ipsetName, p); err != nil {
 		return fmt.Errorf("remove deny cidr %s: %w", p, err)
 	}
 	f.rules--
@@ -218,7 +215,7 @@ func (f *ipsetFilter) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("read ipset %s size: %w", ipsetName, err)
 	}
-	if s.KernelBytes, err = parseIPSetMemory(res.Stdout); err != nil {
+	if s.KernelBytes, err = nf.ParseIPSetMemory(res.Stdout); err != nil {
 		return Stats{}, fmt.Errorf("read ipset %s size: %w", ipsetName, err)
 	}
 	s.KernelBytesKnown = true
@@ -235,7 +232,7 @@ func (f *ipsetFilter) Close(ctx context.Context) error {
 }
 
 func (f *ipsetFilter) destroySet() error {
-	if err := f.nl.destroy(ipsetName); err != nil {
+	if err := f.nl.Destroy(ipsetName); err != nil {
 		return fmt.Errorf("destroy ipset %s: %w", ipsetName, err)
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+
+	"github.com/cnibench/cnibench/internal/nf"
 )
 
 // iptablesMaxRules bounds the legacy backend at 1M rules: it copies the
@@ -192,7 +194,7 @@ func (f *iptFilter) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("read drop counter: %w", err)
 	}
-	n, err := parseDropCounter(res.Stdout)
+	n, err := nf.ParseDropCounter(res.Stdout)
 	if err != nil {
 		return Stats{}, fmt.Errorf("read drop counter of %s: %w", f.counterChain, err)
 	}

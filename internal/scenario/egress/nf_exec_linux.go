@@ -1,17 +1,16 @@
 package egress
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
-	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/procfs"
 )
 
 // nfTimeout bounds one external netfilter command (a bulk restore of 1M
@@ -117,11 +116,8 @@ func readVmHWM(dir int, buf []byte) (int64, bool) {
 	if err != nil || n <= 0 {
 		return 0, false
 	}
-	return parseVmHWM(string(buf[:n]))
+	return procfs.StatusBytes(string(buf[:n]), "VmHWM:")
 }
-
-// parseVmHWM reads "VmHWM: N kB" from /proc/PID/status text, in bytes.
-func parseVmHWM(status string) (int64, bool) { return statusBytes(status, "VmHWM:") }
 
 // needPrograms returns an error wrapping ErrNotSupported unless every
 // program is on PATH; pkg is the Debian package that provides them.
@@ -132,42 +128,4 @@ func needPrograms(pkg string, progs ...string) error {
 		}
 	}
 	return nil
-}
-
-// parseDropCounter reads the packet counter of the first rule whose target
-// is DROP from `iptables -L CHAIN -v -x -n` output.
-func parseDropCounter(out string) (uint64, error) {
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 3 || f[0] == "Chain" || f[0] == "pkts" {
-			continue
-		}
-		if f[2] != "DROP" {
-			continue
-		}
-		n, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parse packet counter %q: %w", f[0], err)
-		}
-		return n, nil
-	}
-	return 0, errors.New("no DROP rule in the chain listing")
-}
-
-// parseIPSetMemory reads "Size in memory: N" from `ipset list -t` output.
-func parseIPSetMemory(out string) (int64, error) {
-	const key = "Size in memory:"
-	for line := range strings.Lines(out) {
-		v, ok := strings.CutPrefix(strings.TrimSpace(line), key)
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("parse ipset %q %q: not a byte count", key, strings.TrimSpace(v))
-		}
-		return n, nil
-	}
-	return 0, fmt.Errorf("no %q line in ipset list output", key)
 }

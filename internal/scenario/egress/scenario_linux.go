@@ -11,6 +11,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/procfs"
 	"github.com/cnibench/cnibench/internal/scenario"
 	res "github.com/cnibench/cnibench/pkg/result"
 )
@@ -125,7 +126,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 		return nil, fmt.Errorf("egress-filter: the %s path has no client node to filter on (it needs a routed datapath, e.g. veth-routing)", ep.Kind)
 	}
 	if mi, err := os.ReadFile("/proc/meminfo"); err == nil {
-		if avail, err := parseMemAvailable(string(mi)); err == nil {
+		if avail, err := procfs.MemAvailable(string(mi)); err == nil {
 			if err := checkMemory(name, n, avail); err != nil {
 				return nil, fmt.Errorf("egress-filter: %w", err)
 			}
@@ -262,5 +263,5 @@ func selfStatusBytes(key string) (int64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return statusBytes(string(b), key)
+	return procfs.StatusBytes(string(b), key)
 }

@@ -3,7 +3,6 @@ package egress
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -238,28 +237,3 @@ func checkMemory(mech string, rules int, available int64) error {
 }
 
 func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
-
-// parseMemAvailable reads MemAvailable from /proc/meminfo's text, in bytes.
-func parseMemAvailable(meminfo string) (int64, error) {
-	v, ok := statusBytes(meminfo, "MemAvailable:")
-	if !ok {
-		return 0, errors.New("no MemAvailable in /proc/meminfo")
-	}
-	return v, nil
-}
-
-// statusBytes parses a "Key:   123 kB" line of a /proc status file.
-func statusBytes(status, key string) (int64, bool) {
-	for line := range strings.Lines(status) {
-		v, ok := strings.CutPrefix(line, key)
-		if !ok {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-		if err != nil || kb < 0 || kb > math.MaxInt64/1024 {
-			return 0, false
-		}
-		return kb * 1024, true
-	}
-	return 0, false
-}

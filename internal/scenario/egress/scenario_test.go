@@ -200,24 +200,3 @@ func TestCheckMemory(t *testing.T) {
 		}
 	}
 }
-
-func TestParseMemAvailable(t *testing.T) {
-	mi := "MemTotal:       24614312 kB\nMemFree:         1000 kB\nMemAvailable:   23000000 kB\nBuffers: 10 kB\n"
-	if v, err := parseMemAvailable(mi); err != nil || v != 23000000*1024 {
-		t.Errorf("parseMemAvailable = %d, %v", v, err)
-	}
-	for _, bad := range []string{"", "MemTotal: 1 kB\n", "MemAvailable: lots\n", "MemAvailable: -5 kB\n"} {
-		if _, err := parseMemAvailable(bad); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
-	}
-}
-
-func FuzzParseMemAvailable(f *testing.F) {
-	f.Add("MemAvailable:   23000000 kB\n")
-	f.Fuzz(func(t *testing.T, s string) {
-		if v, err := parseMemAvailable(s); err == nil && v < 0 {
-			t.Fatalf("negative %d", v)
-		}
-	})
-}

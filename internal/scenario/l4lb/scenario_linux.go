@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/bpf/nscpu"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/procfs"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -189,15 +189,11 @@ func (p *prepared) snapshot() (snapshot, error) {
 		}
 	}
 	for _, srv := range p.s.servers {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", srv.PID))
+		st, err := procfs.ReadStat(srv.PID)
 		if err != nil {
 			return sn, fmt.Errorf("backend CPU: %w", err)
 		}
-		d, err := parseProcCPU(string(b))
-		if err != nil {
-			return sn, err
-		}
-		sn.procs = append(sn.procs, d)
+		sn.procs = append(sn.procs, procfs.Duration(st.Ticks()))
 	}
 	return sn, nil
 }

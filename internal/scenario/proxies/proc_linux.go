@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/procfs"
 )
 
 // ErrNotSupported is wrapped by the skip reason of a point this machine
@@ -172,40 +172,14 @@ func (p *proxyProc) ticks() (uint64, error) {
 	return treeTicks(p.cmd.Process.Pid)
 }
 
-// treeTicks sums utime + stime of pid and its direct children (nginx's
+// treeTicks sums utime + stime of pid and its descendants (nginx's
 // workers), read from /proc/<pid>/stat.
 func treeTicks(pid int) (uint64, error) {
-	ents, err := os.ReadDir("/proc")
+	procs, err := procfs.ReadAll()
 	if err != nil {
-		return 0, fmt.Errorf("list /proc: %w", err)
+		return 0, err
 	}
-	var total uint64
-	found := false
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // exited meanwhile
-		}
-		st, err := parseStat(strings.TrimSpace(string(b)))
-		if err != nil {
-			if n == pid {
-				return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-			}
-			continue
-		}
-		if n == pid || st.PPID == pid {
-			total += st.Ticks
-			found = found || n == pid
-		}
-	}
-	if !found {
-		return 0, fmt.Errorf("process %d is gone", pid)
-	}
-	return total, nil
+	return procs.TreeTicks(pid, false)
 }
 
 // stop ends the proxy's process group: SIGTERM (both proxies shut down at

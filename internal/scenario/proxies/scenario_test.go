@@ -186,47 +186,6 @@ func TestRegistration(t *testing.T) {
 	}
 }
 
-func TestParseStat(t *testing.T) {
-	for _, tc := range []struct {
-		name, line string
-		want       procStat
-		err        string
-	}{
-		{"nginx worker", "4242 (nginx) S 4241 4241 4241 0 -1 4194624 100 0 0 0 17 5 0 0 20 0 1 0 123 1000 10 18446744073709551615", procStat{PPID: 4241, Ticks: 22}, ""},
-		{"comm with spaces and parens", "7 (a b) (c)) R 1 7 7 0 -1 0 0 0 0 0 3 4 0 0", procStat{PPID: 1, Ticks: 7}, ""},
-		{"no comm", "7 nginx S 1 2 3", procStat{}, "no (comm)"},
-		{"short", "7 (x) S 1 2 3", procStat{}, "fields after (comm)"},
-		{"bad utime", "7 (x) S 1 7 7 0 -1 0 0 0 0 0 u 4 0 0", procStat{}, "utime"},
-		{"bad ppid", "7 (x) S p 7 7 0 -1 0 0 0 0 0 3 4 0 0", procStat{}, "ppid"},
-		{"overflow", "7 (x) S 1 7 7 0 -1 0 0 0 0 0 18446744073709551615 1 0 0", procStat{}, "overflows"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseStat(tc.line)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Errorf("error %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Errorf("%+v, %v; want %+v", got, err, tc.want)
-			}
-		})
-	}
-}
-
-func FuzzParseStat(f *testing.F) {
-	f.Add("4242 (nginx) S 4241 4241 4241 0 -1 4194624 100 0 0 0 17 5 0 0 20 0 1 0 123")
-	f.Add("7 (a b) (c)) R 1 7 7 0 -1 0 0 0 0 0 3 4 0 0")
-	f.Add("7 ()")
-	f.Fuzz(func(t *testing.T, line string) {
-		st, err := parseStat(line)
-		if err == nil && st.PPID < -1<<31 {
-			t.Errorf("ppid %d", st.PPID)
-		}
-	})
-}
-
 func TestCPUMetrics(t *testing.T) {
 	m := cpuMetrics(map[string]uint64{RoleClientSidecar: 150, RoleServerSidecar: 50}, 4)
 	for k, want := range map[string]float64{

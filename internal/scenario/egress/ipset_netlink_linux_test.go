@@ -13,6 +13,7 @@ import (
 
 	"github.com/vishvananda/netns"
 
+	"github.com/cnibench/cnibench/internal/ipset"
 	"github.com/cnibench/cnibench/internal/nsrun"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
@@ -46,19 +47,19 @@ func TestIPSetNetlinkMatchesRestore(t *testing.T) {
 	hashsize, maxelem := ipsetSizes(len(cidrs))
 
 	a := ipsetScratch(t)
-	c, err := dialIPSet(a.NSFd)
+	c, err := ipset.Dial(a.NSFd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.create(ipsetName, hashsize, maxelem); err != nil {
+	if _, err := c.Create(ipsetName, hashsize, maxelem); err != nil {
 		t.Fatal(err)
 	}
-	n, err := c.add(ctx, ipsetName, cidrs)
+	n, err := c.Add(ctx, ipsetName, cidrs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (len(cidrs) + ipsetPerMsg - 1) / ipsetPerMsg; n != want {
+	if want := (len(cidrs) + ipset.PerMsg - 1) / ipset.PerMsg; n != want {
 		t.Errorf("%d requests, want %d", n, want)
 	}
 
@@ -117,23 +118,23 @@ func TestIPSetNetlinkMatchesRestore(t *testing.T) {
 
 	// The kernel's refusals come back named.
 	var errno syscall.Errno
-	if err := c.one(ipsetCmdAdd, ipsetName, cidrs[7]); !errors.As(err, &errno) || errno != 4103 || !strings.Contains(err.Error(), "exists") {
+	if err := c.AddOne(ipsetName, cidrs[7]); !errors.As(err, &errno) || errno != 4103 || !strings.Contains(err.Error(), "exists") {
 		t.Errorf("duplicate add: %v, want ipset error 4103 named", err)
 	}
 	extra := netip.MustParsePrefix("255.255.255.254/31")
-	if err := c.one(ipsetCmdDel, ipsetName, extra); err == nil {
+	if err := c.DelOne(ipsetName, extra); err == nil {
 		t.Error("delete of a missing entry: no error")
 	}
-	if err := c.one(ipsetCmdAdd, ipsetName, extra); err != nil {
+	if err := c.AddOne(ipsetName, extra); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.one(ipsetCmdDel, ipsetName, extra); err != nil {
+	if err := c.DelOne(ipsetName, extra); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.create(ipsetName, hashsize, maxelem); err == nil {
+	if _, err := c.Create(ipsetName, hashsize, maxelem); err == nil {
 		t.Error("second create: no error")
 	}
-	if err := c.destroy(ipsetName); err != nil {
+	if err := c.Destroy(ipsetName); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := runIn(ctx, a, nil, "ipset", "list", "-n"); err != nil || strings.TrimSpace(res.Stdout) != "" {

@@ -1,4 +1,4 @@
-package egress
+package ipset
 
 import (
 	"encoding/binary"
@@ -9,9 +9,9 @@ import (
 	"github.com/vishvananda/netlink/nl"
 )
 
-// TestIPSetEntryEncoding checks one entry against vishvananda/netlink's
+// TestEntryEncoding checks one entry against vishvananda/netlink's
 // attribute encoder, an independent implementation of the same layout.
-func TestIPSetEntryEncoding(t *testing.T) {
+func TestEntryEncoding(t *testing.T) {
 	for _, s := range []string{"240.0.0.0/4", "240.1.2.3/32", "250.0.0.128/25"} {
 		p := netip.MustParsePrefix(s)
 		a := p.Addr().As4()
@@ -20,12 +20,12 @@ func TestIPSetEntryEncoding(t *testing.T) {
 		data.AddChild(nl.NewRtAttr(nl.IPSET_ATTR_IP|int(nl.NLA_F_NESTED), ip.Serialize()))
 		data.AddChild(nl.NewRtAttr(nl.IPSET_ATTR_CIDR, nl.Uint8Attr(uint8(p.Bits()))))
 		want := data.Serialize()
-		got := appendIPSetEntry(nil, p)
+		got := appendEntry(nil, p)
 		if string(got) != string(want) {
 			t.Errorf("%s: encoded % x, want % x", s, got, want)
 		}
-		if len(got) != ipsetEntryBytes {
-			t.Errorf("%s: %d bytes, ipsetEntryBytes is %d", s, len(got), ipsetEntryBytes)
+		if len(got) != entryBytes {
+			t.Errorf("%s: %d bytes, entryBytes is %d", s, len(got), entryBytes)
 		}
 	}
 }
@@ -51,33 +51,33 @@ func decodeADT(t *testing.T, b []byte) (name string, out []netip.Prefix) {
 	}
 	attrs(b[4:], func(typ uint16, v []byte) {
 		switch typ {
-		case ipsetAttrProtocol:
-			if v[0] != ipsetProtocol {
+		case attrProtocol:
+			if v[0] != protocol {
 				t.Errorf("protocol %d", v[0])
 			}
-		case ipsetAttrSetname:
+		case attrSetname:
 			name = string(v[:len(v)-1])
-		case ipsetAttrLineno:
+		case attrLineno:
 			if len(v) != 4 {
 				t.Errorf("lineno of %d bytes", len(v))
 			}
-		case ipsetAttrADT | nlaFNested:
+		case attrADT | nlaFNested:
 			attrs(v, func(typ uint16, v []byte) {
-				if typ != ipsetAttrData|nlaFNested {
+				if typ != attrData|nlaFNested {
 					t.Fatalf("ADT child type %#x", typ)
 				}
 				var addr netip.Addr
 				bits := -1
 				attrs(v, func(typ uint16, v []byte) {
 					switch typ {
-					case ipsetAttrIP | nlaFNested:
+					case attrIP | nlaFNested:
 						attrs(v, func(typ uint16, v []byte) {
-							if typ != ipsetAttrIPv4|nlaFNetByteorder || len(v) != 4 {
+							if typ != attrIPv4|nlaFNetByteorder || len(v) != 4 {
 								t.Fatalf("IP child %#x len %d", typ, len(v))
 							}
 							addr = netip.AddrFrom4([4]byte(v))
 						})
-					case ipsetAttrCIDR:
+					case attrCIDR:
 						bits = int(v[0])
 					default:
 						t.Fatalf("DATA child type %#x", typ)
@@ -92,15 +92,12 @@ func decodeADT(t *testing.T, b []byte) (name string, out []netip.Prefix) {
 	return name, out
 }
 
-func TestIPSetADTRequests(t *testing.T) {
-	cidrs, err := Generate(3, 10_000, DeniedAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
+func TestADTRequests(t *testing.T) {
+	cidrs := testPrefixes(10_000)
 	for _, tc := range []struct{ per, wantMsgs int }{
 		{1, 10_000}, {2700, 4}, {10_000, 4} /* clamped to 2729 per message */, {3000, 4},
 	} {
-		reqs, err := ipsetADTRequests("cnb-egress", cidrs, tc.per)
+		reqs, err := adtRequests("cnb-egress", cidrs, tc.per)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,21 +122,21 @@ func TestIPSetADTRequests(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"2001:db8::/32", "240.0.0.1/24"} {
-		if _, err := ipsetADTRequests("s", []netip.Prefix{netip.MustParsePrefix(bad)}, 10); err == nil {
+		if _, err := adtRequests("s", []netip.Prefix{netip.MustParsePrefix(bad)}, 10); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
-		if _, err := ipsetOneRequest("s", netip.MustParsePrefix(bad)); err == nil {
+		if _, err := oneRequest("s", netip.MustParsePrefix(bad)); err == nil {
 			t.Errorf("one %s: no error", bad)
 		}
 	}
-	if _, err := ipsetADTRequests("s", cidrs, 0); err == nil {
+	if _, err := adtRequests("s", cidrs, 0); err == nil {
 		t.Error("0 per message: no error")
 	}
 }
 
-func TestParseIPSetTypeReply(t *testing.T) {
-	reply := nlAttr(nlAttr(nlAttr([]byte{2, 0, 0, 0}, ipsetAttrProtocol, []byte{6}),
-		ipsetAttrTypename, cString("hash:net")), ipsetAttrRevision, []byte{7})
+func TestParseTypeReply(t *testing.T) {
+	reply := nlAttr(nlAttr(nlAttr([]byte{2, 0, 0, 0}, attrProtocol, []byte{6}),
+		attrTypename, cString("hash:net")), attrRevision, []byte{7})
 	reply = nlAttr(reply, 10, []byte{0}) // REVISION_MIN after it
 	for _, tc := range []struct {
 		name string
@@ -149,40 +146,52 @@ func TestParseIPSetTypeReply(t *testing.T) {
 	}{
 		{"reply", reply, 7, true},
 		{"short", []byte{2, 0}, 0, false},
-		{"no revision", nlAttr([]byte{2, 0, 0, 0}, ipsetAttrProtocol, []byte{6}), 0, false},
+		{"no revision", nlAttr([]byte{2, 0, 0, 0}, attrProtocol, []byte{6}), 0, false},
 		{"bad length", append([]byte{2, 0, 0, 0}, 0xff, 0, 4, 0), 0, false},
-		{"empty revision", nlAttr([]byte{2, 0, 0, 0}, ipsetAttrRevision, nil), 0, false},
+		{"empty revision", nlAttr([]byte{2, 0, 0, 0}, attrRevision, nil), 0, false},
 	} {
-		rev, err := parseIPSetTypeReply(tc.in)
+		rev, err := parseTypeReply(tc.in)
 		if (err == nil) != tc.ok || rev != tc.rev {
 			t.Errorf("%s: %d, %v; want %d, ok=%v", tc.name, rev, err, tc.rev, tc.ok)
 		}
 	}
 }
 
-func FuzzParseIPSetTypeReply(f *testing.F) {
-	f.Add(nlAttr(nlAttr([]byte{2, 0, 0, 0}, ipsetAttrProtocol, []byte{6}), ipsetAttrRevision, []byte{7}))
+func FuzzParseTypeReply(f *testing.F) {
+	f.Add(nlAttr(nlAttr([]byte{2, 0, 0, 0}, attrProtocol, []byte{6}), attrRevision, []byte{7}))
 	f.Add([]byte{2, 0, 0, 0, 5, 0, 4, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = parseIPSetTypeReply(b)
+		_, _ = parseTypeReply(b)
 	})
 }
 
-// ipsetADTRequests encodes, as ipsetConn.add does, adding cidrs to set
+// adtRequests encodes, as Conn.add does, adding cidrs to set
 // name as requests of at most perMsg entries each (at most
-// ipsetMaxPerMsg), for the tests to decode.
-func ipsetADTRequests(name string, cidrs []netip.Prefix, perMsg int) ([][]byte, error) {
+// maxPerMsg), for the tests to decode.
+func adtRequests(name string, cidrs []netip.Prefix, perMsg int) ([][]byte, error) {
 	if perMsg < 1 {
 		return nil, fmt.Errorf("ipset requests: %d entries per message", perMsg)
 	}
-	perMsg = min(perMsg, ipsetMaxPerMsg)
+	perMsg = min(perMsg, maxPerMsg)
 	var out [][]byte
 	for i := 0; i < len(cidrs); i += perMsg {
-		b, err := appendIPSetADT(nil, name, cidrs[i:min(i+perMsg, len(cidrs))])
+		b, err := appendADT(nil, name, cidrs[i:min(i+perMsg, len(cidrs))])
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// testPrefixes is n masked IPv4 prefixes of every length from /8 to /32
+// inside 240.0.0.0/4 (the encoders need no distinct ones).
+func testPrefixes(n int) []netip.Prefix {
+	out := make([]netip.Prefix, 0, n)
+	for i := range n {
+		a := netip.AddrFrom4([4]byte{240 | byte(i>>16)&0x0f, byte(i >> 8), byte(i), byte(i * 7)})
+		p, _ := a.Prefix(8 + i%25)
+		out = append(out, p)
+	}
+	return out
 }

@@ -1,0 +1,29 @@
+package procfs
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// This process is in the snapshot with its parent, its tree has a CPU
+// time, and a process that does not exist is an error.
+func TestReadAll(t *testing.T) {
+	for i := 0; i < 3e7; i++ {
+		_ = strings.Repeat("x", i%3)
+	}
+	s, err := ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, ok := s[os.Getpid()]
+	if !ok || self.PPID != os.Getppid() || self.StartTime == 0 {
+		t.Fatalf("this process in the snapshot: %+v, %v (parent %d)", self, ok, os.Getppid())
+	}
+	if ticks, err := s.TreeTicks(os.Getpid(), true); err != nil || ticks == 0 {
+		t.Errorf("own CPU %d ticks, %v", ticks, err)
+	}
+	if _, err := ReadStat(1 << 30); err == nil {
+		t.Error("a process that does not exist has a stat")
+	}
+}
