@@ -219,6 +219,7 @@ func (w *workload) edge() clientEdge {
 	e.CPU, e.CPUErr = readProcCPU()
 	e.Host, e.HostErr = ReadProcStat()
 	e.Cg, e.CgErr = readOwnCgroup()
+	e.Others = readOthers()
 	e.Frag, e.FragErr = ReadIPFrag()
 	return e
 }

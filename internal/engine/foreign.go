@@ -13,21 +13,22 @@ import (
 // Interference: what the rest of a host used of its CPUs in a measured
 // window, beside the run's own work (docs/interference.md).
 //
-// A host's process CPU in a window is its /proc/stat user+nice+system; the
-// run's own is the CPU time of the cgroup each end runs in (in the lab,
-// every process of the run — clients, servers, daemons — shares the
-// spawner's cgroup; on a cluster, each end's container). What is left is
-// other programs': foreign_cpu_pct. Steal (a hypervisor running other
+// Where an end sees the host's processes, other programs' CPU is counted
+// process by process (others.go). Where it does not (a pod in its own pid
+// namespace), a host's process CPU in a window is its /proc/stat
+// user+nice+system; the run's own is the CPU time of the cgroup each end
+// runs in (in the lab, every process of the run — clients, servers,
+// daemons — shares the spawner's cgroup; on a cluster, each end's
+// container). What is left is other programs': foreign_cpu_pct. Steal (a hypervisor running other
 // guests on this one's CPUs) is steal_pct. Softirq and hard-irq time — the
 // datapath's packet work — is neither: it is left out of the host side.
 //
-// This kernel's accounting is tick-based unless CONFIG_IRQ_TIME_ACCOUNTING:
-// a tick landing in softirq on one of the run's tasks counts in the run's
-// cgroup and in /proc/stat's softirq, so the foreign figure is then a
-// slight under-estimate, never an over-estimate from the run's own packet
-// work. Kernel threads and the suite's own orchestrating process (outside
-// the run's cgroup) count as foreign: measured at 0–3 % of a core on a
-// quiet host (docs/interference.md).
+// Without CONFIG_IRQ_TIME_ACCOUNTING, softirq work done on one of the
+// run's tasks counts in the run's cgroup and in /proc/stat's softirq, so
+// that second figure is an under-estimate, never an over-estimate from the
+// run's own packet work: by about half a core in network-heavy cells
+// (docs/interference.md). Kernel threads and the suite's own orchestrating
+// process count as foreign in it, not in the process count.
 
 // ownCgroup is this process's cgroup v2 directory, found once.
 var ownCgroup = sync.OnceValues(hostinfo.CgroupDir)
@@ -87,27 +88,37 @@ func foreignMetrics(o *windowOut, in windowIn, same bool) {
 	srv := in.Srv
 	if firstErr(in.E0.HostErr, in.E1.HostErr) == nil {
 		own, why := clientOwn(in)
+		// srvOwn is the server's CPU when it runs on this host outside
+		// the client's cgroup: the process count includes it.
+		var srvOwn time.Duration
 		if same && !in.External {
 			s, sWhy := serverOwn(srv)
 			if srv.Cgroup == nil || own.cg == nil || srv.Cgroup.ID != own.cg.ID {
 				own.d += s
+				srvOwn = s
 			}
 			if why == "" {
 				why = sWhy
 			}
 		}
 		if f, st, ok := foreignOver(in.E1.Host.Sub(in.E0.Host), window, own.d); ok {
-			m[result.ForeignCPUPct], m[result.StealPct] = f, st
-			if why != "" {
+			if p, ok := othersOver(in.E0.Others, in.E1.Others, window, srvOwn); ok {
+				f = p
+			} else if why != "" {
 				o.warn("foreign_cpu_pct: %s cgroup could not be read, so its process stands for the run's own CPU there (any other process of the run counts as another program's)", why)
 			}
+			m[result.ForeignCPUPct], m[result.StealPct] = f, st
 		}
 	}
 	if in.External || same || srv.HostStat == nil || srv.WallMicros <= 0 {
 		return
 	}
 	s, _ := serverOwn(srv)
-	if f, st, ok := foreignOver(*srv.HostStat, time.Duration(srv.WallMicros)*time.Microsecond, s); ok {
+	wall := time.Duration(srv.WallMicros) * time.Microsecond
+	if f, st, ok := foreignOver(*srv.HostStat, wall, s); ok {
+		if srv.OthersMicros != nil && *srv.OthersMicros >= 0 {
+			f = 100 * float64(*srv.OthersMicros) / float64(srv.WallMicros)
+		}
 		m[result.RemoteForeignCPUPct], m[result.RemoteStealPct] = f, st
 	}
 }
@@ -140,18 +151,18 @@ func serverOwn(srv SrvStats) (time.Duration, string) {
 }
 
 // ProbeForeign watches this host for d: other programs' CPU and steal in
-// percent of one core, this process's own CPU (and its waited-for
-// children's) left out. The suite's idle probe before a run.
+// percent of one core, this process's own CPU (and its children's, and
+// its ancestors') left out. The suite's idle probe before a run.
 func ProbeForeign(ctx context.Context, d time.Duration) (foreignPct, stealPct float64, err error) {
-	read := func() (ProcStat, time.Duration, error) {
+	read := func() (ProcStat, time.Duration, othersTicks, error) {
 		h, err := ReadProcStat()
 		if err != nil {
-			return ProcStat{}, 0, err
+			return ProcStat{}, 0, othersTicks{}, err
 		}
 		c, err := readSelfAndChildrenCPU()
-		return h, c, err
+		return h, c, readOthersBesideSelf(), err
 	}
-	h0, c0, err := read()
+	h0, c0, o0, err := read()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -159,13 +170,17 @@ func ProbeForeign(ctx context.Context, d time.Duration) (foreignPct, stealPct fl
 	if !sleepCtx(ctx, d) {
 		return 0, 0, ctx.Err()
 	}
-	h1, c1, err := read()
+	h1, c1, o1, err := read()
 	if err != nil {
 		return 0, 0, err
 	}
-	f, st, ok := foreignOver(h1.Sub(h0), time.Since(t0), c1-c0)
+	wall := time.Since(t0)
+	f, st, ok := foreignOver(h1.Sub(h0), wall, c1-c0)
 	if !ok {
 		return 0, 0, errors.New("/proc/stat did not move during the probe")
+	}
+	if p, ok := othersOver(o0, o1, wall, 0); ok {
+		f = p
 	}
 	return f, st, nil
 }

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/procfs"
 )
 
 func TestForeignOver(t *testing.T) {
@@ -49,5 +51,47 @@ func TestProbeForeign(t *testing.T) {
 	t0 := time.Now()
 	if _, _, err := ProbeForeign(ctx, time.Minute); err == nil || time.Since(t0) > time.Second {
 		t.Errorf("a cancelled probe returned %v after %s", err, time.Since(t0))
+	}
+}
+
+func TestOthersOver(t *testing.T) {
+	read := func(ticks uint64) othersTicks { return othersTicks{Ticks: ticks, Read: true} }
+	for _, tc := range []struct {
+		name    string
+		a, b    othersTicks
+		lessOwn time.Duration
+		want    float64
+		ok      bool
+	}{
+		// 10 s windows; a tick is 10 ms.
+		{"a hog of half a core", read(1000), read(1500), 0, 50, true},
+		{"idle", read(7), read(7), 0, 0, true},
+		{"the server on this host in another cgroup taken out", read(0), read(300), 2 * time.Second, 10, true},
+		{"a foreign child reaped by a left-out process lowers the sum: 0, not negative", read(500), read(400), 0, 0, true},
+		{"less own than counted: 0", read(0), read(100), 5 * time.Second, 0, true},
+		{"an edge not read", read(0), othersTicks{Err: errOwnPIDNamespace}, 0, 0, false},
+		{"zero value is not a reading", othersTicks{}, read(5), 0, 0, false},
+	} {
+		got, ok := othersOver(tc.a, tc.b, 10*time.Second, tc.lessOwn)
+		if ok != tc.ok || !near(got, tc.want) {
+			t.Errorf("%s: othersOver = %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestOthersSum(t *testing.T) {
+	snap := procfs.Snapshot{
+		1:  {PID: 1, UTime: 100, CUTime: 40},             // init, with reaped orphans
+		2:  {PID: 2, Flags: 0x00200000, STime: 5000},     // kthreadd: never counted
+		10: {PID: 10, PPID: 1, UTime: 3},                 // the shell that started the suite
+		20: {PID: 20, PPID: 10, UTime: 50, CUTime: 900},  // the suite: an ancestor
+		30: {PID: 30, PPID: 20, UTime: 200, STime: 100},  // this client (self)
+		31: {PID: 31, PPID: 20, UTime: 400},              // a server of the run
+		40: {PID: 40, PPID: 1, UTime: 1000, CSTime: 500}, // a build: counted
+		41: {PID: 41, PPID: 40, UTime: 250},              // its compiler: counted
+	}
+	got := othersSum(snap, 30, map[int]bool{30: true, 31: true})
+	if want := uint64(100 + 40 + 1000 + 500 + 250); got != want {
+		t.Errorf("othersSum = %d, want %d (init, the build and its compiler)", got, want)
 	}
 }

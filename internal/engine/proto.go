@@ -129,6 +129,10 @@ type SrvStats struct {
 	// CPU, which foreign_cpu_pct leaves out.
 	Cgroup      *CgroupStat `json:"cgroup,omitempty"`
 	CgroupError string      `json:"cgroup_error,omitempty"`
+	// OthersMicros is other programs' CPU on the server's host over the
+	// window, counted process by process (others.go), or nil where the
+	// server cannot see the host's processes (a pod).
+	OthersMicros *int64 `json:"others_us,omitempty"`
 	// BootID identifies the server's kernel: the same as the client's
 	// means both ends share one host (their host CPU is one figure).
 	BootID string `json:"boot_id,omitempty"`

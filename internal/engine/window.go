@@ -21,8 +21,11 @@ type clientEdge struct {
 	Host    ProcStat
 	HostErr error
 	// Cg is the CPU of the client's cgroup (the run's, in the lab).
-	Cg      hostinfo.CgroupCPU
-	CgErr   error
+	Cg    hostinfo.CgroupCPU
+	CgErr error
+	// Others is other programs' CPU so far, counted process by process
+	// (others.go).
+	Others  othersTicks
 	Frag    IPFrag
 	FragErr error
 	// TCP is TCP_INFO of the flows' sockets (tcp_stream, tcp_rr).

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/hostinfo"
+	"github.com/cnibench/cnibench/internal/procfs"
 )
 
 // errCgroupChanged: the server moved to another cgroup mid-window.
@@ -19,6 +20,7 @@ type srvEdge struct {
 	HostErr error
 	Cg      hostinfo.CgroupCPU
 	CgErr   error
+	Others  othersTicks
 	Frag    IPFrag
 	FragErr error
 	Cnt     srvCounters
@@ -29,6 +31,7 @@ func readSrvEdge(dp dataPlane) srvEdge {
 	e.CPU, e.CPUErr = readProcCPU()
 	e.Host, e.HostErr = ReadProcStat()
 	e.Cg, e.CgErr = readOwnCgroup()
+	e.Others = readOthers()
 	e.Frag, e.FragErr = ReadIPFrag()
 	e.Cnt = dp.Counters()
 	return e
@@ -86,6 +89,13 @@ func srvStatsOver(e0, e1 srvEdge, sessions int) *SrvStats {
 	} else {
 		d := e1.Host.Sub(e0.Host)
 		st.HostStat = &d
+	}
+	if e0.Others.Read && e1.Others.Read {
+		var us int64
+		if e1.Others.Ticks > e0.Others.Ticks {
+			us = procfs.Duration(e1.Others.Ticks - e0.Others.Ticks).Microseconds()
+		}
+		st.OthersMicros = &us
 	}
 	if st.Cgroup = cgroupOver(e0.Cg, e1.Cg, e0.CgErr, e1.CgErr); st.Cgroup == nil {
 		st.CgroupError = "not measured: " + firstErr(e0.CgErr, e1.CgErr, errCgroupChanged).Error()

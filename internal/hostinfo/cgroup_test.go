@@ -75,4 +75,11 @@ func TestReadOwnCgroupCPU(t *testing.T) {
 	if a.ID == 0 || a.ID != b.ID || b.Usage-a.Usage < 20*time.Millisecond {
 		t.Errorf("cgroup %s: %+v then %+v after 50 ms of work", dir, a, b)
 	}
+	pids, err := CgroupPIDs(dir)
+	if err != nil || !pids[os.Getpid()] {
+		t.Errorf("cgroup %s's processes %v, %v: this process (%d) missing", dir, pids, err, os.Getpid())
+	}
+	if _, err := CgroupPIDs(dir + "/no-such-cgroup"); err == nil {
+		t.Error("a cgroup that does not exist has processes")
+	}
 }

@@ -42,3 +42,35 @@ func (s Snapshot) TreeTicks(root int, reaped bool) (uint64, error) {
 	}
 	return total, nil
 }
+
+// Ancestors lists pid's parent, its parent's parent, … up to the first
+// process not in the snapshot (pid 1's parent is 0).
+func (s Snapshot) Ancestors(pid int) []int {
+	var out []int
+	seen := map[int]bool{pid: true}
+	for p := s[pid].PPID; p > 0 && !seen[p]; p = s[p].PPID {
+		if _, ok := s[p]; !ok {
+			break
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+// SumTicks is the CPU time in ticks, each counted with the children it
+// reaped, of every user-space process (kernel threads left out) for which
+// skip is false. Taken at both edges of a window, the difference of the
+// sums is what those processes used in it: a process that started counts
+// whole, one that ended and was reaped is counted in its parent (its
+// time before the window cancels out), whatever pids were reused.
+func (s Snapshot) SumTicks(skip func(pid int) bool) uint64 {
+	var sum uint64
+	for pid, st := range s {
+		if st.KernelThread() || (skip != nil && skip(pid)) {
+			continue
+		}
+		sum += st.TicksWithReaped()
+	}
+	return sum
+}

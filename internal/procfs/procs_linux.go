@@ -38,3 +38,18 @@ func ReadAll() (Snapshot, error) {
 	}
 	return s, nil
 }
+
+// initPIDNamespace is the inode of the kernel's initial pid namespace
+// (PROC_PID_INIT_INO, include/linux/proc_ns.h).
+const initPIDNamespace = "pid:[4026531836]"
+
+// HostPIDNamespace reports whether this process is in the host's (the
+// initial) pid namespace, where /proc shows every process of the host; in
+// a container's own pid namespace it shows the container's only.
+func HostPIDNamespace() (bool, error) {
+	l, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return false, fmt.Errorf("read this process's pid namespace: %w", err)
+	}
+	return l == initPIDNamespace, nil
+}

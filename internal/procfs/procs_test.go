@@ -36,3 +36,32 @@ func TestSnapshotTree(t *testing.T) {
 		t.Error("a process not in the snapshot has a CPU time")
 	}
 }
+
+func TestSnapshotAncestorsAndSum(t *testing.T) {
+	s := Snapshot{
+		1:   {PID: 1, UTime: 10, CUTime: 5},
+		2:   {PID: 2, Flags: 0x00200000, STime: 99}, // kthreadd
+		50:  {PID: 50, PPID: 1, UTime: 7},
+		60:  {PID: 60, PPID: 50, STime: 3},
+		61:  {PID: 61, PPID: 60, UTime: 2, CSTime: 1},
+		900: {PID: 900, PPID: 4242, UTime: 1}, // its parent is gone
+	}
+	if got := s.Ancestors(61); !slices.Equal(got, []int{60, 50, 1}) {
+		t.Errorf("Ancestors(61) = %v, want 60 50 1", got)
+	}
+	if got := s.Ancestors(900); len(got) != 0 {
+		t.Errorf("Ancestors(900) = %v, want none", got)
+	}
+	if got := s.SumTicks(nil); got != 10+5+7+3+2+1+1 {
+		t.Errorf("SumTicks(nil) = %d: the kernel thread counted, or a process missed", got)
+	}
+	if got := s.SumTicks(func(pid int) bool { return pid == 60 || pid == 61 }); got != 10+5+7+1 {
+		t.Errorf("SumTicks without 60 and 61 = %d", got)
+	}
+	// A loop of parents (not a real /proc, but a snapshot read while pids
+	// are reused could show one) ends.
+	loop := Snapshot{3: {PID: 3, PPID: 4}, 4: {PID: 4, PPID: 3}}
+	if got := loop.Ancestors(3); !slices.Equal(got, []int{4}) {
+		t.Errorf("Ancestors in a loop = %v", got)
+	}
+}

@@ -155,7 +155,7 @@ var Metrics = map[string]MetricInfo{
 	RemoteHostCPUPct:                   {"% of a core", LowerIsBetter, "the server host's busy CPU over its window from its /proc/stat; absent when client and server share one host (host_cpu_pct then covers both)"},
 	RemoteHostCPUSysPct:                {"% of a core", LowerIsBetter, "the server host's system CPU over its window (absent on a shared host)"},
 	RemoteHostCPUSoftirqPct:            {"% of a core", LowerIsBetter, "the server host's softirq CPU over its window (absent on a shared host)"},
-	ForeignCPUPct:                      {"% of a core", LowerIsBetter, "other programs' CPU on the client's host over the window: /proc/stat user+nice+system minus the run's own processes' (their cgroups'); what the run competed with (docs/interference.md)"},
+	ForeignCPUPct:                      {"% of a core", LowerIsBetter, "other programs' CPU on the client's host over the window: their processes' CPU counted one by one where the client sees the host's processes, else /proc/stat user+nice+system minus the run's own processes' (their cgroups'); what the run competed with (docs/interference.md)"},
 	StealPct:                           {"% of a core", LowerIsBetter, "steal time on the client's host over the window: CPU the hypervisor gave to other guests"},
 	RemoteForeignCPUPct:                {"% of a core", LowerIsBetter, "other programs' CPU on the server's host over its window (absent on a shared host: foreign_cpu_pct covers it)"},
 	RemoteStealPct:                     {"% of a core", LowerIsBetter, "steal time on the server's host over its window (absent on a shared host)"},

@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cnibench/cnibench/internal/hostinfo"
+	"github.com/cnibench/cnibench/internal/procfs"
+)
+
+// errOwnPIDNamespace: in a pid namespace of its own (a pod), an end sees
+// only its own processes.
+var errOwnPIDNamespace = errors.New("not in the host's pid namespace: other programs are not visible")
+
+// readOthers sums the CPU so far of the host's other programs: every
+// user-space process outside this process's cgroup (the run's, in the lab)
+// and not one of its ancestors.
+func readOthers() othersTicks {
+	host, err := procfs.HostPIDNamespace()
+	if err != nil {
+		return othersTicks{Err: err}
+	}
+	if !host {
+		return othersTicks{Err: errOwnPIDNamespace}
+	}
+	dir, err := ownCgroup()
+	if err != nil {
+		return othersTicks{Err: err}
+	}
+	if isCgroupRoot(dir) {
+		return othersTicks{Err: fmt.Errorf("this process is in the root cgroup (%s): the run's processes cannot be told from others", dir)}
+	}
+	run, err := hostinfo.CgroupPIDs(dir)
+	if err != nil {
+		return othersTicks{Err: err}
+	}
+	snap, err := procfs.ReadAll()
+	if err != nil {
+		return othersTicks{Err: err}
+	}
+	return othersTicks{Ticks: othersSum(snap, os.Getpid(), run), Read: true}
+}
+
+// isCgroupRoot reports whether dir is a cgroup v2 hierarchy's root: only
+// the root has no cgroup.type file.
+func isCgroupRoot(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "cgroup.type"))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// readOthersBesideSelf sums the CPU so far of every user-space process
+// but this one, its descendants and its ancestors (the idle probe's
+// "other programs", before the run's processes exist).
+func readOthersBesideSelf() othersTicks {
+	host, err := procfs.HostPIDNamespace()
+	if err != nil {
+		return othersTicks{Err: err}
+	}
+	if !host {
+		return othersTicks{Err: errOwnPIDNamespace}
+	}
+	snap, err := procfs.ReadAll()
+	if err != nil {
+		return othersTicks{Err: err}
+	}
+	tree, err := snap.Tree(os.Getpid())
+	if err != nil {
+		return othersTicks{Err: err}
+	}
+	mine := map[int]bool{}
+	for _, p := range tree {
+		mine[p] = true
+	}
+	return othersTicks{Ticks: othersSum(snap, os.Getpid(), mine), Read: true}
+}

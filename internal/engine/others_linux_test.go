@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/procfs"
+)
+
+// A busy loop that is neither this process's descendant nor its ancestor
+// (an orphan: its parent exits at once) is another program: the idle
+// probe counts it, about a core's worth, where /proc/stat less this
+// process's own CPU would count it too — and the two methods agree on it.
+func TestProbeCountsAnOrphanHog(t *testing.T) {
+	if host, err := procfs.HostPIDNamespace(); err != nil || !host {
+		t.Skipf("not in the host's pid namespace (%v): other programs are not visible", err)
+	}
+	out, err := exec.Command("sh", "-c", "sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("hog pid %q: %v", out, err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if syscall.Kill(pid, 0) != nil {
+				return
+			}
+		}
+		t.Errorf("hog %d still running after SIGKILL", pid)
+	})
+	f, _, err := ProbeForeign(context.Background(), 500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := procfs.ReadStat(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("foreign %.0f %% of a core beside the busy loop", f)
+	// The hog has the CPU it can get on a host that may be busy: ask for
+	// a third of a core.
+	if f < 33 {
+		t.Errorf("foreign %.0f %% of a core beside a busy loop (pid %d, %d ticks so far, state %c)", f, pid, st.Ticks(), st.State)
+	}
+}
