@@ -209,8 +209,20 @@ func TestManagedClusterOnCluster(t *testing.T) {
 			if test == "tcp_stream" {
 				metric = result.ThroughputBitsPerSec
 			}
-			if s, ok := r.Summary[metric]; !ok || s.N != 2 || s.Median <= 0 {
-				t.Errorf("%s %s: %s summary %+v (errors %v)", p, test, metric, s, repeatErrors(r))
+			// This run keeps the interference rule (the other tests
+			// turn it off): on a busy host, as CI's with a CNI building
+			// beside it, a cell's busy repeats are measured again once
+			// at the end, so it has 2 repeats and at most 2 re-runs, and
+			// its summary is of the repeats the rule uses.
+			reruns := 0
+			for _, rep := range r.Repeats {
+				if rep.Rerun {
+					reruns++
+				}
+			}
+			used := len(result.UsedRepeats(r.Repeats))
+			if s, ok := r.Summary[metric]; !ok || len(r.Repeats)-reruns != 2 || reruns > 2 || s.N != used || s.Median <= 0 {
+				t.Errorf("%s %s: %d repeats (%d re-run), %s summary %+v of %d used (errors %v)", p, test, len(r.Repeats), reruns, metric, s, used, repeatErrors(r))
 			}
 			e.assertIdentity(t, p+" "+test, r, x)
 			if p == "cross-node-pairs" {
