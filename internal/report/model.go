@@ -298,12 +298,25 @@ func (m *model) measured(dp string) bool {
 	return false
 }
 
+// IgnoredForBaseline reports whether a cell and its baseline's run may
+// differ in label k: the path (the baseline is node-to-node) and, on a
+// cluster, the server's node and zone (a same-node cell's server is on the
+// client's node, the baseline's on another by definition). The datapath
+// differs by definition.
+func IgnoredForBaseline(k string) bool {
+	switch k {
+	case LabelDatapath, LabelPath, "server_node", "server_zone":
+		return true
+	}
+	return false
+}
+
 // baselineRun finds the baseline's run for the cell of r: same labels
-// except datapath and path (the baseline is node-to-node).
+// except those IgnoredForBaseline.
 func baselineRun(runs []*result.Run, labels map[string]string) *result.Run {
 	want := map[string]string{}
 	for k, v := range labels {
-		if k != LabelPath {
+		if !IgnoredForBaseline(k) {
 			want[k] = v
 		}
 	}

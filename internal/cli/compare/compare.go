@@ -37,7 +37,7 @@ func NewCommand(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 	f := &flags{}
 	c := &cobra.Command{
 		Annotations: map[string]string{clierr.StopAnnotation: clierr.StopAtOnce},
-		Use:         "compare OLD.json NEW.json [MORE.json...] | compare --by LABEL [--baseline VALUE] RESULTS.json",
+		Use:         "compare OLD.json NEW.json [MORE.json...] | compare --by LABEL [--baseline VALUE] RESULTS.json [MORE.json...]",
 		Short:       "Compare results like benchstat: medians, confidence intervals, deltas, significance",
 		Long: `Compare cnibench results in the manner of benchstat.
 
@@ -53,6 +53,13 @@ mechanisms against no filter. A run is matched with the baseline run whose
 labels are equal except LABEL; when there is none, --by datapath also ignores
 path (the node-to-node baseline has no cross-node or same-node runs) and
 --by mechanism ignores traversal (none has no new-connection runs).
+
+--by LABEL with several files pools their runs when each value of the label
+comes from one file (refused otherwise): --by cni --baseline flannel
+k8s-flannel/results.json k8s-cilium/results.json compares two clusters' CNIs,
+matching runs on their labels except the other cni_* labels, the CNI's
+datapath (cni-<name>), the cluster and, where each file's cells stay distinct
+without them, the nodes; the output names the labels ignored.
 
 For each matched run and metric the output shows both medians with their 95 %
 confidence interval, the change in percent and the p-value of a two-sided
@@ -93,6 +100,7 @@ false-alarm rate and detection power are in docs/reports.md.`,
 		Example: `  cnibench compare old/results.json new/results.json
   cnibench compare --by datapath --metrics trans_per_sec,latency_us_p99 results.json
   cnibench compare --by mechanism --baseline none egress/results.json
+  cnibench compare --by cni --baseline flannel k8s-flannel/results.json k8s-cilium/results.json
   cnibench compare --format md old.json new.json > comparison.md
   cnibench compare --match path,test,flows lab/results.json cluster/results.json
   cnibench compare --flamegraph flames/ old/results.json new/results.json
@@ -109,7 +117,7 @@ false-alarm rate and detection power are in docs/reports.md.`,
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.by, "by", "", `compare the values of a label inside one results file: datapath, mechanism, rules, ...; several labels separated by commas compare their combinations (--by lb_mode,transport --baseline snat,vxlan)`)
+	fl.StringVar(&f.by, "by", "", `compare the values of a label inside one results file (or across files, one value per file, e.g. cni): datapath, mechanism, rules, cni, ...; several labels separated by commas compare their combinations (--by lb_mode,transport --baseline snat,vxlan)`)
 	fl.StringVar(&f.baseline, "baseline", "", `reference value of the --by label (default for --by datapath: "baseline")`)
 	fl.StringSliceVar(&f.metrics, "metrics", nil, "metrics to compare, comma-separated (default: the primary metric of each test, latency_us_p99, loss_pct and the CPU cost)")
 	fl.StringSliceVar(&f.match, "match", nil, "with several files, match runs on these labels only, comma-separated (e.g. path,test,flows to compare a Kubernetes run with a lab run: their datapath, backend and node labels differ)")
@@ -185,9 +193,8 @@ func run(s streams.IOStreams, f *flags, args []string) error {
 		}
 	default:
 		mode = cmp.Mode(f.by)
-		if len(args) != 1 {
-			return clierr.Usagef("--by %s compares the values of one label inside one results file; got %d files", f.by, len(args))
-		}
+		// Several files: each value of the label from one file (--by cni:
+		// one CNI per cluster), pooled by the comparison.
 	}
 	var metrics []string
 	for _, m := range f.metrics {

@@ -17,6 +17,10 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 var fixtures = map[string]string{
 	"old.json": "../../report/testdata/results.json",
 	"new.json": "../../report/testdata/results-new.json",
+	// Real runs of one CNI per cluster (docs/findings.md §12), for --by cni.
+	"flannel-vxlan.json.gz":   "../../../docs/data/lab-vs-real-2026-11-25/k8s-flannel-vxlan/results.json.gz",
+	"flannel-host-gw.json.gz": "../../../docs/data/lab-vs-real-2026-11-25/k8s-flannel-host-gw/results.json.gz",
+	"cilium-native.json.gz":   "../../../docs/data/lab-vs-real-2026-11-25/k8s-cilium-native/results.json.gz",
 }
 
 // inTemp copies the fixtures into a temporary working directory so the
@@ -90,6 +94,11 @@ func TestGolden(t *testing.T) {
 		{"datapath.text", []string{"--by", "datapath", "old.json"}},
 		{"datapath.md", []string{"--by", "datapath", "--format", "md", "old.json"}},
 		{"datapath-veth.text", []string{"--by", "datapath", "--baseline", "veth-routing", "--metrics", "trans_per_sec,cpu_us_per_trans", "old.json"}},
+		// Across files, one CNI per cluster: the committed lab-vs-real runs.
+		{"by-cni.text", []string{"--by", "cni", "--baseline", "flannel", "--where", "flows=1", "--metrics", "trans_per_sec,throughput_bits_per_sec",
+			"flannel-vxlan.json.gz", "cilium-native.json.gz"}},
+		{"by-cni-mode.md", []string{"--by", "cni,cni_mode", "--baseline", "flannel,vxlan", "--where", "path=cross-node,flows=8", "--format", "md",
+			"flannel-vxlan.json.gz", "flannel-host-gw.json.gz"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,6 +187,12 @@ func TestErrors(t *testing.T) {
 		{"by without baseline", []string{"--by", "test", "old.json"}, 2, "--baseline: name the reference test for --by test (values: tcp_stream"},
 		{"by datapath, two files", []string{"--by", "datapath", "old.json", "new.json"}, 2, "one results file; got 2 files"},
 		{"baseline without by", []string{"--baseline", "bridge", "old.json", "new.json"}, 2, "--baseline bridge: only used with --by LABEL"},
+		{"by cni, one CNI in two files", []string{"--by", "cni", "--baseline", "flannel", "flannel-vxlan.json.gz", "flannel-host-gw.json.gz"}, 2,
+			"flannel-vxlan.json.gz and flannel-host-gw.json.gz both have runs with cni=flannel (two configurations of one CNI: --by cni,cni_mode)"},
+		{"by cni, unknown baseline", []string{"--by", "cni", "--baseline", "weave", "flannel-vxlan.json.gz", "cilium-native.json.gz"}, 2,
+			"--baseline weave: flannel-vxlan.json.gz, cilium-native.json.gz have no runs with cni=weave (values: cilium, flannel)"},
+		{"by cni, file without the label", []string{"--by", "cni", "--baseline", "flannel", "old.json", "new.json"}, 2,
+			"--by cni: no run in old.json, new.json has that label"},
 		{"unknown baseline", []string{"--by", "datapath", "--baseline", "calico", "old.json"}, 2, "--baseline calico: old.json has no runs with datapath=calico (values: baseline, bridge"},
 		{"unknown metric", []string{"--metrics", "goodput", "old.json", "new.json"}, 2, "--metrics goodput: no run has this metric (available: cpu_pct_per_100gbit"},
 		{"unknown flag", []string{"--colour", "old.json", "new.json"}, 2, "unknown flag: --colour"},

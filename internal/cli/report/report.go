@@ -29,7 +29,7 @@ func NewCommand(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 	f := &flags{}
 	c := &cobra.Command{
 		Annotations: map[string]string{clierr.StopAnnotation: clierr.StopAtOnce},
-		Use:         "report RESULTS.json | report --trend RUN…",
+		Use:         "report RESULTS.json | report RUN1 RUN2… (one per CNI) | report --trend RUN…",
 		Short:       "Render results as an HTML page, Markdown or a terminal table",
 		Long: `Render a cnibench results file.
 
@@ -53,6 +53,17 @@ text: the same tables for a terminal, within 100 columns (long texts become
 Without --format the format follows the -o file's extension (.html, .md, .txt),
 or is text on standard output.
 
+RUN1 RUN2…: two or more results files (or directories holding results.json
+or results.json.gz), one per CNI configuration — runs labelled cni, cni_mode,
+cni_version, as cnibench suite --backend kubernetes writes them — side by side
+in one "field" report (seed 002): what is compared and what else differs
+(machines, start times, settings, a busy host), a graded summary of each CNI
+against its own run's node-to-node baseline (cross-node and same-node), the
+security checks (NetworkPolicy, encryption), the CNI's footprint, MTU detection,
+and the CNIs named but not measured (a file with no runs and skipped entries
+labelled cni). Two files of the same configuration, or a file whose runs carry
+no cni label, are refused. Same formats and flags as one file.
+
 --trend RUN…: follow metrics across a series of runs (results.json files or
 directories holding one, in series order, or by start time with --sort time;
 at least 3). Runs are matched across the points by their labels (all, or
@@ -65,14 +76,15 @@ on standard output.`,
 		Example: `  cnibench report results.json
   cnibench report results.json -o report.html
   cnibench report --format md results.json > report.md
+  cnibench report --format md k8s-flannel/results.json k8s-cilium/ weave-not-measured.json
   cnibench report --trend --out trend/ nightly/2026-01-*/
   cnibench report --trend --sort time --match path,test,flows --metrics throughput_bits_per_sec runs/*/results.json`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if f.trend {
 				return nil // checked by runTrend: the usage error names the fix
 			}
-			if len(args) != 1 {
-				return clierr.Usagef("report needs exactly one results file, got %d arguments", len(args))
+			if len(args) == 0 {
+				return clierr.Usagef("report needs a results file (or two or more, one per CNI, for a field report), got 0 arguments")
 			}
 			return nil
 		},
@@ -83,6 +95,9 @@ on standard output.`,
 			if err := f.trendFlags.unused(cmd); err != nil {
 				return err
 			}
+			if len(args) > 1 {
+				return runField(s, f, args)
+			}
 			return run(s, f, args[0])
 		},
 	}
@@ -92,20 +107,27 @@ on standard output.`,
 	return c
 }
 
-func run(s streams.IOStreams, f *flags, path string) error {
-	format := f.format
-	switch format {
+// outputFormat is --format, or the -o file's extension's, or text.
+func outputFormat(f *flags) (string, error) {
+	switch f.format {
 	case "html", "md", "text":
+		return f.format, nil
 	case "":
-		format = "text"
 		switch strings.ToLower(filepath.Ext(f.output)) {
 		case ".html", ".htm":
-			format = "html"
+			return "html", nil
 		case ".md", ".markdown":
-			format = "md"
+			return "md", nil
 		}
-	default:
-		return clierr.Usagef("--format %s: must be html, md or text", f.format)
+		return "text", nil
+	}
+	return "", clierr.Usagef("--format %s: must be html, md or text", f.format)
+}
+
+func run(s streams.IOStreams, f *flags, path string) error {
+	format, err := outputFormat(f)
+	if err != nil {
+		return err
 	}
 	set, err := result.ReadFile(path)
 	if err != nil {
@@ -137,8 +159,13 @@ func run(s streams.IOStreams, f *flags, path string) error {
 	if err != nil {
 		return fmt.Errorf("render %s: %w", path, err)
 	}
+	return writeOut(s, f, &buf)
+}
+
+// writeOut copies the rendered report to standard output or the -o file.
+func writeOut(s streams.IOStreams, f *flags, buf *bytes.Buffer) error {
 	if f.output == "" {
-		_, err = io.Copy(s.Out, &buf)
+		_, err := io.Copy(s.Out, buf)
 		return err
 	}
 	if err := os.WriteFile(f.output, buf.Bytes(), 0o644); err != nil {

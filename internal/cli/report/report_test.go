@@ -100,8 +100,9 @@ func TestErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no file", nil, 2, "report needs exactly one results file, got 0 arguments"},
-		{"two files", []string{fixture, fixture}, 2, "got 2 arguments"},
+		{"no file", nil, 2, "report needs a results file (or two or more, one per CNI, for a field report), got 0 arguments"},
+		// Two files are a field report, which needs runs labelled by CNI.
+		{"two files", []string{fixture, fixture}, 2, `129 of its 129 runs carry no "cni" label`},
 		{"bad format", []string{"--format", "pdf", fixture}, 2, "--format pdf: must be html, md or text"},
 		{"missing", []string{filepath.Join(dir, "nope.json")}, 1, "nope.json: no such file or directory"},
 		{"not JSON", []string{bad}, 1, bad + ": not a cnibench JSON document"},

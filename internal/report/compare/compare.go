@@ -104,6 +104,10 @@ type Result struct {
 	// their labels (flows, message size, duration, pinning, MTU, kernel,
 	// cnibench version), with both values.
 	ConfigNotes []string
+	// Ignored are the labels left out of the matching of --by across
+	// files (with why): the files' own (cluster, nodes, the CNI's
+	// configuration with --by cni).
+	Ignored []string
 	// GateResult is the regression gate's outcome (Gate); nil when the
 	// comparison was not gated.
 	GateResult *GateResult
@@ -180,6 +184,11 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 	}
 	var pairs []pair
 	var columns []string
+	// --by across files: the compared cells whose settings differ from
+	// their baseline's, per file (crossBase: the baseline's file).
+	var cf *crossFile
+	crossMismatch := map[int][]cellMismatch{}
+	crossBase := 0
 	switch o.Mode {
 	case ByFile:
 		if len(inputs) < 2 {
@@ -242,8 +251,8 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 		r.ProfileNotes = profileNotes(inputs, index)
 	default:
 		by := string(o.Mode)
-		if len(inputs) != 1 {
-			return nil, &UsageError{fmt.Sprintf("--by %s compares the values of one label inside one results file; got %d files", by, len(inputs))}
+		if len(inputs) == 0 {
+			return nil, &UsageError{fmt.Sprintf("--by %s: no results file", by)}
 		}
 		// --by A,B --baseline a,b compares every combination of A and B
 		// with the baseline's (e.g. lb_mode,transport: dsr+direct against
@@ -261,6 +270,21 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 			}
 			return strings.Join(vs, ","), true
 		}
+		// Several files: each value of the label from one file (one CNI
+		// per cluster), their runs pooled into one set.
+		if len(inputs) > 1 {
+			var err error
+			if cf, err = poolBy(inputs, by, bys, key); err != nil {
+				return nil, err
+			}
+			set = cf.set
+			r.HostNotes = hostNotes(inputs)
+			r.Ignored = cf.ignored
+		}
+		inName := inputs[0].Name
+		if cf != nil {
+			inName = strings.Join(r.Inputs, ", ")
+		}
 		var vals []string
 		seen := map[string]bool{}
 		for i := range set.Runs {
@@ -270,7 +294,7 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 			}
 		}
 		if len(vals) == 0 {
-			return nil, &UsageError{fmt.Sprintf("--by %s: no run in %s has that label (labels: %s)", by, inputs[0].Name, strings.Join(labelNames(set), ", "))}
+			return nil, &UsageError{fmt.Sprintf("--by %s: no run in %s has that label (labels: %s)", by, inName, strings.Join(labelNames(set), ", "))}
 		}
 		sep := "; " // values of several labels contain commas
 		if len(bys) == 1 {
@@ -294,20 +318,37 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 			}
 		}
 		if len(baseRuns) == 0 {
-			return nil, &UsageError{fmt.Sprintf("--baseline %s: %s has no runs with %s=%s (values: %s)",
-				o.Baseline, inputs[0].Name, by, o.Baseline, strings.Join(vals, sep))}
+			has := "has"
+			if cf != nil {
+				has = "have"
+			}
+			return nil, &UsageError{fmt.Sprintf("--baseline %s: %s %s no runs with %s=%s (values: %s)",
+				o.Baseline, inName, has, by, o.Baseline, strings.Join(vals, sep))}
 		}
 		for i := range set.Runs {
 			run := &set.Runs[i]
 			if v, ok := key(run.Labels); !ok || v == o.Baseline {
 				continue
 			}
-			b := matchBaseline(baseRuns, run.Labels, bys)
+			var norm func(map[string]string) map[string]string
+			if cf != nil {
+				norm = cf.norm
+			}
+			b := matchBaseline(baseRuns, run.Labels, bys, norm)
 			if b == nil {
 				r.Unmatched++
 				continue
 			}
 			pairs = append(pairs, pair{labels: run.Labels, base: b, baseLabels: b.Labels, others: []*result.Run{run}})
+			if cf != nil {
+				// Cells of two files: the same measurement only if their
+				// settings agree (configMismatch), noted per file.
+				bi, oi := cf.origin[b], cf.origin[run]
+				if d := cf.mismatch(b, run, inputs[bi].Set, inputs[oi].Set); len(d) > 0 {
+					crossMismatch[oi] = appendMismatch(crossMismatch[oi], run.Labels, d)
+					crossBase = bi
+				}
+			}
 		}
 	}
 
@@ -421,6 +462,23 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 		order = append(append([]string(nil), order...), rest...)
 	}
 	r.ConfigNotes = mismatchNotes(func(i int) string { return inputs[i].Name }, mismatched)
+	if cf != nil && cf.ownedDiffer {
+		r.Ignored = append(r.Ignored, "(settings) pod_mtu, path_mtu: the CNI's MTU, part of what is compared")
+	}
+	if len(crossMismatch) > 0 {
+		// mismatchNotes names the reference as index 0 and each other
+		// file by its index: shift the files by one behind the baseline's.
+		shifted := map[int][]cellMismatch{}
+		for i, ms := range crossMismatch {
+			shifted[i+1] = ms
+		}
+		r.ConfigNotes = append(r.ConfigNotes, mismatchNotes(func(i int) string {
+			if i == 0 {
+				return inputs[crossBase].Name
+			}
+			return inputs[i-1].Name
+		}, shifted)...)
+	}
 	dpOrder := datapathOrder(inputs)
 	for _, mt := range order {
 		if t := tables[mt]; t != nil {
@@ -464,16 +522,23 @@ func side(run *result.Run, metric string) Side {
 // matchBaseline finds the baseline run for labels: all labels except bys
 // equal; failing that, all except bys and the fallbackIgnore label of a
 // single --by label.
-func matchBaseline(base []*result.Run, labels map[string]string, bys []string) *result.Run {
+//
+// norm, when not nil, is what is matched of the labels (--by across
+// files: without the labels that belong to each file).
+func matchBaseline(base []*result.Run, labels map[string]string, bys []string, norm func(map[string]string) map[string]string) *result.Run {
 	ignores := []string{""}
 	if len(bys) == 1 {
 		if f := fallbackIgnore[bys[0]]; f != "" {
 			ignores = append(ignores, f)
 		}
 	}
+	if norm == nil {
+		norm = func(l map[string]string) map[string]string { return l }
+	}
+	labels = norm(labels)
 	for _, ignore := range ignores {
 		for _, b := range base {
-			if sameExcept(b.Labels, labels, bys, ignore) {
+			if sameExcept(norm(b.Labels), labels, bys, ignore) {
 				return b
 			}
 		}

@@ -132,7 +132,7 @@ func writeFlamegraphsBy(inputs []Input, o Options, dir string) (written []Flameg
 		if !ok || v == base || nr.Profile == nil {
 			continue
 		}
-		or := matchBaseline(baseRuns, nr.Labels, []string{by})
+		or := matchBaseline(baseRuns, nr.Labels, []string{by}, nil)
 		if or == nil || or.Profile == nil {
 			continue
 		}

@@ -238,6 +238,13 @@ func (r *Result) notes() []string {
 	case r.Mode != ByFile:
 		notes = append(notes, fmt.Sprintf("Each %s's run is matched with the %s run whose labels are equal except %s.", by, r.Base, by))
 	}
+	if r.Mode != ByFile && len(r.Inputs) > 1 {
+		s := fmt.Sprintf("The %d files' runs are pooled into one comparison, each value of %s from one file", len(r.Inputs), r.Mode)
+		if len(r.Ignored) > 0 {
+			s += "; labels ignored for matching besides " + string(r.Mode) + ": " + strings.Join(r.Ignored, "; ")
+		}
+		notes = append(notes, s+".")
+	}
 	for _, t := range r.Tables {
 		if IsShare(t.Metric) {
 			notes = append(notes, "CPU-profile shares (cpu_share_*, cpu_incl_*, % of all samples) change by percentage points (pp): NEW's median share minus OLD's, not a percentage of the share.")
