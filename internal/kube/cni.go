@@ -59,7 +59,21 @@ type CNIInfo struct {
 	// Pods are the pods of the CNI (none for a CNI of plugin binaries
 	// only), sorted by namespace and name.
 	Pods []PodRef
+	// agent is the environment of the CNI agent's main container in its
+	// first pod (calico-node's, for Calico and Canal), where a manifest
+	// install keeps the mode; DetectCNIMode reads it.
+	agent *agentEnv
 }
+
+// agentEnv is a container's environment as its pod spec gives it.
+type agentEnv struct {
+	pod string // namespace/name
+	env []corev1.EnvVar
+}
+
+// agentContainers name the container whose environment holds a CNI's
+// mode.
+var agentContainers = map[string]string{"calico": "calico-node", "canal": "calico-node"}
 
 // cniSig is how a known CNI shows in the pods of a cluster.
 type cniSig struct {
@@ -367,7 +381,24 @@ func IdentifyCNI(pods []corev1.Pod, confPlugins []string) CNIInfo {
 		info.Evidence = append(info.Evidence, conf)
 	}
 	info.Pods = PodRefs(primary.pods)
+	info.agent = findAgentEnv(primary.pods, agentContainers[info.Name])
 	return info
+}
+
+// findAgentEnv is the environment of the first of pods (in name order)
+// with a container named name (nil if none, or name is "").
+func findAgentEnv(pods []corev1.Pod, name string) *agentEnv {
+	if name == "" {
+		return nil
+	}
+	for i := range pods {
+		for _, c := range pods[i].Spec.Containers {
+			if c.Name == name {
+				return &agentEnv{pod: pods[i].Namespace + "/" + pods[i].Name, env: c.Env}
+			}
+		}
+	}
+	return nil
 }
 
 // evidence describes m's pods, one line per reason, naming at most three.

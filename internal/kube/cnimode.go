@@ -35,6 +35,10 @@ type modeSource struct {
 	// how the mode follows from them. An error means the data is
 	// malformed.
 	parse func(data map[string]string) (mode string, settings map[string]string, evidence []string, err error)
+	// parseAgent, when set, is used instead of parse when the agent's
+	// environment was found (CNIInfo.agent): env holds its variables,
+	// with the values taken from this ConfigMap resolved.
+	parseAgent func(data, env map[string]string, pod string) (mode string, settings map[string]string, evidence []string, err error)
 }
 
 // modeSources are the CNIs whose mode DetectCNIMode reads; another CNI is
@@ -43,10 +47,12 @@ var modeSources = []modeSource{
 	{cni: "flannel", configMap: "kube-flannel-cfg", namespaces: []string{"kube-flannel", "kube-system"}, parse: flannelMode},
 	{cni: "cilium", configMap: "cilium-config", namespaces: []string{"kube-system", "cilium"}, parse: ciliumMode},
 	// Calico's mode lives in its Installation resource (operator
-	// installs) or in calico-node's environment (manifest installs),
-	// neither of which is read: only the veth MTU of a manifest
-	// install's ConfigMap.
-	{cni: "calico", configMap: "calico-config", namespaces: []string{"kube-system", "calico-system"}, parse: calicoMode},
+	// installs, not read) or in calico-node's environment (manifest
+	// installs), which seeds the first IP pool and configures felix.
+	{cni: "calico", configMap: "calico-config", namespaces: []string{"kube-system", "calico-system"}, parse: calicoMode, parseAgent: calicoAgentMode},
+	// Canal: flannel's network (net-conf.json in canal-config) with
+	// calico-node's felix enforcing policy only.
+	{cni: "canal", configMap: "canal-config", namespaces: []string{"kube-system"}, parse: canalMode, parseAgent: canalAgentMode},
 }
 
 // modeConfigMaps are the names of the ConfigMaps DetectCNIMode reads (the
@@ -84,7 +90,15 @@ func DetectCNIMode(ctx context.Context, cs kubernetes.Interface, info *CNIInfo) 
 		return
 	}
 	from := "ConfigMap " + cm.Namespace + "/" + cm.Name
-	mode, settings, ev, err := src.parse(cm.Data)
+	var mode string
+	var settings map[string]string
+	var ev []string
+	if src.parseAgent != nil && info.agent != nil {
+		from += " and " + info.agent.pod + "'s environment"
+		mode, settings, ev, err = src.parseAgent(cm.Data, resolveEnv(info.agent.env, cm), info.agent.pod)
+	} else {
+		mode, settings, ev, err = src.parse(cm.Data)
+	}
 	if err != nil {
 		info.Evidence = append(info.Evidence, fmt.Sprintf("mode unknown: %s: %v", from, err))
 		return
@@ -366,4 +380,119 @@ func calicoMode(data map[string]string) (string, map[string]string, []string, er
 		ev = append(ev, "calico: veth_mtu 0: calico-node detects the MTU itself")
 	}
 	return "", map[string]string{"veth_mtu": v}, ev, nil
+}
+
+// resolveEnv is env's variables by name: a literal value, or the value of
+// a key of cm (a configMapKeyRef to it); others (secrets, fields) left out.
+func resolveEnv(env []corev1.EnvVar, cm *corev1.ConfigMap) map[string]string {
+	out := map[string]string{}
+	for _, e := range env {
+		switch {
+		case e.ValueFrom == nil:
+			out[e.Name] = e.Value
+		case e.ValueFrom.ConfigMapKeyRef != nil && e.ValueFrom.ConfigMapKeyRef.Name == cm.Name:
+			if v, ok := cm.Data[e.ValueFrom.ConfigMapKeyRef.Key]; ok {
+				out[e.Name] = v
+			}
+		}
+	}
+	return out
+}
+
+// calicoEnvKeys are the variables of calico-node's environment that say
+// its mode (a manifest install's): the routing backend, the encapsulation
+// of the IP pool it creates at start, and felix's dataplane.
+var calicoEnvKeys = []string{"CALICO_NETWORKING_BACKEND", "CALICO_IPV4POOL_VXLAN", "CALICO_IPV4POOL_IPIP", "FELIX_BPFENABLED", "FELIX_NFTABLESMODE"}
+
+// calicoAgentMode reads Calico's mode from calico-node's environment
+// (and calico-config, which it may take values from): the encapsulation
+// ("vxlan", "vxlan cross-subnet", "ipip", "bgp without encapsulation",
+// "policy only") and the dataplane ("iptables", "nftables", "eBPF"), e.g.
+// "vxlan, nftables dataplane".
+func calicoAgentMode(data, env map[string]string, pod string) (string, map[string]string, []string, error) {
+	_, set, ev, err := calicoMode(data)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	ev = nil // calicoMode's "not read" no longer holds
+	if set == nil {
+		set = map[string]string{}
+	}
+	for _, k := range calicoEnvKeys {
+		if v, ok := env[k]; ok {
+			set[k] = clip(v)
+		}
+	}
+	backend := strings.ToLower(strings.TrimSpace(env["CALICO_NETWORKING_BACKEND"]))
+	if backend == "" {
+		backend = strings.ToLower(strings.TrimSpace(data["calico_backend"]))
+	}
+	is := func(k, v string) bool { return strings.EqualFold(strings.TrimSpace(env[k]), v) }
+	var encap string
+	switch {
+	case backend == "none":
+		encap = "policy only"
+	case is("CALICO_IPV4POOL_VXLAN", "Always"):
+		encap = "vxlan"
+	case is("CALICO_IPV4POOL_VXLAN", "CrossSubnet"):
+		encap = "vxlan cross-subnet"
+	case is("CALICO_IPV4POOL_IPIP", "Always"):
+		encap = "ipip"
+	case is("CALICO_IPV4POOL_IPIP", "CrossSubnet"):
+		encap = "ipip cross-subnet"
+	case backend == "bird" && (is("CALICO_IPV4POOL_VXLAN", "Never") || env["CALICO_IPV4POOL_VXLAN"] == "") && is("CALICO_IPV4POOL_IPIP", "Never"):
+		encap = "bgp without encapsulation"
+	default:
+		encap = "encapsulation unknown"
+		ev = append(ev, fmt.Sprintf("calico: the IP pool's encapsulation is not in %s's environment (CALICO_IPV4POOL_VXLAN %s, CALICO_IPV4POOL_IPIP %s, backend %q)",
+			pod, orNotSet(set, "CALICO_IPV4POOL_VXLAN"), orNotSet(set, "CALICO_IPV4POOL_IPIP"), backend))
+	}
+	var dataplane string
+	switch {
+	case is("FELIX_BPFENABLED", "true"):
+		dataplane = "eBPF dataplane"
+	case is("FELIX_NFTABLESMODE", "Enabled"):
+		dataplane = "nftables dataplane"
+	case is("FELIX_NFTABLESMODE", "Disabled"):
+		dataplane = "iptables dataplane"
+	case is("FELIX_NFTABLESMODE", "Auto"):
+		dataplane = "nftables or iptables dataplane (felix's auto)"
+	default:
+		dataplane = "felix's default dataplane"
+		ev = append(ev, "calico: neither FELIX_BPFENABLED nor FELIX_NFTABLESMODE set: felix's default dataplane (a FelixConfiguration may set it; not read)")
+	}
+	ev = append(ev, "calico: the environment seeds the first IP pool and configures felix; the IP pools and FelixConfiguration themselves are not read")
+	return encap + ", " + dataplane, set, ev, nil
+}
+
+// canalMode reads canal-config's net-conf.json: flannel's backend, with
+// Calico's policy ("flannel vxlan, calico policy").
+func canalMode(data map[string]string) (string, map[string]string, []string, error) {
+	s, ok := data[flannelKey]
+	if !ok {
+		return "", nil, []string{"canal: no " + flannelKey + " in canal-config"}, nil
+	}
+	mode, set, ev, err := parseFlannelNetConf(s)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return "flannel " + mode + ", calico policy", set, ev, nil
+}
+
+// canalAgentMode is canalMode with felix's dataplane from calico-node's
+// environment ("flannel vxlan, calico policy, iptables dataplane").
+func canalAgentMode(data, env map[string]string, pod string) (string, map[string]string, []string, error) {
+	mode, set, ev, err := canalMode(data)
+	if err != nil || mode == "" {
+		return mode, set, ev, err
+	}
+	cmode, cset, cev, err := calicoAgentMode(map[string]string{}, env, pod)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	for k, v := range cset {
+		set[k] = v
+	}
+	_, dataplane, _ := strings.Cut(cmode, ", ")
+	return mode + ", " + dataplane, set, append(ev, cev...), nil
 }

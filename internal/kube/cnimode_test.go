@@ -276,3 +276,93 @@ func FuzzParseFlannelNetConf(f *testing.F) {
 		}
 	})
 }
+
+func TestCalicoAgentMode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data map[string]string
+		env  map[string]string
+		mode string
+		ev   string
+	}{
+		{"calico-vxlan.yaml, iptables", map[string]string{"calico_backend": "vxlan", "veth_mtu": "0"},
+			map[string]string{"CALICO_NETWORKING_BACKEND": "vxlan", "CALICO_IPV4POOL_VXLAN": "Always", "CALICO_IPV4POOL_IPIP": "Never", "FELIX_NFTABLESMODE": "Disabled"},
+			"vxlan, iptables dataplane", "the IP pools and FelixConfiguration themselves are not read"},
+		{"nftables", nil, map[string]string{"CALICO_NETWORKING_BACKEND": "vxlan", "CALICO_IPV4POOL_VXLAN": "Always", "FELIX_NFTABLESMODE": "Enabled"},
+			"vxlan, nftables dataplane", ""},
+		{"calico.yaml: BGP with IPIP, eBPF", map[string]string{"calico_backend": "bird"},
+			map[string]string{"CALICO_IPV4POOL_IPIP": "Always", "FELIX_BPFENABLED": "true"}, "ipip, eBPF dataplane", ""},
+		{"BGP, no encapsulation", nil, map[string]string{"CALICO_NETWORKING_BACKEND": "bird", "CALICO_IPV4POOL_IPIP": "Never", "CALICO_IPV4POOL_VXLAN": "Never"},
+			"bgp without encapsulation, felix's default dataplane", "neither FELIX_BPFENABLED nor FELIX_NFTABLESMODE set"},
+		{"cross-subnet, case-insensitive", nil, map[string]string{"CALICO_IPV4POOL_VXLAN": "crosssubnet", "FELIX_NFTABLESMODE": "auto"},
+			"vxlan cross-subnet, nftables or iptables dataplane (felix's auto)", ""},
+		{"policy only", nil, map[string]string{"CALICO_NETWORKING_BACKEND": "none", "FELIX_NFTABLESMODE": "Disabled"}, "policy only, iptables dataplane", ""},
+		{"nothing said", nil, map[string]string{}, "encapsulation unknown, felix's default dataplane", "the IP pool's encapsulation is not in"},
+	} {
+		mode, set, ev, err := calicoAgentMode(tc.data, tc.env, "kube-system/calico-node-x")
+		if err != nil || mode != tc.mode {
+			t.Errorf("%s: mode %q, %v; want %q", tc.name, mode, err, tc.mode)
+		}
+		for k, v := range tc.env {
+			if set[k] != v {
+				t.Errorf("%s: settings %v lack %s=%s", tc.name, set, k, v)
+			}
+		}
+		if tc.ev != "" && !strings.Contains(strings.Join(ev, "\n"), tc.ev) {
+			t.Errorf("%s: evidence %q lacks %q", tc.name, ev, tc.ev)
+		}
+	}
+	if _, _, _, err := calicoAgentMode(map[string]string{"veth_mtu": "auto"}, nil, "p"); err == nil {
+		t.Error("a malformed veth_mtu is not an error")
+	}
+}
+
+// From the pods' list to the mode: calico-node's environment, a value
+// taken from calico-config resolved; Canal's flannel backend with felix's
+// dataplane.
+func TestDetectCalicoAndCanalMode(t *testing.T) {
+	ref := func(key string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "calico-config"}, Key: key}}
+	}
+	pod := func(name, label string, env []corev1.EnvVar, containers ...string) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name, Labels: map[string]string{"k8s-app": label}}}
+		for _, c := range containers {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "quay.io/calico/node:v3.31.0", Env: env})
+		}
+		return p
+	}
+	calicoEnv := []corev1.EnvVar{{Name: "CALICO_NETWORKING_BACKEND", ValueFrom: ref("calico_backend")}, {Name: "CALICO_IPV4POOL_VXLAN", Value: "Always"},
+		{Name: "FELIX_NFTABLESMODE", Value: "Enabled"}, {Name: "NODENAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}
+	for _, tc := range []struct {
+		name string
+		pods []corev1.Pod
+		objs []runtime.Object
+		cni  string
+		mode string
+	}{
+		{"calico", []corev1.Pod{pod("calico-node-b", "calico-node", calicoEnv, "calico-node"), pod("calico-node-a", "calico-node", calicoEnv, "calico-node")},
+			[]runtime.Object{configMap("kube-system", "calico-config", map[string]string{"calico_backend": "vxlan", "veth_mtu": "0"})},
+			"calico", "vxlan, nftables dataplane"},
+		{"canal", []corev1.Pod{pod("canal-x", "canal", []corev1.EnvVar{{Name: "CALICO_NETWORKING_BACKEND", Value: "none"}}, "calico-node", "kube-flannel")},
+			[]runtime.Object{configMap("kube-system", "canal-config", map[string]string{"net-conf.json": `{"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}`})},
+			"canal", "flannel vxlan, calico policy, felix's default dataplane"},
+		{"calico without its ConfigMap's value", []corev1.Pod{pod("calico-node-a", "calico-node", calicoEnv, "calico-node")},
+			[]runtime.Object{configMap("kube-system", "calico-config", map[string]string{})},
+			"calico", "vxlan, nftables dataplane"},
+	} {
+		info := IdentifyCNI(tc.pods, nil)
+		if info.Name != tc.cni || info.agent == nil {
+			t.Fatalf("%s: identified %q, agent %v", tc.name, info.Name, info.agent)
+		}
+		if tc.name == "calico" && info.agent.pod != "kube-system/calico-node-a" {
+			t.Errorf("agent %s, want the first pod by name", info.agent.pod)
+		}
+		DetectCNIMode(context.Background(), fake.NewClientset(tc.objs...), &info)
+		if info.Mode != tc.mode {
+			t.Errorf("%s: mode %q, want %q (evidence %q)", tc.name, info.Mode, tc.mode, info.Evidence)
+		}
+		if !strings.Contains(strings.Join(info.Evidence, "\n"), "'s environment") {
+			t.Errorf("%s: evidence %q does not name the environment read", tc.name, info.Evidence)
+		}
+	}
+}

@@ -72,6 +72,12 @@ var expects = map[string]expect{
 		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000", egressOpen: ciliumNativeEgressOpen},
 	"cilium-native-kube-proxy": {cni: "cilium", mode: "native routing, kube-proxy, legacy host routing",
 		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", egressRules: "10,1000", egressOpen: ciliumNativeEgressOpen},
+	// Calico's rules select any address, pods' included; its pods reach
+	// the outside masqueraded by the pool's natOutgoing.
+	"calico-vxlan": {cni: "calico", mode: "vxlan, iptables dataplane", policy: "enforced", footprint: "measured", agents: 2,
+		clusterPolicy: "calico-networkset", cidrSelectsPods: true, egressOutside: true, egressRules: "10,1000"},
+	"calico-nftables": {cni: "calico", mode: "vxlan, nftables dataplane", policy: "enforced", footprint: "measured", agents: 2,
+		clusterPolicy: "calico-networkset", cidrSelectsPods: true, egressOutside: true, egressRules: "10,1000"},
 }
 
 // ciliumNativeEgressOpen: with Cilium's native routing the client pod
