@@ -77,6 +77,17 @@ E2E_ALL_CNI ?=
 e2e-all: e2e-test-bin
 	hack/local-cluster/e2e-all.sh $(BIN) bin/e2e.test $(E2E_ALL_CNI)
 
+# Seed 002's comparison on the real CNI field, one CNI after another on the
+# local cluster (hack/local-cluster/field.sh: each comes up, is verified,
+# measured with every check and torn down; a CNI that cannot run is recorded
+# with the reason), then one side-by-side report, $(FIELD_OUT)/field.html.
+# Needs root; about 10 minutes per CNI, more for a first build of its binaries.
+FIELD_OUT ?= cnibench-results/field-$(shell date +%Y%m%d-%H%M%S)
+FIELD_CNI ?=
+.PHONY: field
+field: build
+	hack/local-cluster/field.sh $(BIN) $(FIELD_OUT) $(FIELD_CNI)
+
 # The main job: the quick lab suite (needs root), results and report in $(OUT).
 quick: build
 	$(BIN) suite --profile quick --out $(OUT) $(QUICK_ARGS)

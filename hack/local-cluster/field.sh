@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# field.sh CNIBENCH OUTDIR [CNI...] : seed 002's comparison re-run on the real CNI field, in one
+# command. For each CNI (default $FIELD_CNIS), in turn, holding the local cluster's lock:
+#   host snapshot -> up.sh --cni CNI (the cnibench image imported) -> cni_verify (the datapath is
+#   the one configured, by the CNI's own account) -> the suite on the cluster: pod-to-pod TCP and
+#   UDP throughput (UDP's loss), tcp_rr, tcp_crr and HTTP, across nodes and on one node, against
+#   the node-to-node baseline, with repeats, and every check (MTU, NetworkPolicy, encryption, the
+#   CNI and its footprint idle and under load) -> down.sh -> host-state comparison.
+# A CNI that cannot run is recorded, never dropped: one this kernel lacks the link types for
+# (cni_supported), one the harness does not know, one whose cluster did not come up or did not
+# verify, and the CNIs no build of which is served here ($FIELD_NOT_SERVED). Each becomes a
+# results file with no runs and a skipped entry labelled with it (docs/results.md), which the
+# report lists under "Not measured" with the reason.
+# Then one report puts the CNIs side by side: `cnibench report OUTDIR/<cni>/...` ->
+# OUTDIR/field.{html,md,txt}. Exit 1 if any CNI that should run failed, else 0.
+# Env: FIELD_SUITE_ARGS replaces the suite's shape (default below); FIELD_CNIS, FIELD_NOT_SERVED.
+set -euo pipefail
+export _t0=$(date +%s.%N)
+BIN=$(realpath "${1:?usage: field.sh CNIBENCH OUTDIR [CNI...]}")
+OUT=${2:?usage: field.sh CNIBENCH OUTDIR [CNI...]}; shift 2
+LCD=$(cd "$(dirname "$0")" && pwd)
+source "$LCD/lib.sh"
+[ "$(id -u)" -eq 0 ] || die "needs root (the local cluster)"
+# seed 002's field as far as this machine can build and run it (cni/README.md)
+FIELD_CNIS=${FIELD_CNIS:-flannel-vxlan calico-vxlan canal cilium-vxlan cilium-native kube-router}
+# name|mode|reason, one per line: CNIs of seed 002 no build of which the Go module proxy serves here
+FIELD_NOT_SERVED=${FIELD_NOT_SERVED:-'weave|fastdp|Weave Net: the Go module proxy refuses every version (403), so it cannot be built here
+antrea||Antrea: the Go module proxy refuses every version (403); it also needs Open vSwitch, which this kernel lacks'}
+list=${*:-$FIELD_CNIS}
+SUITE_ARGS=(${FIELD_SUITE_ARGS:---tests tcp_stream,udp_stream,tcp_rr,tcp_crr,http --flows 1,8 --repeat 5 --duration 1s --warmup 250ms --seed 4242})
+mkdir -p "$OUT"; OUT=$(realpath "$OUT")
+LOCK=/var/lock/cnibench-cluster.lock
+REF=cnibench.local/cnibench:field
+"$BIN" image build --binary "$BIN" --ref "$REF" --out "$OUT/image.tar" >/dev/null
+"$LCD/deps.sh"
+
+# not_measured NAME MODE REASON : OUTDIR/NAME/results.json, no runs, one skipped entry labelled
+# with the CNI (docs/results.md, "A CNI that could not run").
+not_measured() {
+  mkdir -p "$OUT/$1"
+  python3 - "$OUT/$1/results.json" "$1" "$2" "$3" "$("$BIN" version 2>/dev/null | awk '{print $2; exit}')" <<'PY'
+import json, os, platform, socket, sys, datetime
+path, cni, mode, reason, version = sys.argv[1:6]
+now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+cpu = ""
+for line in open("/proc/cpuinfo"):
+    if line.startswith("model name"):
+        cpu = line.split(":", 1)[1].strip(); break
+labels = {"cni": cni}
+if mode:
+    labels["cni_mode"] = mode
+doc = {"schema": "cnibench/results/v1", "tool": {"name": "cnibench", "version": version or "unknown"},
+       "start": now, "end": now,
+       "host": {"hostname": socket.gethostname(), "kernel": platform.release(), "os": "linux", "cpu_model": cpu, "cores": os.cpu_count()},
+       "config": {"backend": "kubernetes", "cluster": "local-2node", "cni": cni},
+       "runs": [], "skipped": [{"labels": labels, "reason": "skipped: " + reason}]}
+json.dump(doc, open(path, "w"), indent=2)
+PY
+  echo "field: $1: not measured: $3"
+}
+
+failed=0 rows=()
+while IFS='|' read -r name mode reason; do
+  [ -n "$name" ] && not_measured "$name" "$mode" "$reason" && rows+=("| $name | not measured: $reason | 0 | — |")
+done <<<"$FIELD_NOT_SERVED"
+for c in $list; do
+  t=$SECONDS
+  if [[ " $CNIS " != *" $c "* ]]; then
+    not_measured "$c" "" "$c: the local cluster's harness cannot install it yet (hack/local-cluster/cni/README.md)"
+    rows+=("| $c | not measured: not in the harness | 0 | — |"); continue
+  fi
+  cni_load "$c"
+  if ! why=$(cni_supported); then
+    not_measured "$c" "" "$c: $why"; rows+=("| $c | not measured: $why | 0 | — |"); continue
+  fi
+  log=$OUT/$c.log rc=0
+  # one cluster at a time on this machine: the whole up -> measure -> down under the lock
+  flock -w 7200 "$LOCK" bash -c '
+    set -euo pipefail
+    source "$1/lib.sh"; cni_load "$2"
+    OUT=$3 BIN=$4 REF=$5 c=$2; shift 5
+    "$LC_DIR/hoststate.sh" snapshot "$OUT/$c.host-before"
+    trap '"'"'"$LC_DIR/down.sh" >"$OUT/$c.down.log" 2>&1 || echo "field: $c: down.sh failed (see $OUT/$c.down.log)";
+          "$LC_DIR/hoststate.sh" snapshot "$OUT/$c.host-after";
+          "$LC_DIR/hoststate.sh" compare "$OUT/$c.host-before" "$OUT/$c.host-after" | tail -1;
+          rm -rf "$OUT/$c.host-before" "$OUT/$c.host-after"'"'"' EXIT
+    IMAGES="$OUT/image.tar" "$LC_DIR/up.sh" --cni "$c" >"$OUT/$c.up.log" 2>&1 || { tail -30 "$OUT/$c.up.log"; echo "field: $c: the cluster did not come up"; exit 4; }
+    cni_verify >"$OUT/$c.verify.txt" 2>&1 || { cat "$OUT/$c.verify.txt"; echo "field: $c: does not run as configured"; exit 5; }
+    innet n1 "$BIN" suite --backend kubernetes --kubeconfig "$KUBECONFIG_ADMIN" --image "$REF" --image-pull-policy Never \
+      --cni-conf-dir "$LC_STATE/{node}/cni" --cluster-name local-2node "$@" --out "$OUT/$c" >"$OUT/$c.suite.log" 2>&1 ||
+      { tail -20 "$OUT/$c.suite.log"; echo "field: $c: the suite failed"; exit 6; }
+  ' field "$LCD" "$c" "$OUT" "$BIN" "$REF" "${SUITE_ARGS[@]}" >"$log" 2>&1 || rc=$?
+  s=$((SECONDS - t))
+  host=$(grep -m1 -oE 'host state: (unchanged|CHANGED.*)' "$log" || echo "host state: not compared")
+  case $rc in
+    0) rows+=("| $c | measured | $s | ${host#host state: } |"); echo "field: $c: measured in $s s (${host})" ;;
+    4|5) why=$(grep -m1 -oE 'field: .*' "$log" | sed 's/^field: //')
+       [ -s "$OUT/$c/results.json" ] || not_measured "$c" "" "${why:-the cluster did not come up}"
+       rows+=("| $c | FAILED: $why | $s | ${host#host state: } |"); failed=1; echo "field: $c: $why" ;;
+    *) rows+=("| $c | FAILED (exit $rc; $log) | $s | ${host#host state: } |"); failed=1; echo "field: $c: FAILED (exit $rc; $log)" ;;
+  esac
+done
+rm -f "$OUT/image.tar"
+
+# the side-by-side report: every CNI's directory, measured or not
+dirs=(); for d in "$OUT"/*/; do [ -s "$d/results.json" ] && dirs+=("$d"); done
+if [ ${#dirs[@]} -ge 2 ]; then
+  ok=1
+  for f in html md txt; do "$BIN" report "${dirs[@]}" -o "$OUT/field.$f" || ok=0; done
+  if [ $ok = 1 ]; then echo "field: report in $OUT/field.{html,md,txt}"; else echo "field: the side-by-side report failed (above)"; failed=1; fi
+else
+  echo "field: fewer than two results files, no side-by-side report"
+fi
+{
+  echo "# field.sh on $(date -u +%Y-%m-%d) at commit $(git -C "$LCD" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo
+  echo "Machine: $(nproc) cores, kernel $(uname -r); Kubernetes $K8S_VERSION. Suite: ${SUITE_ARGS[*]}"
+  echo
+  echo "| CNI | result | s | host unchanged |"
+  echo "|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+} >"$OUT/field-summary.md"
+cat "$OUT/field-summary.md"
+exit "$failed"
