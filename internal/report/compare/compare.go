@@ -177,179 +177,20 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 	for _, in := range inputs {
 		r.Inputs = append(r.Inputs, in.Name)
 	}
-	type pair struct {
-		labels, baseLabels map[string]string
-		base               *result.Run
-		others             []*result.Run
-	}
 	var pairs []pair
 	var columns []string
 	// --by across files: the compared cells whose settings differ from
-	// their baseline's, per file (crossBase: the baseline's file).
-	var cf *crossFile
-	crossMismatch := map[int][]cellMismatch{}
-	crossBase := 0
+	// their baseline's, per file.
+	var cross *crossPairs
+	var err error
 	switch o.Mode {
 	case ByFile:
-		if len(inputs) < 2 {
-			return nil, &UsageError{"compare needs at least two files (OLD NEW), or --by datapath with one file"}
-		}
-		r.Base = inputs[0].Name
-		r.HostNotes = hostNotes(inputs)
-		for _, in := range inputs {
-			columns = append(columns, in.Name)
-		}
-		single := true
-		for _, in := range inputs {
-			single = single && len(in.Set.Runs) == 1
-		}
-		if single {
-			// Two `cnibench run` results: compare them whatever their labels
-			// (their targets usually differ).
-			p := pair{labels: inputs[0].Set.Runs[0].Labels, base: &inputs[0].Set.Runs[0]}
-			for _, in := range inputs[1:] {
-				p.others = append(p.others, &in.Set.Runs[0])
-			}
-			pairs = append(pairs, p)
-			break
-		}
-		index := make([]map[string]*result.Run, len(inputs))
-		var all []map[string]string
-		seen := map[string]bool{}
-		for i, in := range inputs {
-			index[i] = map[string]*result.Run{}
-			for j := range in.Set.Runs {
-				run := &in.Set.Runs[j]
-				l := project(run.Labels, o.Match)
-				k := result.LabelKey(l)
-				if prev, dup := index[i][k]; !dup {
-					index[i][k] = run
-				} else if len(o.Match) > 0 {
-					return nil, &UsageError{fmt.Sprintf("--match %s: %s has several runs with %s (%s and %s); add a label that tells them apart",
-						strings.Join(o.Match, ","), in.Name, k, result.LabelKey(prev.Labels), result.LabelKey(run.Labels))}
-				}
-				if !seen[k] {
-					seen[k] = true
-					all = append(all, l)
-				}
-			}
-		}
-		for _, l := range all {
-			k := result.LabelKey(l)
-			p := pair{labels: l, base: index[0][k]}
-			n := 0
-			for i := 1; i < len(inputs); i++ {
-				p.others = append(p.others, index[i][k])
-				if index[i][k] != nil {
-					n++
-				}
-			}
-			if p.base != nil || n > 0 {
-				pairs = append(pairs, p)
-			}
-		}
-		r.ProfileNotes = profileNotes(inputs, index)
+		pairs, columns, err = pairsByFile(inputs, o, r)
 	default:
-		by := string(o.Mode)
-		if len(inputs) == 0 {
-			return nil, &UsageError{fmt.Sprintf("--by %s: no results file", by)}
-		}
-		// --by A,B --baseline a,b compares every combination of A and B
-		// with the baseline's (e.g. lb_mode,transport: dsr+direct against
-		// snat+vxlan); the runs must agree on every other label.
-		bys := strings.Split(by, ",")
-		set := inputs[0].Set
-		key := func(l map[string]string) (string, bool) {
-			var vs []string
-			for _, b := range bys {
-				v, ok := l[b]
-				if !ok || v == "" {
-					return "", false
-				}
-				vs = append(vs, v)
-			}
-			return strings.Join(vs, ","), true
-		}
-		// Several files: each value of the label from one file (one CNI
-		// per cluster), their runs pooled into one set.
-		if len(inputs) > 1 {
-			var err error
-			if cf, err = poolBy(inputs, by, bys, key); err != nil {
-				return nil, err
-			}
-			set = cf.set
-			r.HostNotes = hostNotes(inputs)
-			r.Ignored = cf.ignored
-		}
-		inName := inputs[0].Name
-		if cf != nil {
-			inName = strings.Join(r.Inputs, ", ")
-		}
-		var vals []string
-		seen := map[string]bool{}
-		for i := range set.Runs {
-			if v, ok := key(set.Runs[i].Labels); ok && !seen[v] {
-				seen[v] = true
-				vals = append(vals, v)
-			}
-		}
-		if len(vals) == 0 {
-			return nil, &UsageError{fmt.Sprintf("--by %s: no run in %s has that label (labels: %s)", by, inName, strings.Join(labelNames(set), ", "))}
-		}
-		sep := "; " // values of several labels contain commas
-		if len(bys) == 1 {
-			vals, sep = report.SortValues(by, vals), ", "
-		}
-		if o.Baseline == "" {
-			if o.Mode != ByDatapath {
-				return nil, &UsageError{fmt.Sprintf("--baseline: name the reference %s for --by %s (values: %s)", by, by, strings.Join(vals, sep))}
-			}
-			o.Baseline = report.BaselineDatapath
-		}
-		if n := len(strings.Split(o.Baseline, ",")); n != len(bys) {
-			return nil, &UsageError{fmt.Sprintf("--baseline %s: give one value for each label of --by %s (%d), separated by commas", o.Baseline, by, len(bys))}
-		}
-		r.Base = o.Baseline
-		columns = []string{o.Baseline, by}
-		var baseRuns []*result.Run
-		for i := range set.Runs {
-			if v, _ := key(set.Runs[i].Labels); v == o.Baseline {
-				baseRuns = append(baseRuns, &set.Runs[i])
-			}
-		}
-		if len(baseRuns) == 0 {
-			has := "has"
-			if cf != nil {
-				has = "have"
-			}
-			return nil, &UsageError{fmt.Sprintf("--baseline %s: %s %s no runs with %s=%s (values: %s)",
-				o.Baseline, inName, has, by, o.Baseline, strings.Join(vals, sep))}
-		}
-		for i := range set.Runs {
-			run := &set.Runs[i]
-			if v, ok := key(run.Labels); !ok || v == o.Baseline {
-				continue
-			}
-			var norm func(map[string]string) map[string]string
-			if cf != nil {
-				norm = cf.norm
-			}
-			b := matchBaseline(baseRuns, run.Labels, bys, norm)
-			if b == nil {
-				r.Unmatched++
-				continue
-			}
-			pairs = append(pairs, pair{labels: run.Labels, base: b, baseLabels: b.Labels, others: []*result.Run{run}})
-			if cf != nil {
-				// Cells of two files: the same measurement only if their
-				// settings agree (configMismatch), noted per file.
-				bi, oi := cf.origin[b], cf.origin[run]
-				if d := cf.mismatch(b, run, inputs[bi].Set, inputs[oi].Set); len(d) > 0 {
-					crossMismatch[oi] = appendMismatch(crossMismatch[oi], run.Labels, d)
-					crossBase = bi
-				}
-			}
-		}
+		pairs, columns, cross, err = pairsByLabel(inputs, &o, r)
+	}
+	if err != nil {
+		return nil, err
 	}
 
 	// Metrics.
@@ -462,19 +303,19 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 		order = append(append([]string(nil), order...), rest...)
 	}
 	r.ConfigNotes = mismatchNotes(func(i int) string { return inputs[i].Name }, mismatched)
-	if cf != nil && cf.ownedDiffer {
+	if cross != nil && cross.file.ownedDiffer {
 		r.Ignored = append(r.Ignored, "(settings) pod_mtu, path_mtu: the CNI's MTU, part of what is compared")
 	}
-	if len(crossMismatch) > 0 {
+	if cross != nil && len(cross.mismatch) > 0 {
 		// mismatchNotes names the reference as index 0 and each other
 		// file by its index: shift the files by one behind the baseline's.
 		shifted := map[int][]cellMismatch{}
-		for i, ms := range crossMismatch {
+		for i, ms := range cross.mismatch {
 			shifted[i+1] = ms
 		}
 		r.ConfigNotes = append(r.ConfigNotes, mismatchNotes(func(i int) string {
 			if i == 0 {
-				return inputs[crossBase].Name
+				return inputs[cross.base].Name
 			}
 			return inputs[i-1].Name
 		}, shifted)...)
