@@ -11,9 +11,6 @@ func (c GradedCell) Class() string {
 	return gradeCell{Grade: c.Grade, Ratio: c.Ratio, Lo: c.Lo, Hi: c.Hi, NotTrusted: c.NotTrusted}.class()
 }
 
-// PageCSS is the report page's style sheet, grade classes included.
-func PageCSS() string { return css + gradeCSS() }
-
 // GradeMark is the Markdown mark of a grade class (Class, VerdictClass):
 // one coloured circle and a space, two for a span; "" for other classes.
 func GradeMark(class string) string { return gradeMark(class) }
