@@ -6,14 +6,24 @@
 #   cilium   cilium-agent, cilium-cni, cilium-operator-generic, cilium-dbg $CILIUM_VERSION, built in
 #            a writable copy of the module (its replace directives apply), and its bpf/ sources, which the
 #            agent compiles with Debian's clang when it starts
+#   calico   calico-node (felix runs as `calico-node -felix`) and the calico CNI plugin (also
+#            calico-ipam, by the name it is run under) $CALICO_VERSION, which the Go module proxy
+#            serves only by pseudo-version; built in a writable copy of the module with its three
+#            nested modules put back (api, lib/std, a stub lib/httpmachinery), and the module's
+#            manifests/calico-vxlan.yaml (calico.sh takes its CRDs and RBAC from it)
+#            (its go builds run under nice -n 19: another test run may be using the CPUs)
+#   kube-router  kube-router $KUBE_ROUTER_VERSION (the only version the proxy serves; a test fixture
+#            of the local cluster, not shipped) and the gobgp CLI its Makefile pins (v3.23.0), nice'd
 # One build at a time per cache (flock); built into bin.new and renamed.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-FAM=${1:?usage: build-cni.sh flannel|cilium}
+FAM=${1:?usage: build-cni.sh flannel|cilium|calico|kube-router}
 case $FAM in
   flannel) VER=$FLANNEL_VERSION ;;
   cilium) VER=$CILIUM_VERSION ;;
-  *) die "build-cni.sh: unknown CNI family $FAM (want flannel or cilium)" ;;
+  calico) VER=$CALICO_VERSION ;;
+  kube-router) VER=$KUBE_ROUTER_VERSION ;;
+  *) die "build-cni.sh: unknown CNI family $FAM (want flannel, cilium, calico or kube-router)" ;;
 esac
 OUTD=$(cni_cache "$FAM")
 STAMP=$OUTD/bin/.complete
@@ -76,6 +86,43 @@ PY
   b cilium-dbg ./cilium-dbg
   cp -a bpf "$NEW/bpf"
   cd "$OUTD"
+  ;;
+calico)
+  # The release tags are refused (the module path has no /v3 suffix): the pseudo-versions of the
+  # release commit, and of the projectcalico/api commit its go.mod replaces with ./api.
+  case $VER in
+    v3.31.0) mv=v0.0.0-20251021213802-b1f3c43f8437 apiv=v0.0.0-20251022175904-f2ab03771208 ;;
+    *) die "calico $VER: no pseudo-version pinned in ${0##*/} (the Go module proxy serves Calico only by pseudo-version)" ;;
+  esac
+  go_or_die "calico $VER ($mv), projectcalico/api $apiv and calico/lib/std" \
+    "$GO" mod download -json "github.com/projectcalico/calico@$mv" "github.com/projectcalico/api@$apiv" "github.com/projectcalico/calico/lib/std@$mv"
+  cp -a "$GOMODCACHE/github.com/projectcalico/calico@$mv/." "$BUILD/src"
+  # the nested modules the module zip leaves out, where go.mod's replace directives expect them
+  rm -rf "$BUILD/src/api" "$BUILD/src/lib/std"; mkdir -p "$BUILD/src/lib/httpmachinery"
+  cp -a "$GOMODCACHE/github.com/projectcalico/api@$apiv/." "$BUILD/src/api"
+  cp -a "$GOMODCACHE/github.com/projectcalico/calico/lib/std@$mv/." "$BUILD/src/lib/std"
+  chmod -R u+w "$BUILD/src"
+  # lib/httpmachinery: 404 at the proxy; only whisker-backend imports it (not built here)
+  printf 'module github.com/projectcalico/calico/lib/httpmachinery\n\ngo 1.24\n' >"$BUILD/src/lib/httpmachinery/go.mod"
+  cd "$BUILD/src"
+  ld="-s -w -X github.com/projectcalico/calico/pkg/buildinfo.Version=$VER -X github.com/projectcalico/calico/pkg/buildinfo.GitRevision=${mv##*-}"
+  b() { local out=$1 pkg=$2; go_or_die "building $out ($pkg) of calico $VER" nice -n 19 "$GO" build -mod=mod -trimpath -ldflags "$ld" -o "$NEW/$out" "$pkg"
+        echo "calico $VER: built $out at +$((SECONDS - t0))s"; }
+  b calico-node ./node/cmd/calico-node
+  b calico ./cni-plugin/cmd/calico
+  ln -s calico "$NEW/calico-ipam"   # the CNI plugin runs as its IPAM plugin under this name
+  mkdir -p "$NEW/manifests"; cp manifests/calico-vxlan.yaml "$NEW/manifests/"
+  cp node/filesystem/etc/calico/felix.cfg "$NEW/felix.cfg"
+  cd "$OUTD"
+  ;;
+kube-router)
+  gobgpv=v3.23.0   # kube-router's Makefile GOBGP_VERSION
+  go_or_die "kube-router $VER" "$GO" mod download -json "github.com/cloudnativelabs/kube-router/v2@$VER"
+  cp -a "$GOMODCACHE/github.com/cloudnativelabs/kube-router/v2@$VER/." "$BUILD/src"; chmod -R u+w "$BUILD/src"
+  (cd "$BUILD/src" && go_or_die "building kube-router $VER" nice -n 19 "$GO" build -mod=mod -trimpath -ldflags "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$VER -X github.com/cloudnativelabs/kube-router/v2/pkg/version.BuildDate=cnibench-local" -o "$NEW/kube-router" ./cmd/kube-router)
+  echo "kube-router $VER: built kube-router at +$((SECONDS - t0))s"
+  (cd / && GOBIN=$NEW GOFLAGS= go_or_die "building the gobgp CLI $gobgpv" nice -n 19 "$GO" install -trimpath -ldflags "-s -w" "github.com/osrg/gobgp/v3/cmd/gobgp@$gobgpv")
+  echo "kube-router $VER: built gobgp $gobgpv at +$((SECONDS - t0))s"
   ;;
 esac
 rm -rf "$BUILD"

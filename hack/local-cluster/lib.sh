@@ -9,7 +9,10 @@ K8S_BIN=$LC_CACHE/$K8S_VERSION/bin
 FLANNEL_VERSION=${FLANNEL_VERSION:-v0.28.10}
 CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v0.9.1}   # its plugins/meta/flannel reads flanneld's subnet.env
 CILIUM_VERSION=${CILIUM_VERSION:-v1.15.19}
-cni_cache() { case $1 in flannel) echo "$LC_CACHE/cni/flannel-$FLANNEL_VERSION" ;; cilium) echo "$LC_CACHE/cni/cilium-$CILIUM_VERSION" ;; esac; }
+CALICO_VERSION=${CALICO_VERSION:-v3.31.0}   # served only by pseudo-version (build-cni.sh pins it)
+KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-v2.1.0}   # the only version the Go module proxy serves (a test fixture: not shipped)
+cni_cache() { case $1 in flannel) echo "$LC_CACHE/cni/flannel-$FLANNEL_VERSION" ;; cilium) echo "$LC_CACHE/cni/cilium-$CILIUM_VERSION" ;; calico) echo "$LC_CACHE/cni/calico-$CALICO_VERSION" ;;
+  kube-router) echo "$LC_CACHE/cni/kube-router-$KUBE_ROUTER_VERSION" ;; esac; }
 TOOLS_BIN=$LC_CACHE/tools-bin
 # Cluster state (etcd data, containerd roots, kubelet roots, PKI, images, logs): removed by down.sh.
 LC_STATE=${LC_STATE:-/var/lib/cnibench-k8s}
@@ -239,12 +242,13 @@ stage_busybox() {
 }
 
 # The CNIs up.sh --cni installs (cni/<family>.sh; interface in cni/README.md).
-CNIS="bridge bridge-dual flannel-vxlan flannel-host-gw flannel-wireguard cilium-vxlan cilium-geneve cilium-native cilium-native-legacy cilium-native-kube-proxy cilium-wireguard"
+CNIS="bridge bridge-dual flannel-vxlan flannel-host-gw flannel-wireguard cilium-vxlan cilium-geneve cilium-native cilium-native-legacy cilium-native-kube-proxy cilium-wireguard calico-vxlan calico-nftables kube-router"
 # cni_load NAME : check NAME and source its family's script (sets CNI, CNI_FAMILY, CNI_VERSION, …).
 cni_load() {
   CNI=$1
   [[ " $CNIS " == *" $CNI "* ]] || die "--cni $CNI: unknown CNI (want one of: $CNIS)"
-  CNI_FAMILY=${CNI%%-*}
+  # the family: NAME up to its first dash, unless a script is named after the whole NAME (kube-router)
+  CNI_FAMILY=${CNI%%-*}; [ -f "$LC_DIR/cni/$CNI.sh" ] && CNI_FAMILY=$CNI
   CNI_IMAGES="" CNI_PLUGINS="" CNI_NEEDS=""
   source "$LC_DIR/cni/$CNI_FAMILY.sh"
 }

@@ -78,6 +78,8 @@ var expects = map[string]expect{
 		clusterPolicy: "calico-networkset", cidrSelectsPods: true, egressOutside: true, egressRules: "10,1000"},
 	"calico-nftables": {cni: "calico", mode: "vxlan, nftables dataplane", policy: "enforced", footprint: "measured", agents: 2,
 		clusterPolicy: "calico-networkset", cidrSelectsPods: true, egressOutside: true, egressRules: "10,1000"},
+	// kube-router: a local test fixture only (hack/local-cluster/cni/kube-router.sh).
+	"kube-router": {cni: "kube-router", policy: "enforced", footprint: "measured", agents: 2, cidrSelectsPods: true, egressRules: "10,1000"},
 }
 
 // ciliumNativeEgressOpen: with Cilium's native routing the client pod
