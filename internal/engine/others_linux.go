@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/cnibench/cnibench/internal/hostinfo"
 	"github.com/cnibench/cnibench/internal/procfs"
@@ -14,23 +15,42 @@ import (
 // only its own processes.
 var errOwnPIDNamespace = errors.New("not in the host's pid namespace: other programs are not visible")
 
+// othersCgroup is the run's cgroup whose processes are left out of the
+// count, found and checked once: the process's pid namespace and cgroup do
+// not change between windows.
+var othersCgroup = sync.OnceValues(func() (string, error) {
+	if err := hostPIDs(); err != nil {
+		return "", err
+	}
+	dir, err := ownCgroup()
+	if err != nil {
+		return "", err
+	}
+	if isCgroupRoot(dir) {
+		return "", fmt.Errorf("this process is in the root cgroup (%s): the run's processes cannot be told from others", dir)
+	}
+	return dir, nil
+})
+
+// hostPIDs is nil when this process sees the host's processes.
+func hostPIDs() error {
+	host, err := procfs.HostPIDNamespace()
+	if err != nil {
+		return err
+	}
+	if !host {
+		return errOwnPIDNamespace
+	}
+	return nil
+}
+
 // readOthers sums the CPU so far of the host's other programs: every
 // user-space process outside this process's cgroup (the run's, in the lab)
 // and not one of its ancestors.
 func readOthers() othersTicks {
-	host, err := procfs.HostPIDNamespace()
+	dir, err := othersCgroup()
 	if err != nil {
 		return othersTicks{Err: err}
-	}
-	if !host {
-		return othersTicks{Err: errOwnPIDNamespace}
-	}
-	dir, err := ownCgroup()
-	if err != nil {
-		return othersTicks{Err: err}
-	}
-	if isCgroupRoot(dir) {
-		return othersTicks{Err: fmt.Errorf("this process is in the root cgroup (%s): the run's processes cannot be told from others", dir)}
 	}
 	run, err := hostinfo.CgroupPIDs(dir)
 	if err != nil {
@@ -54,12 +74,8 @@ func isCgroupRoot(dir string) bool {
 // but this one, its descendants and its ancestors (the idle probe's
 // "other programs", before the run's processes exist).
 func readOthersBesideSelf() othersTicks {
-	host, err := procfs.HostPIDNamespace()
-	if err != nil {
+	if err := hostPIDs(); err != nil {
 		return othersTicks{Err: err}
-	}
-	if !host {
-		return othersTicks{Err: errOwnPIDNamespace}
 	}
 	snap, err := procfs.ReadAll()
 	if err != nil {

@@ -2,14 +2,11 @@ package engine
 
 import (
 	"context"
-	"os/exec"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/procfs"
+	"github.com/cnibench/cnibench/internal/testutil"
 )
 
 // A busy loop that is neither this process's descendant nor its ancestor
@@ -20,23 +17,7 @@ func TestProbeCountsAnOrphanHog(t *testing.T) {
 	if host, err := procfs.HostPIDNamespace(); err != nil || !host {
 		t.Skipf("not in the host's pid namespace (%v): other programs are not visible", err)
 	}
-	out, err := exec.Command("sh", "-c", "sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatalf("hog pid %q: %v", out, err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-			if syscall.Kill(pid, 0) != nil {
-				return
-			}
-		}
-		t.Errorf("hog %d still running after SIGKILL", pid)
-	})
+	pid := testutil.StartOrphanHog(t)
 	f, _, err := ProbeForeign(context.Background(), 500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)

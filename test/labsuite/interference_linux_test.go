@@ -2,13 +2,8 @@ package labsuite
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,33 +13,6 @@ import (
 	"github.com/cnibench/cnibench/internal/testutil"
 	"github.com/cnibench/cnibench/pkg/result"
 )
-
-// startHog runs a busy loop of one core outside the lab: another program,
-// neither a descendant of this process (which runs the suite, and whose
-// own tree the idle probe leaves out) nor in the run's cgroup. Its shell
-// exits at once, leaving the loop an orphan; the loop ends by itself when
-// this process is gone, and the test kills it when it ends.
-func startHog(t *testing.T) {
-	t.Helper()
-	loop := fmt.Sprintf("while kill -0 %d 2>/dev/null; do :; done", os.Getpid())
-	out, err := exec.Command("sh", "-c", "sh -c '"+loop+"' >/dev/null 2>&1 & echo $!").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatalf("hog pid %q: %v", out, err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-			if syscall.Kill(pid, 0) != nil {
-				return
-			}
-		}
-		t.Errorf("hog %d still running after SIGKILL", pid)
-	})
-}
 
 // A CPU hog of one core beside the suite is measured as other programs'
 // CPU in every window and by the idle probe, its repeats are marked busy
@@ -59,7 +27,7 @@ func TestInterferenceWithHog(t *testing.T) {
 	o := tinyOptions(t, "baseline", "veth-routing")
 	o.Tests, o.Flows = []string{engine.TCPRR}, []int{1}
 	o.Interference = suite.Interference{ThresholdPct: suite.DefaultBusyThresholdPct, Retries: 1, IdleProbe: 500 * time.Millisecond}
-	startHog(t)
+	testutil.StartOrphanHog(t)
 	var progress strings.Builder
 	out, err := o.run(context.Background(), &progress)
 	if err != nil {
