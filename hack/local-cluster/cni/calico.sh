@@ -255,10 +255,10 @@ cni_verify() {
   for n in $NODES; do
     o=n1; [ $n = n1 ] && o=n2
     [ "$(cat "$LC_STATE/$n/calico/mtu" 2>/dev/null)" = "$CALICO_MTU" ] || { echo "$n: felix detected MTU $(cat "$LC_STATE/$n/calico/mtu" 2>/dev/null), the CNI configuration has $CALICO_MTU" >&2; return 1; }
-    ip -n "$(netns $n)" -d link show vxlan.calico 2>/dev/null | grep -q 'vxlan id 4096' || { echo "$n: no vxlan.calico VXLAN device (VNI 4096)" >&2; return 1; }
+    grep -q 'vxlan id 4096' <<<"$(ip -n "$(netns $n)" -d link show vxlan.calico 2>/dev/null)" || { echo "$n: no vxlan.calico VXLAN device (VNI 4096)" >&2; return 1; }
     rt=0
     for b in $(echo "$blocks" | awk -v o=$o '$1 == o && $3 == "confirmed" {print $2}'); do
-      ip -n "$(netns $n)" route show "$b" | grep -q 'dev vxlan.calico' || { echo "$n: $o's block $b not routed via vxlan.calico" >&2; return 1; }
+      grep -q 'dev vxlan.calico' <<<"$(ip -n "$(netns $n)" route show "$b")" || { echo "$n: $o's block $b not routed via vxlan.calico" >&2; return 1; }
       rt=$((rt + 1))
     done
     [ $rt -gt 0 ] || { echo "$n: $o has no confirmed IPAM block (blockaffinities: $(echo $blocks))" >&2; return 1; }

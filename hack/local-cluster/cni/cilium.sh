@@ -238,7 +238,7 @@ cni_logs() {
     echo "--- $p (last 40 lines)" >&2; kc -n kube-system logs "$p" --tail=40 >&2 || true
   done
 }
-sock_lb_on() { bpftool cgroup show "/sys/fs/cgroup/unified${CGROOT}-$1" | grep -q cil_sock4_connect; }
+sock_lb_on() { grep -q cil_sock4_connect <<<"$(bpftool cgroup show "/sys/fs/cgroup/unified${CGROOT}-$1")"; }
 # cni_verify: each agent runs as configured, by its own account (cilium-dbg status): host routing,
 # kube-proxy replacement, the tunnel device; socket LB programs on the node's cgroup subtree only.
 cni_verify() {
@@ -253,7 +253,7 @@ cni_verify() {
   done
   for n in $NODES; do
     if [ "$CILIUM_ROUTING" = tunnel ]; then
-      ip -n "$(netns $n)" -d link show "cilium_$CILIUM_TUNNEL" 2>/dev/null | grep -q "$CILIUM_TUNNEL" || { echo "$n: no cilium_$CILIUM_TUNNEL device" >&2; return 1; }
+      grep -q "$CILIUM_TUNNEL" <<<"$(ip -n "$(netns $n)" -d link show "cilium_$CILIUM_TUNNEL" 2>/dev/null)" || { echo "$n: no cilium_$CILIUM_TUNNEL device" >&2; return 1; }
     fi
     if [ "$CILIUM_KPR" = true ]; then
       # attached shortly after the agent turns ready: bounded wait

@@ -126,12 +126,12 @@ cni_verify() {
   for n in $NODES; do
     o=n1; [ $n = n1 ] && o=n2
     if [ "$FLANNEL_BACKEND" = wireguard ]; then
-      ip -n "$(netns $n)" -d link show flannel-wg 2>/dev/null | grep -q wireguard || { echo "$n: no flannel-wg WireGuard device" >&2; return 1; }
+      grep -q wireguard <<<"$(ip -n "$(netns $n)" -d link show flannel-wg 2>/dev/null)" || { echo "$n: no flannel-wg WireGuard device" >&2; return 1; }
     elif [ "$FLANNEL_BACKEND" = vxlan ]; then
-      ip -n "$(netns $n)" -d link show flannel.1 2>/dev/null | grep -q 'vxlan id 1' || { echo "$n: no flannel.1 VXLAN device" >&2; return 1; }
-      ip -n "$(netns $n)" route show "$(pod_cidr $o)" | grep -q 'dev flannel.1' || { echo "$n: $(pod_cidr $o) not routed via flannel.1" >&2; return 1; }
+      grep -q 'vxlan id 1' <<<"$(ip -n "$(netns $n)" -d link show flannel.1 2>/dev/null)" || { echo "$n: no flannel.1 VXLAN device" >&2; return 1; }
+      grep -q 'dev flannel.1' <<<"$(ip -n "$(netns $n)" route show "$(pod_cidr $o)")" || { echo "$n: $(pod_cidr $o) not routed via flannel.1" >&2; return 1; }
     else
-      ip -n "$(netns $n)" route show "$(pod_cidr $o)" | grep -q "via $(node_ip $o) dev eth0" || { echo "$n: $(pod_cidr $o) not routed via $(node_ip $o)" >&2; return 1; }
+      grep -q "via $(node_ip $o) dev eth0" <<<"$(ip -n "$(netns $n)" route show "$(pod_cidr $o)")" || { echo "$n: $(pod_cidr $o) not routed via $(node_ip $o)" >&2; return 1; }
     fi
   done
   echo "flannel $FLANNEL_BACKEND: the nodes route each other's pod subnets as configured"
