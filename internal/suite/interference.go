@@ -27,10 +27,12 @@ type Interference struct {
 	IdleProbe time.Duration
 }
 
-// DefaultBusyThresholdPct is provisional: beside a CPU hog of known size
-// the in-window figure caught a one-core hog (57 %) but not a half-core
-// one (6 %), which still moved the quick profile's headline by up to 14 %
-// (docs/interference.md, docs/data/interference-2026-12-04/).
+// DefaultBusyThresholdPct lies between a quiet host (other programs counted
+// process by process: 0 % of a core, p90 0 %) and the smallest CPU hog that
+// has moved the quick profile's figures: half a core, counted 48–54 % in the
+// windows, moved throughput by up to 14 % in one of two measurements; one
+// core (97–104 %) moved tcp_rr and tcp_crr latency by 14–24 %
+// (docs/interference.md, docs/data/interference-2026-12-04b/).
 const DefaultBusyThresholdPct = 25
 
 // DefaultBusyRetries and DefaultIdleProbe are the CLI's defaults.
