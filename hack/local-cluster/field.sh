@@ -59,19 +59,23 @@ PY
   echo "field: $1: not measured: $3"
 }
 
-failed=0 rows=()
+# row NAME LINE : NAME's line of field-summary.md, kept in OUTDIR/.rows so that a field measured
+# in several invocations into one OUTDIR (`field.sh BIN OUT canal`, later) is summed up whole.
+mkdir -p "$OUT/.rows"
+row() { printf '%s\n' "$2" >"$OUT/.rows/$1"; }
+failed=0
 while IFS='|' read -r name mode reason; do
-  [ -n "$name" ] && not_measured "$name" "$mode" "$reason" && rows+=("| $name | not measured: $reason | 0 | — |")
+  [ -n "$name" ] && not_measured "$name" "$mode" "$reason" && row "$name" "| $name | not measured: $reason | 0 | — |"
 done <<<"$FIELD_NOT_SERVED"
 for c in $list; do
   t=$SECONDS
   if [[ " $CNIS " != *" $c "* ]]; then
     not_measured "$c" "" "$c: the local cluster's harness cannot install it yet (hack/local-cluster/cni/README.md)"
-    rows+=("| $c | not measured: not in the harness | 0 | — |"); continue
+    row "$c" "| $c | not measured: not in the harness | 0 | — |"; continue
   fi
   cni_load "$c"
   if ! why=$(cni_supported); then
-    not_measured "$c" "" "$c: $why"; rows+=("| $c | not measured: $why | 0 | — |"); continue
+    not_measured "$c" "" "$c: $why"; row "$c" "| $c | not measured: $why | 0 | — |"; continue
   fi
   log=$OUT/$c.log rc=0
   # one cluster at a time on this machine: the whole up -> measure -> down under the lock
@@ -93,11 +97,11 @@ for c in $list; do
   s=$((SECONDS - t))
   host=$(grep -m1 -oE 'host state: (unchanged|CHANGED.*)' "$log" || echo "host state: not compared")
   case $rc in
-    0) rows+=("| $c | measured | $s | ${host#host state: } |"); echo "field: $c: measured in $s s (${host})" ;;
+    0) row "$c" "| $c | measured at $(date -u +%H:%M) | $s | ${host#host state: } |"; echo "field: $c: measured in $s s (${host})" ;;
     4|5) why=$(grep -m1 -oE 'field: .*' "$log" | sed 's/^field: //')
        [ -s "$OUT/$c/results.json" ] || not_measured "$c" "" "${why:-the cluster did not come up}"
-       rows+=("| $c | FAILED: $why | $s | ${host#host state: } |"); failed=1; echo "field: $c: $why" ;;
-    *) rows+=("| $c | FAILED (exit $rc; $log) | $s | ${host#host state: } |"); failed=1; echo "field: $c: FAILED (exit $rc; $log)" ;;
+       row "$c" "| $c | FAILED: $why | $s | ${host#host state: } |"; failed=1; echo "field: $c: $why" ;;
+    *) row "$c" "| $c | FAILED (exit $rc; $c.log) | $s | ${host#host state: } |"; failed=1; echo "field: $c: FAILED (exit $rc; $log)" ;;
   esac
 done
 rm -f "$OUT/image.tar"
@@ -118,7 +122,7 @@ fi
   echo
   echo "| CNI | result | s | host unchanged |"
   echo "|---|---|---|---|"
-  printf '%s\n' "${rows[@]}"
+  cat "$OUT"/.rows/*
 } >"$OUT/field-summary.md"
 cat "$OUT/field-summary.md"
 exit "$failed"
