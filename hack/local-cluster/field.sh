@@ -78,6 +78,7 @@ for c in $list; do
     not_measured "$c" "" "$c: $why"; row "$c" "| $c | not measured: $why | 0 | — |"; continue
   fi
   log=$OUT/$c.log rc=0
+  rm -rf "${OUT:?}/$c" "$OUT/$c".*   # measured again: nothing of an earlier run stays
   # one cluster at a time on this machine: the whole up -> measure -> down under the lock
   flock -w 7200 "$LOCK" bash -c '
     set -euo pipefail
