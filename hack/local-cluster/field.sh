@@ -3,7 +3,7 @@
 # command. For each CNI (default $FIELD_CNIS), in turn, holding the local cluster's lock:
 #   host snapshot -> up.sh --cni CNI (the cnibench image imported) -> cni_verify (the datapath is
 #   the one configured, by the CNI's own account) -> the suite on the cluster: pod-to-pod TCP and
-#   UDP throughput (UDP's loss), tcp_rr, tcp_crr and HTTP, across nodes and on one node, against
+#   UDP throughput (UDP's loss), tcp_rr, tcp_crr and HTTP, across nodes and on one node (--paths), against
 #   the node-to-node baseline, with repeats, and every check (MTU, NetworkPolicy, encryption, the
 #   CNI and its footprint idle and under load) -> down.sh -> host-state comparison.
 # A CNI that cannot run is recorded, never dropped: one this kernel lacks the link types for
@@ -27,7 +27,7 @@ FIELD_CNIS=${FIELD_CNIS:-flannel-vxlan calico-vxlan canal cilium-vxlan cilium-na
 FIELD_NOT_SERVED=${FIELD_NOT_SERVED:-'weave|fastdp|Weave Net: the Go module proxy refuses every version (403), so it cannot be built here
 antrea||Antrea: the Go module proxy refuses every version (403); it also needs Open vSwitch, which this kernel lacks'}
 list=${*:-$FIELD_CNIS}
-SUITE_ARGS=(${FIELD_SUITE_ARGS:---tests tcp_stream,udp_stream,tcp_rr,tcp_crr,http --flows 1,8 --repeat 5 --duration 1s --warmup 250ms --seed 4242})
+SUITE_ARGS=(${FIELD_SUITE_ARGS:---tests tcp_stream,udp_stream,tcp_rr,tcp_crr,http --paths same-node,cross-node --flows 1,8 --repeat 5 --duration 1s --warmup 250ms --seed 4242})
 mkdir -p "$OUT"; OUT=$(realpath "$OUT")
 LOCK=/var/lock/cnibench-cluster.lock
 REF=cnibench.local/cnibench:field

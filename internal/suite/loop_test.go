@@ -190,6 +190,51 @@ func TestLoopMatrix(t *testing.T) {
 	}
 }
 
+// --paths keeps the named pod paths (an IP family's twin with them) and
+// always the baseline's node-to-node path.
+func TestLoopPaths(t *testing.T) {
+	for _, tc := range []struct {
+		paths []string
+		want  []string
+	}{
+		{nil, []string{"cross-node", "pod-to-service"}},
+		{[]string{"cross-node"}, []string{"cross-node"}},
+		{[]string{"pod-to-service", "same-node"}, []string{"pod-to-service"}},
+	} {
+		b := &fakeBackend{}
+		o := fakeOptions(t, b)
+		o.Paths = tc.paths
+		out, err := (&Runner{}).Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range out.Set.Runs {
+			if r.Labels["datapath"] == "dp" && !slices.Contains(got, r.Labels["path"]) {
+				got = append(got, r.Labels["path"])
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("--paths %v: paths measured %v, want %v", tc.paths, got, tc.want)
+		}
+	}
+	for _, c := range []struct {
+		paths []string
+		kind  string
+		keep  bool
+	}{
+		{nil, "hairpin", true},
+		{[]string{"cross-node"}, "node-to-node", true},
+		{[]string{"cross-node"}, "cross-node-ipv6", true},
+		{[]string{"cross-node"}, "cross-node-pairs", false},
+		{[]string{"cross-node"}, "same-node", false},
+	} {
+		if got := (Options{Paths: c.paths}).keepPath(c.kind); got != c.keep {
+			t.Errorf("--paths %v, path %s: kept %v, want %v", c.paths, c.kind, got, c.keep)
+		}
+	}
+}
+
 // fakeScenario has two points; Prepare fails with ErrNeedsLab-like
 // unsupported errors for one of them.
 type fakeScenario struct {

@@ -6,6 +6,7 @@ package suite
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,11 @@ type Options struct {
 	// a name registered with scenario.Register by a scenario package
 	// linked into the binary (internal/cli/suite/scenarios.go).
 	Scenario string
+	// Paths, when not empty, are the pod paths of the matrix measured
+	// (KnownPaths; an IP family's -ipv6 twin goes with its path); the
+	// baseline's node-to-node path is always measured, the graded
+	// summary's reference. Empty: every path the backend offers.
+	Paths []string
 	// NewScenario builds it from its own flags, parsed by the CLI
 	// (scenario.BindFlags) or by Registration.Parse; nil: the scenario's
 	// defaults.
@@ -193,6 +199,18 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// KnownPaths are the paths --paths may name: the lab's pod paths and the
+// Kubernetes backend's (docs/kubernetes.md, "Paths").
+var KnownPaths = []string{"same-node", "cross-node", "pod-to-endpoint", "pod-to-service", "pod-to-nodeport", "hairpin", "cross-node-pairs", "pod-to-loadbalancer"}
+
+// keepPath reports whether a path of this kind is measured under o.Paths.
+func (o Options) keepPath(kind string) bool {
+	if len(o.Paths) == 0 || kind == "node-to-node" {
+		return true
+	}
+	return slices.ContainsFunc(o.Paths, func(p string) bool { return kind == p || kind == p+"-ipv6" || kind == p+"-ipv4" })
+}
+
 func (o Options) validate() error {
 	if err := o.validateBackend(); err != nil {
 		return err
@@ -204,6 +222,14 @@ func (o Options) validate() error {
 	}
 	if len(o.Tests) == 0 {
 		return fmt.Errorf("--tests: no test given")
+	}
+	for _, p := range o.Paths {
+		if !slices.Contains(KnownPaths, p) {
+			return fmt.Errorf("--paths: unknown path %q (known: %s; node-to-node, the baseline, is always measured)", p, strings.Join(KnownPaths, ", "))
+		}
+	}
+	if len(o.Paths) > 0 && o.Scenario != "" {
+		return fmt.Errorf("--paths: the matrix's paths; --scenario %s measures its own", o.Scenario)
 	}
 	for _, f := range o.Flows {
 		if f < 1 || f > engine.MaxFlows {

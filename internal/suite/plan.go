@@ -116,7 +116,7 @@ func (st *state) matrixCells(dr *depRun, sweep bool) []cell {
 				}
 				maps.Copy(labels, p.Labels)
 			}
-			if x.OnlyPaths != nil && !slices.Contains(x.OnlyPaths, p.Kind) {
+			if x.OnlyPaths != nil && !slices.Contains(x.OnlyPaths, p.Kind) || !st.o.keepPath(p.Kind) {
 				continue
 			}
 			for _, tv := range st.o.testVariants(!sweep) {

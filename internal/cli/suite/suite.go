@@ -26,6 +26,7 @@ import (
 type flagpole struct {
 	Profile       string
 	Tests         string
+	Paths         string
 	Flows         string
 	HTTPClients   int
 	Repeat        int
@@ -89,6 +90,7 @@ func newCommand(logger *slog.Logger, s streams.IOStreams) (*cobra.Command, *flag
 	fl := cmd.Flags()
 	fl.StringVar(&f.Profile, "profile", "quick", "quick or standard")
 	fl.StringVar(&f.Tests, "tests", "", "comma-separated tests (default: tcp_stream,tcp_rr,tcp_crr,udp_stream,http; standard adds tcp_rr_loaded)")
+	fl.StringVar(&f.Paths, "paths", "", "comma-separated pod paths of the matrix: "+strings.Join(suite.KnownPaths, ", ")+" (default: every path the backend offers; the baseline's node-to-node path is always measured)")
 	fl.StringVar(&f.Flows, "flows", "", "comma-separated flow counts for the tcp tests (default: 1,32)")
 	fl.IntVar(&f.HTTPClients, "http-clients", 0, "concurrent clients of the http test (default 32)")
 	fl.IntVar(&f.Repeat, "repeat", 0, "repeats per cell (default: the profile's)")
@@ -147,6 +149,11 @@ func (f *flagpole) options(cmd *cobra.Command) (suite.Options, error) {
 	changed := cmd.Flags().Changed
 	if changed("tests") {
 		if o.Tests, err = splitList("tests", f.Tests); err != nil {
+			return o, err
+		}
+	}
+	if changed("paths") {
+		if o.Paths, err = splitList("paths", f.Paths); err != nil {
 			return o, err
 		}
 	}
