@@ -10,7 +10,8 @@
 #            calico-ipam, by the name it is run under) $CALICO_VERSION, which the Go module proxy
 #            serves only by pseudo-version; built in a writable copy of the module with its three
 #            nested modules put back (api, lib/std, a stub lib/httpmachinery), and the module's
-#            manifests/calico-vxlan.yaml (calico.sh takes its CRDs and RBAC from it)
+#            manifests/calico-vxlan.yaml and canal.yaml (calico.sh and canal.sh take their CRDs,
+#            RBAC and ConfigMaps from them; added to a build cached without them)
 #            (its go builds run under nice -n 19: another test run may be using the CPUs)
 #   kube-router  kube-router $KUBE_ROUTER_VERSION (the only version the proxy serves; a test fixture
 #            of the local cluster, not shipped) and the gobgp CLI its Makefile pins (v3.23.0), nice'd
@@ -28,7 +29,28 @@ esac
 OUTD=$(cni_cache "$FAM")
 STAMP=$OUTD/bin/.complete
 want="$FAM=$VER go=$("$GO" env GOVERSION) patches=1"
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then echo "$FAM $VER: cached in $OUTD/bin"; exit 0; fi
+# Calico: the release commit's pseudo-version, and that of the projectcalico/api commit its go.mod
+# replaces with ./api (the release tags are refused: the module path has no /v3 suffix)
+if [ "$FAM" = calico ]; then
+  case $VER in
+    v3.31.0) mv=v0.0.0-20251021213802-b1f3c43f8437 apiv=v0.0.0-20251022175904-f2ab03771208 ;;
+    *) die "calico $VER: no pseudo-version pinned in ${0##*/} (the Go module proxy serves Calico only by pseudo-version)" ;;
+  esac
+fi
+CALICO_MANIFESTS="calico-vxlan.yaml canal.yaml"
+# calico_manifests DIR : the module's manifests the family scripts read, copied into DIR
+calico_manifests() {
+  local m d=$GOMODCACHE/github.com/projectcalico/calico@$mv/manifests
+  [ -d "$d" ] || go_or_die "calico $VER ($mv)" "$GO" mod download -json "github.com/projectcalico/calico@$mv"
+  mkdir -p "$1"; for m in $CALICO_MANIFESTS; do cp "$d/$m" "$1/"; done
+}
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
+  if [ "$FAM" = calico ] && ! (cd "$OUTD/bin/manifests" 2>/dev/null && ls $CALICO_MANIFESTS >/dev/null 2>&1); then
+    exec 9>"$OUTD/.lock"; flock -w 1800 9 || die "timeout (1800s) waiting for another build holding $OUTD/.lock"
+    calico_manifests "$OUTD/bin/manifests"; echo "$FAM $VER: added the module's manifests $CALICO_MANIFESTS to the cached build"
+  fi
+  echo "$FAM $VER: cached in $OUTD/bin"; exit 0
+fi
 mkdir -p "$OUTD"
 exec 9>"$OUTD/.lock"
 flock -w 1800 9 || die "timeout (1800s) waiting for another build holding $OUTD/.lock"
@@ -88,12 +110,7 @@ PY
   cd "$OUTD"
   ;;
 calico)
-  # The release tags are refused (the module path has no /v3 suffix): the pseudo-versions of the
-  # release commit, and of the projectcalico/api commit its go.mod replaces with ./api.
-  case $VER in
-    v3.31.0) mv=v0.0.0-20251021213802-b1f3c43f8437 apiv=v0.0.0-20251022175904-f2ab03771208 ;;
-    *) die "calico $VER: no pseudo-version pinned in ${0##*/} (the Go module proxy serves Calico only by pseudo-version)" ;;
-  esac
+  # (the pseudo-versions $mv and $apiv: above)
   go_or_die "calico $VER ($mv), projectcalico/api $apiv and calico/lib/std" \
     "$GO" mod download -json "github.com/projectcalico/calico@$mv" "github.com/projectcalico/api@$apiv" "github.com/projectcalico/calico/lib/std@$mv"
   cp -a "$GOMODCACHE/github.com/projectcalico/calico@$mv/." "$BUILD/src"
@@ -111,7 +128,7 @@ calico)
   b calico-node ./node/cmd/calico-node
   b calico ./cni-plugin/cmd/calico
   ln -s calico "$NEW/calico-ipam"   # the CNI plugin runs as its IPAM plugin under this name
-  mkdir -p "$NEW/manifests"; cp manifests/calico-vxlan.yaml "$NEW/manifests/"
+  calico_manifests "$NEW/manifests"
   cp node/filesystem/etc/calico/felix.cfg "$NEW/felix.cfg"
   cd "$OUTD"
   ;;

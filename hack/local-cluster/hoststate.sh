@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # hoststate.sh snapshot DIR   : record the host state the cluster must not leave changed
 # hoststate.sh compare A B    : show differences; exit 1 if any
-# hoststate.sh during A DIR   : while the cluster runs: the host's sysctls and Calico's default host
-#                               paths as in snapshot A, and no BPF program on the host's cgroup v2
-#                               root itself (exit 1 otherwise)
+# hoststate.sh during A DIR   : while the cluster runs: the host's sysctls and the CNIs' default host
+#                               paths (Calico's, flannel's, host-local's) as in snapshot A, and no
+#                               BPF program on the host's cgroup v2 root itself (exit 1 otherwise)
 # Recorded: ip -o link, routes (v4/v6) and rules, nft ruleset, iptables-save/ip6tables-save,
 # sysctl -a (minus counters that change by themselves), netns list, mounts, top-level cgroups in
 # every hierarchy, BPF programs attached to the host's cgroup v2 root (the one cgroup hook that is
 # host-wide), /run/containerd, the host paths CNIs write by default (/etc/cni, Calico's
-# /run/calico, /var/lib/calico, …), and processes of the cluster's binaries.
+# /run/calico, /var/lib/calico, …, flannel's /run/flannel, Calico's policy sync /var/run/nodeagent),
+# and processes of the cluster's binaries.
 # A snapshot fails (exit 2) when a tool it reads is missing or fails: a state recorded as
 # "command not found" on both sides would make the comparison unable to fail.
 set -euo pipefail
@@ -34,7 +35,7 @@ snapshot() {
   awk '{print $5, $9}' /proc/self/mountinfo | sort >"$d/mounts"
   for h in /sys/fs/cgroup/*/; do find "$h" -mindepth 1 -maxdepth 1 -type d; done | sort >"$d/cgroups"
   for p in /var/log/containers /var/lib/kubelet /var/lib/cni /run/containerd /usr/libexec/kubernetes /root/.kube /etc/cni /opt/cni \
-    /run/calico /var/lib/calico /var/log/calico /etc/calico; do
+    /run/calico /var/lib/calico /var/log/calico /etc/calico /run/flannel /var/run/nodeagent; do
     if [ -e "$p" ]; then find "$p" | sort; else echo "(no $p)"; fi
   done >"$d/paths"
   ps -eo comm= | grep -E '^(containerd|containerd-shim|etcd|kube-|kubelet|pause|runc)' | sort >"$d/procs" || true
@@ -51,12 +52,14 @@ case ${1:-} in
       n=$(bpftool cgroup show "$g" | grep -vc '^ID' || true)
       [ "$n" -eq 0 ] || { bpftool cgroup show "$g"; echo "host cgroup v2 root $g: $n BPF program(s) attached while the cluster runs"; bad=1; }
     fi
-    # the host-wide paths a CNI's agent or plugin writes by default (Calico's): none while it runs
-    for p in /run/calico /var/lib/calico /var/log/calico /etc/calico; do
+    # the host-wide paths a CNI's agent or plugin writes by default: none while it runs (Calico's;
+    # flanneld's subnet file; host-local's IPAM dataDir, which containerd's result cache beside it
+    # in /var/lib/cni is not)
+    for p in /run/calico /var/lib/calico /var/log/calico /etc/calico /run/flannel /var/run/nodeagent /var/lib/cni/networks; do
       a=$(grep -E "^(\(no )?$p([/)]|\$)" "$2/paths" || true); b=$(grep -E "^(\(no )?$p([/)]|\$)" "$3/paths" || true)
       [ "$a" = "$b" ] || { echo "host path $p: CHANGED while the cluster runs: $(echo "$b" | head -3 | tr '\n' ' ')"; bad=1; }
     done
-    [ $bad -eq 0 ] && echo "host state while the cluster runs: sysctls unchanged, no BPF program on the host's cgroup v2 root, /run/calico, /var/lib/calico, /var/log/calico and /etc/calico unchanged"
+    [ $bad -eq 0 ] && echo "host state while the cluster runs: sysctls unchanged, no BPF program on the host's cgroup v2 root, /run/calico, /var/lib/calico, /var/log/calico, /etc/calico, /run/flannel, /var/run/nodeagent and /var/lib/cni/networks unchanged"
     exit $bad ;;
   *) echo "usage: $0 snapshot DIR | compare DIR_BEFORE DIR_AFTER | during DIR_BEFORE DIR" >&2; exit 2 ;;
 esac

@@ -5,7 +5,8 @@
 #   kube-proxy on n1 and n2 -> both nodes Ready (bounded).
 # Usage: up.sh [--cni NAME]   (NAME: bridge (default), bridge-dual (IPv4 and IPv6 nodes, pods and
 #   services), flannel-vxlan, flannel-host-gw, cilium-vxlan, cilium-native, cilium-native-legacy,
-#   cilium-native-kube-proxy; or CNI=NAME; see cni/README.md)
+#   cilium-native-kube-proxy, calico-vxlan, calico-nftables, canal, kube-router; or CNI=NAME;
+#   lib.sh CNIS lists them all; see cni/README.md)
 # Env: K8S_VERSION, LC_CACHE, LC_STATE, LC_RUN (lib.sh); IMAGES="a.tar b.tar" extra image
 # tarballs to import on both nodes; READY_TIMEOUT (s, default 120) per node; CNI_TIMEOUT (s) for
 # the CNI's agents to be ready.

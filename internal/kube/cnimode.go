@@ -368,18 +368,29 @@ func orNotSet(settings map[string]string, k string) string {
 // calicoMode reads calico-config's veth_mtu: the mode stays unknown.
 func calicoMode(data map[string]string) (string, map[string]string, []string, error) {
 	ev := []string{"calico: the mode (encapsulation, BGP, eBPF dataplane) is in the Installation resource or calico-node's environment, which cnibench does not read"}
-	v, ok := data["veth_mtu"]
-	if !ok {
-		return "", nil, ev, nil
-	}
-	v = strings.TrimSpace(v)
-	if _, err := strconv.Atoi(v); err != nil {
-		return "", nil, nil, errors.New("veth_mtu " + strconv.Quote(clip(v)) + " is not a number")
+	v, ok, err := vethMTU(data)
+	if err != nil || !ok {
+		return "", nil, ev, err
 	}
 	if v == "0" {
 		ev = append(ev, "calico: veth_mtu 0: calico-node detects the MTU itself")
 	}
 	return "", map[string]string{"veth_mtu": v}, ev, nil
+}
+
+// vethMTU is the veth_mtu key of calico-config or canal-config, the MTU
+// the calico CNI plugin gives the pods ("0": the one calico-node
+// detected); ok false if there is none, an error if it is not a number.
+func vethMTU(data map[string]string) (v string, ok bool, err error) {
+	v, ok = data["veth_mtu"]
+	if !ok {
+		return "", false, nil
+	}
+	v = strings.TrimSpace(v)
+	if _, err := strconv.Atoi(v); err != nil {
+		return "", false, errors.New("veth_mtu " + strconv.Quote(clip(v)) + " is not a number")
+	}
+	return v, true, nil
 }
 
 // resolveEnv is env's variables by name: a literal value, or the value of
@@ -466,7 +477,8 @@ func calicoAgentMode(data, env map[string]string, pod string) (string, map[strin
 }
 
 // canalMode reads canal-config's net-conf.json: flannel's backend, with
-// Calico's policy ("flannel vxlan, calico policy").
+// Calico's policy ("flannel vxlan, calico policy"); and its veth_mtu, the
+// pods' MTU (a setting, with evidence when it is 0).
 func canalMode(data map[string]string) (string, map[string]string, []string, error) {
 	s, ok := data[flannelKey]
 	if !ok {
@@ -475,6 +487,19 @@ func canalMode(data map[string]string) (string, map[string]string, []string, err
 	mode, set, ev, err := parseFlannelNetConf(s)
 	if err != nil {
 		return "", nil, nil, err
+	}
+	v, ok, err := vethMTU(data)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if ok {
+		set["veth_mtu"] = v
+		if v == "0" {
+			// felix's determinePodMTU (felix/dataplane/linux, Calico
+			// v3.31): with no encapsulation of its own enabled, the
+			// host interface's MTU.
+			ev = append(ev, "canal: veth_mtu 0: the CNI plugin gives the pods the MTU calico-node detected, which in policy-only mode is the host interface's: flannel's encapsulation is not subtracted")
+		}
 	}
 	return "flannel " + mode + ", calico policy", set, ev, nil
 }

@@ -317,6 +317,74 @@ func TestCalicoAgentMode(t *testing.T) {
 	}
 }
 
+// Canal: flannel's backend from canal-config's net-conf.json, its
+// veth_mtu (the pods' MTU; 0 said to be the host's in policy-only mode),
+// felix's dataplane from calico-node's environment (the manifest's sets
+// none: felix's default).
+func TestCanalMode(t *testing.T) {
+	netConf := `{"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}`
+	manifestEnv := map[string]string{"CALICO_NETWORKING_BACKEND": "none", "CLUSTER_TYPE": "k8s,canal", "FELIX_IPTABLESREFRESHINTERVAL": "60"}
+	for _, tc := range []struct {
+		name string
+		data map[string]string
+		env  map[string]string // nil: canalMode (no agent found)
+		mode string
+		set  map[string]string
+		ev   string
+	}{
+		{"canal.yaml as it is", map[string]string{"net-conf.json": netConf, "veth_mtu": "0", "canal_iface": "", "masquerade": "true"}, manifestEnv,
+			"flannel vxlan, calico policy, felix's default dataplane",
+			map[string]string{"backend": "vxlan", "network": "10.244.0.0/16", "veth_mtu": "0", "CALICO_NETWORKING_BACKEND": "none"},
+			"in policy-only mode is the host interface's"},
+		{"veth_mtu set, nftables", map[string]string{"net-conf.json": netConf, "veth_mtu": " 1450 "},
+			map[string]string{"CALICO_NETWORKING_BACKEND": "none", "FELIX_NFTABLESMODE": "Enabled"},
+			"flannel vxlan, calico policy, nftables dataplane", map[string]string{"veth_mtu": "1450", "FELIX_NFTABLESMODE": "Enabled"}, ""},
+		{"host-gw, no veth_mtu, no agent", map[string]string{"net-conf.json": `{"Network": "10.42.0.0/16", "Backend": {"Type": "host-gw"}}`}, nil,
+			"flannel host-gw, calico policy", map[string]string{"backend": "host-gw", "network": "10.42.0.0/16"}, ""},
+		{"no net-conf.json", map[string]string{"veth_mtu": "1450"}, manifestEnv, "", nil, "no net-conf.json in canal-config"},
+	} {
+		var mode string
+		var set map[string]string
+		var ev []string
+		var err error
+		if tc.env == nil {
+			mode, set, ev, err = canalMode(tc.data)
+		} else {
+			mode, set, ev, err = canalAgentMode(tc.data, tc.env, "kube-system/canal-x")
+		}
+		if err != nil || mode != tc.mode {
+			t.Errorf("%s: mode %q, %v; want %q", tc.name, mode, err, tc.mode)
+		}
+		for k, v := range tc.set {
+			if set[k] != v {
+				t.Errorf("%s: settings %v: %s=%q, want %q", tc.name, set, k, set[k], v)
+			}
+		}
+		if tc.set == nil && set != nil {
+			t.Errorf("%s: settings %v, want none", tc.name, set)
+		}
+		if _, ok := set["veth_mtu"]; ok && tc.data["veth_mtu"] == "" {
+			t.Errorf("%s: veth_mtu %q set without one in canal-config", tc.name, set["veth_mtu"])
+		}
+		if got := strings.Join(ev, "\n"); tc.ev != "" && !strings.Contains(got, tc.ev) {
+			t.Errorf("%s: evidence %q lacks %q", tc.name, ev, tc.ev)
+		} else if tc.ev == "" && strings.Contains(got, "policy-only mode is the host") {
+			t.Errorf("%s: evidence %q speaks of veth_mtu 0", tc.name, ev)
+		}
+	}
+	for _, bad := range []map[string]string{
+		{"net-conf.json": `{"Backend": `, "veth_mtu": "1450"},
+		{"net-conf.json": netConf, "veth_mtu": "auto"},
+	} {
+		if _, _, _, err := canalMode(bad); err == nil {
+			t.Errorf("canal-config %v: no error", bad)
+		}
+		if _, _, _, err := canalAgentMode(bad, manifestEnv, "p"); err == nil {
+			t.Errorf("canal-config %v with the agent: no error", bad)
+		}
+	}
+}
+
 // From the pods' list to the mode: calico-node's environment, a value
 // taken from calico-config resolved; Canal's flannel backend with felix's
 // dataplane.

@@ -78,6 +78,14 @@ var expects = map[string]expect{
 		clusterPolicy: "calico-networkset", cidrSelectsPods: true, egressOutside: true, egressRules: "10,1000"},
 	"calico-nftables": {cni: "calico", mode: "vxlan, nftables dataplane", policy: "enforced", footprint: "measured", agents: 2,
 		clusterPolicy: "calico-networkset", cidrSelectsPods: true, egressOutside: true, egressRules: "10,1000"},
+	// Canal: flannel's VXLAN carries the pods, Calico's felix enforces
+	// policy only (NetworkPolicy and Calico's own GlobalNetworkSet and
+	// GlobalNetworkPolicy, whose rules select any address, pods' included);
+	// one canal pod (calico-node and kube-flannel) per node; canal.yaml sets
+	// no felix dataplane (felix's default: iptables in v3.31); its pods reach
+	// the outside masqueraded by flanneld's --ip-masq.
+	"canal": {cni: "canal", mode: "flannel vxlan, calico policy, felix's default dataplane", policy: "enforced", footprint: "measured", agents: 2,
+		clusterPolicy: "calico-networkset", cidrSelectsPods: true, egressOutside: true, egressRules: "10,1000"},
 	// kube-router: a local test fixture only (hack/local-cluster/cni/kube-router.sh).
 	"kube-router": {cni: "kube-router", policy: "enforced", footprint: "measured", agents: 2, cidrSelectsPods: true, egressRules: "10,1000"},
 }

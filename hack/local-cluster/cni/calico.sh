@@ -25,7 +25,8 @@
 #   module support in this kernel; the image's iptables is the nft backend, which takes no xtables
 #   lock; no eBPF dataplane; no policy sync clients).
 # RBAC and CRDs are the manifest's own (taken from the module's copy of it). Sourced by up.sh
-# (interface: cni/README.md).
+# (interface: cni/README.md), and by cni/canal.sh for its calico_* functions (the image, the
+# manifests' documents, the proxy-ARP route, felix's rule check): CNI=canal selects nothing here.
 CNI_KUBE_PROXY=yes
 CNI_VERSION=$CALICO_VERSION
 CNI_NEEDS=vxlan
@@ -35,6 +36,7 @@ LAB_MODEL=veth-routing
 case $CNI in
   calico-vxlan) CALICO_NFTABLES=Disabled ;;
   calico-nftables) CALICO_NFTABLES=Enabled ;;
+  canal) CALICO_NFTABLES=Disabled ;;   # cni/canal.sh: felix's default, the iptables dataplane
   *) die "unknown Calico mode $CNI (want calico-vxlan or calico-nftables)" ;;
 esac
 CALICO_DATAPLANE=iptables; [ "$CALICO_NFTABLES" = Enabled ] && CALICO_DATAPLANE=nftables
@@ -42,12 +44,15 @@ CALICO_IMAGE=cnibench.local/calico/node:$CALICO_VERSION
 CALICO_MTU=1450   # felix's own detection: eth0 (1500) minus the VXLAN overhead (50)
 # CNI_MODE: the configuration in a few words (make e2e-all's summary)
 CNI_MODE="VXLAN (Always, no BGP), felix $CALICO_DATAPLANE dataplane, calico-ipam, kube-proxy iptables"
-cni_build() {
+cni_build() { calico_build; }
+# calico_build: the calico build (build-cni.sh calico) and calico-node's image; sets CNI_PLUGINS
+# (the calico CNI plugin, also as calico-ipam) and CNI_IMAGES (the image's tarball)
+calico_build() {
   "$LC_DIR/build-cni.sh" calico | tail -1
   local c; c=$(cni_cache calico)
   CNI_PLUGINS="$c/bin/calico $c/bin/calico-ipam"
   local tar=$c/image.tar stamp root
-  stamp="$(cat "$c/bin/.complete") $CALICO_IMAGE entry=1"
+  stamp="$(cat "$c/bin/.complete") $CALICO_IMAGE entry=3"
   if [ ! -f "$tar" ] || [ "$(cat "$tar.stamp" 2>/dev/null)" != "$stamp" ]; then
     root=$(mktemp -d); stage_busybox "$root"; stage_iptables "$root"
     # felix runs ip, ipset (iptables dataplane), nft (knftables: nftables dataplane) and conntrack
@@ -57,17 +62,34 @@ cni_build() {
     cp "$c/bin/felix.cfg" "$root/etc/calico/felix.cfg"
     cat >"$root/usr/bin/cnb-entry" <<'SH'
 #!/bin/sh
-# cnb-entry: what calico-node's rc.local and runit services do for the vxlan backend (this image
-# has no runit): start-up (node resource, IP pool, /var/lib/calico/nodename), the VXLAN tunnel
-# address, then felix and the services beside it, each restarted when it exits (as runit does).
+# cnb-entry: what calico-node's rc.local and runit services do for the vxlan backend and for none
+# (policy only: Canal) (this image has no runit): start-up (node resource, IP pool,
+# /var/lib/calico/nodename), the tunnel addresses, then felix and the services beside it, each
+# restarted when it exits (as runit does); no BGP daemon.
 calico-node -startup || exit 1
 [ -s /var/lib/calico/nodename ] || { echo "cnb-entry: /var/lib/calico/nodename does not exist" >&2; exit 1; }
 NODENAME=$(cat /var/lib/calico/nodename); export NODENAME
 calico-node -allocate-tunnel-addrs -allocate-tunnel-addrs-run-once || exit 1
 svc() { n=$1; shift; ( while :; do "$@"; echo "cnb-entry: $n exited (status $?), restarting in 2s"; sleep 2; done ) & }
-svc complete-startup calico-node -complete-startup
-svc monitor-addresses calico-node -monitor-addresses
-svc allocate-tunnel-addrs calico-node -allocate-tunnel-addrs
+# svc_once NAME CMD... : a service that does its work once and then only waits, forever (runit would
+# restart it if it exited). This build has no cgo, and Go ends such a wait, where nothing else runs,
+# with "fatal error: all goroutines are asleep - deadlock!" (status 2): its work is done then, it
+# is not restarted (a start-up without the API connection whose idle goroutines hid it: Canal's)
+svc_once() { n=$1; shift; ( set -o pipefail; mkdir -p /tmp; while :; do "$@" 2>&1 | tee /tmp/$n.out; rc=$?
+  if [ $rc = 2 ] && grep -q 'all goroutines are asleep' /tmp/$n.out; then echo "cnb-entry: $n done (its wait ended as a deadlock in this build)"; break; fi
+  echo "cnb-entry: $n exited (status $rc), restarting in 2s"; sleep 2; done ) & }
+svc_once complete-startup calico-node -complete-startup
+if [ "$CALICO_NETWORKING_BACKEND" = none ]; then
+  echo "cnb-entry: CALICO_NETWORKING_BACKEND is none - no BGP daemon running, no address monitor"
+else
+  svc monitor-addresses calico-node -monitor-addresses
+fi
+if [ "$USE_POD_CIDR" = true ]; then
+  # host-local IPAM from the podCIDR: no tunnel address to allocate (it would only wait)
+  echo "cnb-entry: USE_POD_CIDR is true - no tunnel address allocator"
+else
+  svc allocate-tunnel-addrs calico-node -allocate-tunnel-addrs
+fi
 svc cni calico-node -monitor-token
 FELIX_FELIXHOSTNAME=$NODENAME FELIX_DATASTORETYPE=$DATASTORE_TYPE; export FELIX_FELIXHOSTNAME FELIX_DATASTORETYPE
 svc felix calico-node -felix
@@ -86,7 +108,8 @@ SH
 # ARP on the pod's cali* interface; the kernel does that only for an address it has a route to
 # through another interface, and these nodes have no default route (no link to the host's
 # network): one host route on lo, as the lab's Calico-style datapath has.
-cni_net() {
+cni_net() { calico_net; }
+calico_net() {
   local n; for n in $NODES; do ip -n "$(netns $n)" route add 169.254.1.1/32 dev lo; done
 }
 # The manifest's cni_network_config as install-cni writes it, with this node's paths.
@@ -117,8 +140,8 @@ cni_node_conf() {
 CNI
 }
 cni_containerd_env() { :; }
-# calico_docs KIND_RE NAME_RE : the documents of the module's calico-vxlan.yaml of those kinds and
-# (metadata) names
+# calico_docs KIND_RE NAME_RE [MANIFEST] : the documents of the module's MANIFEST (default
+# calico-vxlan.yaml; build-cni.sh copies it into the cache) of those kinds and (metadata) names
 calico_docs() {
   awk -v k="$1" -v n="$2" '
     function flush() { if (doc != "" && kind ~ k && name ~ n) printf "---\n%s", doc; doc = ""; kind = ""; name = ""; meta = 0 }
@@ -128,7 +151,7 @@ calico_docs() {
     /^metadata:/ { meta = 1; next }
     /^[^ #]/ { meta = 0 }
     meta && /^  name: / && name == "" { name = $2 }
-    END { flush() }' "$(cni_cache calico)/bin/manifests/calico-vxlan.yaml"
+    END { flush() }' "$(cni_cache calico)/bin/manifests/${3:-calico-vxlan.yaml}"
 }
 cni_install() {
   # the manifest's CRDs (server-side: some are too large for the last-applied annotation)
@@ -243,7 +266,7 @@ cni_logs() {
 # it; felix's rules in nftables' "calico" table (nftables mode) or in cali- iptables chains
 # (iptables mode), not the other.
 cni_verify() {
-  local p n o line blocks b rt tables chains
+  local p n o line blocks b rt rules
   for p in $(kc -n kube-system get pods -l k8s-app=calico-node -o name); do
     n=$(kc -n kube-system get "$p" -o jsonpath='{.spec.nodeName}')
     kc -n kube-system exec "$p" -- calico-node -felix-ready >/dev/null 2>&1 || { echo "$p ($n): felix is not ready (calico-node -felix-ready)" >&2; return 1; }
@@ -262,16 +285,24 @@ cni_verify() {
       rt=$((rt + 1))
     done
     [ $rt -gt 0 ] || { echo "$n: $o has no confirmed IPAM block (blockaffinities: $(echo $blocks))" >&2; return 1; }
-    # (whole outputs first: grep -q would end the pipe early, and pipefail fail it)
-    tables=$(innet $n nft list tables) chains=$(innet $n iptables-save | grep -c '^:cali-' || true)
-    if [ "$CALICO_NFTABLES" = Enabled ]; then
-      grep -qx 'table ip calico' <<<"$tables" || { echo "$n: no nftables table ip calico (nft list tables: $(echo $tables))" >&2; return 1; }
-      [ "$chains" -eq 0 ] || { echo "$n: $chains cali- chains in iptables in nftables mode" >&2; return 1; }
-    else
-      [ "$chains" -gt 0 ] || { echo "$n: no cali- chain in iptables" >&2; return 1; }
-      ! grep -q 'calico' <<<"$tables" || { echo "$n: an nftables calico table in iptables mode ($(echo $tables))" >&2; return 1; }
-    fi
-    echo "$n: vxlan.calico up, $rt block(s) of $o routed through it, felix's rules in $([ "$CALICO_NFTABLES" = Enabled ] && echo "nftables table ip calico (no cali- chain in iptables)" || echo "$chains iptables cali- chains (no nftables calico table)")"
+    rules=$(calico_rules $n) || return 1
+    echo "$n: vxlan.calico up, $rt block(s) of $o routed through it, felix's rules in $rules"
   done
   echo "calico $CNI: VXLAN, felix $CALICO_DATAPLANE dataplane, MTU $CALICO_MTU, as configured"
+}
+# calico_rules N : felix's rules are where its dataplane puts them on node N, and not in the other:
+# nftables' "calico" table (nftables mode) or cali- chains in iptables (iptables mode); says which
+calico_rules() {
+  local n=$1 tables chains
+  # (whole outputs first: grep -q would end the pipe early, and pipefail fail it)
+  tables=$(innet $n nft list tables) chains=$(innet $n iptables-save | grep -c '^:cali-' || true)
+  if [ "$CALICO_NFTABLES" = Enabled ]; then
+    grep -qx 'table ip calico' <<<"$tables" || { echo "$n: no nftables table ip calico (nft list tables: $(echo $tables))" >&2; return 1; }
+    [ "$chains" -eq 0 ] || { echo "$n: $chains cali- chains in iptables in nftables mode" >&2; return 1; }
+    echo "nftables table ip calico (no cali- chain in iptables)"
+  else
+    [ "$chains" -gt 0 ] || { echo "$n: no cali- chain in iptables" >&2; return 1; }
+    ! grep -q 'calico' <<<"$tables" || { echo "$n: an nftables calico table in iptables mode ($(echo $tables))" >&2; return 1; }
+    echo "$chains iptables cali- chains (no nftables calico table)"
+  fi
 }

@@ -2,18 +2,23 @@
 # kube-flannel.yml installs it: kube subnet manager, --ip-masq, iptables in the image) and the
 # `flannel` CNI plugin delegating to Debian's bridge + host-local. Modes: flannel-vxlan,
 # flannel-host-gw, flannel-wireguard (needs the kernel's WireGuard: skipped without it).
-# FLANNEL_DELEGATE_MTU=N sets the pods' MTU by hand (a deliberately wrong MTU, for the MTU check). Sourced by up.sh (interface: cni/README.md).
+# FLANNEL_DELEGATE_MTU=N sets the pods' MTU by hand (a deliberately wrong MTU, for the MTU check). Sourced by up.sh (interface: cni/README.md),
+# and by cni/canal.sh for its flannel_* functions (the image, the leases, the routes' check): CNI=canal is flannel's VXLAN.
 CNI_KUBE_PROXY=yes
 CNI_VERSION=$FLANNEL_VERSION
 case $CNI in
   flannel-vxlan) FLANNEL_BACKEND=vxlan LAB_MODEL=vxlan ;;
   flannel-host-gw) FLANNEL_BACKEND=host-gw LAB_MODEL=bridge ;;
   flannel-wireguard) FLANNEL_BACKEND=wireguard LAB_MODEL=bridge CNI_NEEDS=wireguard ;;
+  canal) FLANNEL_BACKEND=vxlan LAB_MODEL=vxlan ;;   # cni/canal.sh: canal-config's net-conf.json
   *) die "unknown flannel mode $CNI (want flannel-vxlan, flannel-host-gw or flannel-wireguard)" ;;
 esac
 FLANNEL_IMAGE=cnibench.local/flannel/flannel:$FLANNEL_VERSION
 CNI_MODE="$FLANNEL_BACKEND backend, kube-proxy iptables"   # in a few words (make e2e-all's summary)
-cni_build() {
+cni_build() { flannel_build; }
+# flannel_build: the flannel build (build-cni.sh flannel) and flanneld's image; sets CNI_PLUGINS
+# (the flannel CNI plugin) and CNI_IMAGES (the image's tarball)
+flannel_build() {
   "$LC_DIR/build-cni.sh" flannel | tail -1
   local c; c=$(cni_cache flannel)
   CNI_PLUGINS="$c/bin/flannel"
@@ -110,18 +115,23 @@ spec:
 YAML
 }
 cni_wait() {
+  flannel_leases || { cni_logs; return 1; }
+  kc -n kube-flannel rollout status ds/kube-flannel-ds --timeout="${CNI_TIMEOUT:-120}s" || { cni_logs; return 1; }
+}
+# flannel_leases: bounded wait for each node's subnet lease (flanneld's subnet file)
+flannel_leases() {
   local n
   for n in $NODES; do
-    waitfor "flannel subnet lease of $n" "${CNI_TIMEOUT:-120}" test -s "$LC_RUN/$n/flannel/subnet.env" || { cni_logs; return 1; }
+    waitfor "flannel subnet lease of $n" "${CNI_TIMEOUT:-120}" test -s "$LC_RUN/$n/flannel/subnet.env" || return 1
   done
-  kc -n kube-flannel rollout status ds/kube-flannel-ds --timeout="${CNI_TIMEOUT:-120}s" || { cni_logs; return 1; }
 }
 cni_logs() {
   kc -n kube-flannel get pods -o wide >&2 || true
   local p; for p in $(kc -n kube-flannel get pods -o name 2>/dev/null); do echo "--- $p (last 30 lines)" >&2; kc -n kube-flannel logs "$p" --tail=30 >&2 || true; done
 }
 # cni_verify: the datapath is the one configured (a VXLAN device, or routes via the other node)
-cni_verify() {
+cni_verify() { flannel_verify; }
+flannel_verify() {
   local n o
   for n in $NODES; do
     o=n1; [ $n = n1 ] && o=n2
