@@ -73,10 +73,13 @@ var expects = map[string]expect{
 	"cilium-native-kube-proxy": {cni: "cilium", mode: "native routing, kube-proxy, legacy host routing",
 		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", egressRules: "10,1000", egressOpen: ciliumNativeEgressOpen},
 	// Cilium 1.20.2 (hack/local-cluster/cni/cilium120.sh), the same modes.
+	// Unlike 1.15, the NetworkPolicy with 1 000 excepts cuts nothing: the
+	// deny took effect in 523 ms and the allowed server lost no probe
+	// (2026-12-04), so that point is measured like the others.
 	"cilium120-vxlan": {cni: "cilium", mode: "tunnel vxlan, kube-proxy replacement, eBPF host routing",
-		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000", egressOutside: true, npCutsAllowed: []string{"1000"}},
+		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000", egressOutside: true},
 	"cilium120-native": {cni: "cilium", mode: "native routing, kube-proxy replacement, eBPF host routing",
-		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000", egressOpen: ciliumNativeEgressOpen},
+		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000", egressOutside: true},
 	"cilium120-native-legacy": {cni: "cilium", mode: "native routing, kube-proxy replacement, legacy host routing",
 		policy: "enforced", footprint: "measured", agents: 3, clusterPolicy: "cilium-policy", ownServices: true, egressRules: "10,1000", egressOpen: ciliumNativeEgressOpen},
 	"cilium120-native-kube-proxy": {cni: "cilium", mode: "native routing, kube-proxy, legacy host routing",

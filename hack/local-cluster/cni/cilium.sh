@@ -267,6 +267,8 @@ cni_verify() {
   for p in $(kc -n kube-system get pods -l k8s-app=cilium -o name); do
     st=$(kc -n kube-system exec "$p" -- cilium-dbg status 2>&1) || { echo "$p: cilium-dbg status failed: $st" >&2; return 1; }
     grep -E '^(KubeProxyReplacement|Host Routing|Routing|Masquerading|Cilium):' <<<"$st" | sed "s|^|$p: |" || true
+    # the host-wide sysctls it could not write (read-only here, cnb-entry): warned, not fatal
+    grep -E 'kernel\.(unprivileged_bpf_disabled|timer_migration)' <<<"$(kc -n kube-system logs "$p" 2>&1)" | sed "s|^|$p: |" | cut -c1-300 || true
     hr=$(sed -nE 's/^Host Routing:[[:space:]]+([A-Za-z]+).*/\1/p; s/^Routing:.*Host:[[:space:]]+([A-Za-z]+).*/\1/p' <<<"$st")
     [ "$hr" = "$want_hr" ] || { echo "$p: host routing is ${hr:-not reported}, not $want_hr" >&2; return 1; }
     grep -Eq "^KubeProxyReplacement:[[:space:]]+$want_kpr" <<<"$st" || { echo "$p: kube-proxy replacement is not $want_kpr" >&2; return 1; }
