@@ -83,10 +83,16 @@ cilium)
   cp -a "$GOMODCACHE/github.com/cilium/cilium@$VER/." "$BUILD/src"; chmod -R u+w "$BUILD/src"
   cd "$BUILD/src"
   # Local patch: a kernel built without module support (CONFIG_MODULES=n, as here) has no
-  # /proc/modules; upstream makes that fatal at start. Nothing is loaded then: an empty list (the
+  # /proc/modules; 1.15 makes that fatal at start. Nothing is loaded then: an empty list (the
   # built-in ones come from modules.builtin, which the image's entry script writes from the
-  # kernel's own config).
+  # kernel's own config). Later versions have no such check (pkg/datapath/linux/modules is gone):
+  # the patch applies where that file exists; a version that reads /proc/modules elsewhere is
+  # refused.
   f=pkg/datapath/linux/modules/modules_linux.go
+  if [ ! -f "$f" ]; then
+    ! grep -rlq --include='*.go' '/proc/modules' pkg daemon ||
+      die "cilium $VER: reads /proc/modules outside $f (absent on this kernel); ${0##*/} has no patch for it"
+  else
   grep -q 'fModules, err := os.Open(loadedModulesFilepath)' "$f" || die "cilium $VER: $f changed; the /proc/modules patch does not apply"
   python3 - "$f" <<'PY'
 import sys
@@ -99,6 +105,28 @@ s = s.replace("""	fModules, err := os.Open(loadedModulesFilepath)
 	if err != nil {""", 1)
 open(p, "w").write(s)
 PY
+  fi
+  # Dependencies the Go module proxy refuses, by version (cni/README.md)
+  case $VER in
+    v1.20.2)
+      # gobgp/v4 at a pseudo-version (403): v4.5.0, the release before it (the BGP control
+      # plane is off here)
+      "$GO" mod edit -replace github.com/osrg/gobgp/v4=github.com/osrg/gobgp/v4@v4.5.0
+      # sigs.k8s.io/mcs-api/controllers (404, every version): outside its tests cilium takes one
+      # constant from it (MCS-API clustermesh and Gateway API code, both off here): a stub module
+      # with upstream's value
+      mkdir -p .cnb-stubs/mcs-api-controllers
+      printf 'module sigs.k8s.io/mcs-api/controllers\n\ngo 1.24\n' >.cnb-stubs/mcs-api-controllers/go.mod
+      cat >.cnb-stubs/mcs-api-controllers/controllers.go <<'GO'
+// Package controllers: a cnibench stub of sigs.k8s.io/mcs-api/controllers, which the Go module
+// proxy refuses: the one identifier cilium imports outside its tests, with upstream's value.
+package controllers
+
+const DerivedServiceAnnotation = "multicluster.kubernetes.io/derived-service"
+GO
+      "$GO" mod edit -replace sigs.k8s.io/mcs-api/controllers=./.cnb-stubs/mcs-api-controllers
+      ;;
+  esac
   ld="-s -w -X github.com/cilium/cilium/pkg/version.ciliumVersion=${VER#v}"
   b() { local out=$1 pkg=$2 tags=${3:-}; go_or_die "building $out ($pkg) of cilium $VER" "$GO" build -mod=mod -trimpath ${tags:+-tags $tags} -ldflags "$ld" -o "$NEW/$out" "$pkg"
         echo "cilium $VER: built $out at +$((SECONDS - t0))s"; }

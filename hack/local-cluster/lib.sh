@@ -8,7 +8,8 @@ K8S_BIN=$LC_CACHE/$K8S_VERSION/bin
 # Real CNIs built from the Go module proxy (build-cni.sh), cached per family and version.
 FLANNEL_VERSION=${FLANNEL_VERSION:-v0.28.10}
 CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v0.9.1}   # its plugins/meta/flannel reads flanneld's subnet.env
-CILIUM_VERSION=${CILIUM_VERSION:-v1.15.19}
+CILIUM_VERSION=${CILIUM_VERSION:-v1.15.19}   # cilium-*; cilium120-* set their own (cni/cilium120.sh)
+CILIUM_VERSION_BASE=$CILIUM_VERSION          # cni_load puts it back before each family script
 CALICO_VERSION=${CALICO_VERSION:-v3.31.0}   # served only by pseudo-version (build-cni.sh pins it)
 KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-v2.1.0}   # the only version the Go module proxy serves (a test fixture: not shipped)
 cni_cache() { case $1 in flannel) echo "$LC_CACHE/cni/flannel-$FLANNEL_VERSION" ;; cilium) echo "$LC_CACHE/cni/cilium-$CILIUM_VERSION" ;; calico) echo "$LC_CACHE/cni/calico-$CALICO_VERSION" ;;
@@ -242,14 +243,15 @@ stage_busybox() {
 }
 
 # The CNIs up.sh --cni installs (cni/<family>.sh; interface in cni/README.md).
-CNIS="bridge bridge-dual flannel-vxlan flannel-host-gw flannel-wireguard cilium-vxlan cilium-geneve cilium-native cilium-native-legacy cilium-native-kube-proxy cilium-wireguard calico-vxlan calico-nftables canal kube-router"
+CNIS="bridge bridge-dual flannel-vxlan flannel-host-gw flannel-wireguard cilium-vxlan cilium-geneve cilium-native cilium-native-legacy cilium-native-kube-proxy cilium-wireguard cilium120-vxlan cilium120-geneve cilium120-native cilium120-native-legacy cilium120-native-kube-proxy cilium120-wireguard calico-vxlan calico-nftables canal kube-router"
 # cni_load NAME : check NAME and source its family's script (sets CNI, CNI_FAMILY, CNI_VERSION, …).
 cni_load() {
   CNI=$1
   [[ " $CNIS " == *" $CNI "* ]] || die "--cni $CNI: unknown CNI (want one of: $CNIS)"
   # the family: NAME up to its first dash, unless a script is named after the whole NAME (kube-router)
   CNI_FAMILY=${CNI%%-*}; [ -f "$LC_DIR/cni/$CNI.sh" ] && CNI_FAMILY=$CNI
-  CNI_IMAGES="" CNI_PLUGINS="" CNI_NEEDS=""
+  CNI_IMAGES="" CNI_PLUGINS="" CNI_NEEDS="" CNI_DEPS=""
+  CILIUM_VERSION=$CILIUM_VERSION_BASE
   source "$LC_DIR/cni/$CNI_FAMILY.sh"
 }
 # cni_supported : whether this kernel has the link types the CNI's mode needs (CNI_NEEDS), probed

@@ -21,7 +21,7 @@ OUT=${E2E_OUT:-/tmp/cnibench-k8s-e2e/$CNI}
 rm -rf "$OUT"; mkdir -p "$OUT"
 exec > >(tee "$OUT/e2e.log") 2>&1
 result=1
-"$LC_DIR/deps.sh"   # before the snapshot: packages are not host state the run must restore
+"$LC_DIR/deps.sh" $CNI_DEPS   # before the snapshot: packages are not host state the run must restore
 "$LC_DIR/hoststate.sh" snapshot "$OUT/host-before"
 trap "e2e_teardown 'suite e2e ($CNI)'" EXIT
 
@@ -60,7 +60,7 @@ run=${E2E_RUN:-$run} # E2E_RUN=REGEX: only these tests (while working on one)
 cd "$OUT"
 innet n1 env CNIBENCH_E2E_BIN="$BIN" CNIBENCH_E2E_KUBECONFIG="$KUBECONFIG_ADMIN" CNIBENCH_E2E_IMAGE="$REF" \
   CNIBENCH_E2E_CNI_CONF_DIR="$LC_STATE/{node}/cni" CNIBENCH_E2E_OUT="$OUT" CNIBENCH_E2E_LAB="$OUT/lab/results.json" \
-  CNIBENCH_E2E_EXPECT_CNI="$CNI" CNIBENCH_E2E_EGRESS_DENIED="$OUTSIDE_DENIED" CNIBENCH_E2E_EGRESS_ALLOWED="$OUTSIDE_ALLOWED" \
+  CNIBENCH_E2E_EXPECT_CNI="$CNI" CNIBENCH_E2E_EXPECT_CNI_VERSION="$CNI_VERSION" CNIBENCH_E2E_EGRESS_DENIED="$OUTSIDE_DENIED" CNIBENCH_E2E_EGRESS_ALLOWED="$OUTSIDE_ALLOWED" \
   "$TEST" -test.v -test.count=1 -test.timeout 20m ${run:+-test.run "$run"} ${skip:+-test.skip "$skip"} 2>&1 | tee "$OUT/go-test.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the end-to-end test failed (see $OUT/go-test.log)"
 "$LC_DIR/hoststate.sh" during "$OUT/host-before" "$OUT/host-during-2" || die "the cluster changed the host while it ran"

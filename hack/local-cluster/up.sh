@@ -5,8 +5,8 @@
 #   kube-proxy on n1 and n2 -> both nodes Ready (bounded).
 # Usage: up.sh [--cni NAME]   (NAME: bridge (default), bridge-dual (IPv4 and IPv6 nodes, pods and
 #   services), flannel-vxlan, flannel-host-gw, cilium-vxlan, cilium-native, cilium-native-legacy,
-#   cilium-native-kube-proxy, calico-vxlan, calico-nftables, canal, kube-router; or CNI=NAME;
-#   lib.sh CNIS lists them all; see cni/README.md)
+#   cilium-native-kube-proxy, the same with cilium120- (Cilium 1.20), calico-vxlan, calico-nftables,
+#   canal, kube-router; or CNI=NAME; lib.sh CNIS lists them all; see cni/README.md)
 # Env: K8S_VERSION, LC_CACHE, LC_STATE, LC_RUN (lib.sh); IMAGES="a.tar b.tar" extra image
 # tarballs to import on both nodes; READY_TIMEOUT (s, default 120) per node; CNI_TIMEOUT (s) for
 # the CNI's agents to be ready.
@@ -35,7 +35,7 @@ for p in $HOST_PATHS; do [ -e "$p" ] || echo "$p"; done >"$LC_RUN/absent-host-pa
 sysctl $KUBELET_SYSCTLS 2>/dev/null | sed 's/ = /=/' >"$LC_RUN/sysctl.orig"
 
 # ---------- deps + binaries ----------
-"$LC_DIR/deps.sh"; ts deps
+"$LC_DIR/deps.sh" $CNI_DEPS; ts deps
 "$LC_DIR/build-k8s.sh" 2>&1 | tee "$LOGS/build-k8s.log" | grep -E '^k8s '; ts "k8s binaries ($K8S_VERSION)"
 mkdir -p "$TOOLS_BIN"
 (cd "$LC_DIR/tools" && CGO_ENABLED=0 "$GO" build -trimpath -o "$TOOLS_BIN/" ./mkimage ./pause ./tcpbench) ||

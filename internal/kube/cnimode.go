@@ -263,12 +263,17 @@ func flannelMTU(v any) int {
 
 // ciliumKeys are the keys of cilium-config that ciliumMode reads.
 var ciliumKeys = []string{"routing-mode", "tunnel", "tunnel-protocol", "kube-proxy-replacement", "enable-host-legacy-routing",
-	"enable-bpf-masquerade", "enable-policy", "enable-wireguard", "enable-ipsec", "ipam"}
+	"enable-bpf-masquerade", "enable-policy", "enable-wireguard", "enable-ipsec", "enable-ztunnel", "datapath-mode", "ipam"}
 
 // ciliumMode reads cilium-config: the routing between nodes (a tunnel
 // and its protocol, or native routing), whether cilium replaces
-// kube-proxy, the host routing (eBPF or the host stack's, "legacy") and
-// the encryption between nodes.
+// kube-proxy, the host routing (eBPF or the host stack's, "legacy"), the
+// encryption between nodes and, from 1.16 on, the pods' devices when
+// they are not veth pairs (datapath-mode netkit or netkit-l2; auto:
+// netkit where the kernel has it). The keys are the same from 1.14 to
+// 1.20 (routing-mode and tunnel-protocol replaced 1.13's tunnel;
+// kube-proxy-replacement took true/false for strict/partial/disabled in
+// 1.14 and only those from 1.16); 1.19 added enable-ztunnel.
 func ciliumMode(data map[string]string) (string, map[string]string, []string, error) {
 	set := map[string]string{}
 	for _, k := range ciliumKeys {
@@ -353,6 +358,22 @@ func ciliumMode(data map[string]string) (string, map[string]string, []string, er
 	}
 	if val("enable-ipsec") == "true" {
 		parts = append(parts, "ipsec")
+	}
+	if val("enable-ztunnel") == "true" {
+		parts = append(parts, "ztunnel")
+	}
+
+	// The pods' devices: veth pairs unless datapath-mode asks for netkit.
+	switch v := val("datapath-mode"); v {
+	case "", "veth":
+	case "netkit", "netkit-l2":
+		parts = append(parts, v)
+	case "auto":
+		parts = append(parts, "netkit or veth")
+		ev = append(ev, "cilium: datapath-mode auto: netkit where the kernel has it, else veth pairs (the agent's status says which)")
+	default:
+		parts = append(parts, "datapath mode unknown")
+		ev = append(ev, fmt.Sprintf("cilium: datapath-mode %q is none of veth, netkit, netkit-l2, auto", set["datapath-mode"]))
 	}
 	return strings.Join(parts, ", "), set, ev, nil
 }

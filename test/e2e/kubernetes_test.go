@@ -15,6 +15,7 @@
 //	CNIBENCH_E2E_OUT          where results go
 //	CNIBENCH_E2E_LAB          a lab run's results.json to compare with
 //	CNIBENCH_E2E_EXPECT_CNI   the CNI the cluster runs, as up.sh --cni names it (expects in cni_test.go)
+//	CNIBENCH_E2E_EXPECT_CNI_VERSION  its version (the family script's CNI_VERSION, its images' tag); "" not checked
 //	CNIBENCH_E2E_EGRESS_DENIED, _ALLOWED  IP:PORT of the `cnibench serve` outside the cluster (lib.sh outside_serve)
 package e2e
 
@@ -40,6 +41,9 @@ import (
 
 type env struct {
 	bin, kubeconfig, image, cniConf, out, lab, cni string
+	// cniVersion is the version cnibench must read for a CNI other
+	// than bridge (CNIBENCH_E2E_EXPECT_CNI_VERSION; "" if not checked).
+	cniVersion string
 	// egressDenied and egressAllowed are the servers outside the cluster
 	// (CNIBENCH_E2E_EGRESS_DENIED, _ALLOWED; "" if the cluster has none).
 	egressDenied, egressAllowed string
@@ -55,6 +59,7 @@ func setup(t *testing.T) *env {
 		bin: os.Getenv("CNIBENCH_E2E_BIN"), kubeconfig: os.Getenv("CNIBENCH_E2E_KUBECONFIG"),
 		image: os.Getenv("CNIBENCH_E2E_IMAGE"), cniConf: os.Getenv("CNIBENCH_E2E_CNI_CONF_DIR"),
 		out: os.Getenv("CNIBENCH_E2E_OUT"), lab: os.Getenv("CNIBENCH_E2E_LAB"), cni: os.Getenv("CNIBENCH_E2E_EXPECT_CNI"),
+		cniVersion:   os.Getenv("CNIBENCH_E2E_EXPECT_CNI_VERSION"),
 		egressDenied: os.Getenv("CNIBENCH_E2E_EGRESS_DENIED"), egressAllowed: os.Getenv("CNIBENCH_E2E_EGRESS_ALLOWED"),
 	}
 	if e.bin == "" || e.kubeconfig == "" || e.image == "" || e.out == "" {
@@ -278,9 +283,9 @@ func TestSuiteOnCluster(t *testing.T) {
 						t.Errorf("%s %s %s: repeat %d lacks foreign_cpu_pct (warnings %q)", dp, p, test, x.Index, r.Warnings)
 					}
 				}
-				if dp == cniDP && (r.Labels["cni"] != x.cni || !x.modeMatches(r.Labels["cni_mode"]) || (x.cni != "bridge" && r.Labels["cni_version"] == "")) {
-					t.Errorf("%s %s %s: labels cni=%q cni_version=%q cni_mode=%q, want %s in mode %q", dp, p, test,
-						r.Labels["cni"], r.Labels["cni_version"], r.Labels["cni_mode"], x.cni, x.mode)
+				if dp == cniDP && (r.Labels["cni"] != x.cni || !x.modeMatches(r.Labels["cni_mode"]) || !e.versionMatches(x, r.Labels["cni_version"])) {
+					t.Errorf("%s %s %s: labels cni=%q cni_version=%q cni_mode=%q, want %s %s in mode %q", dp, p, test,
+						r.Labels["cni"], r.Labels["cni_version"], r.Labels["cni_mode"], x.cni, e.cniVersion, x.mode)
 				}
 				if r.Labels["client_node"] == "" || r.Labels["server_node"] == "" || r.Labels["mtu"] == "" {
 					t.Errorf("%s %s %s: labels %v lack nodes or mtu", dp, p, test, r.Labels)

@@ -1,7 +1,15 @@
 # cni/cilium.sh: Cilium $CILIUM_VERSION as upstream's chart installs it (agent DaemonSet and
 # operator Deployment in kube-system, configured by the cilium-config ConfigMap), built here from
 # the Go module proxy; the agent compiles its BPF datapath with Debian's clang at start.
-# Modes (the configurations the seeds compare):
+# Two versions: 1.15.19 (lib.sh CILIUM_VERSION; names cilium-*, CI's) and 1.20.2 (cni/cilium120.sh
+# sets CILIUM_VERSION and sources this file; names cilium120-*, the same modes). What differs
+# between them is guarded here by version: the clang (clang-14 / clang-19), how cilium-dbg status
+# reports the routing (cni_verify); the ConfigMap keys are the same (1.15 already has
+# routing-mode/tunnel-protocol and kube-proxy-replacement true/false), and so are the host side
+# effects (the two sysctls below, still IgnoreErr in 1.20). build-cni.sh: the /proc/modules patch
+# (1.15 only) and the dependencies the Go module proxy refuses (1.20.2).
+# Modes (the configurations the seeds compare; the name's family prefix, cilium- or cilium120-,
+# then the mode):
 #   cilium-vxlan              VXLAN tunnel, kube-proxy replacement, eBPF host routing
 #   cilium-native             native routing, kube-proxy replacement, eBPF host routing
 #   cilium-native-legacy      native routing, kube-proxy replacement, legacy host routing (seed 000)
@@ -25,21 +33,29 @@ CILIUM_KPR=true CILIUM_ROUTING=native CILIUM_LEGACY_HOST_ROUTING=false CNI_KUBE_
 # LAB_MODEL: the lab datapath that models it (the lab has no eBPF-routed VXLAN: cilium-vxlan's
 # model is the eBPF host routing one, and the encapsulation is the difference)
 LAB_MODEL=ebpf-host-routing
-case $CNI in
-  cilium-vxlan) CILIUM_ROUTING=tunnel ;;
-  cilium-geneve) CILIUM_ROUTING=tunnel CILIUM_TUNNEL=geneve CNI_NEEDS=geneve ;;
-  cilium-wireguard) CILIUM_WIREGUARD=true CNI_NEEDS=wireguard ;;
-  cilium-native) ;;
-  cilium-native-legacy) CILIUM_LEGACY_HOST_ROUTING=true LAB_MODEL=veth-routing ;;
-  cilium-native-kube-proxy) CILIUM_KPR=false CILIUM_LEGACY_HOST_ROUTING=true CNI_KUBE_PROXY=yes LAB_MODEL=veth-routing ;;
-  *) die "unknown Cilium mode $CNI (want cilium-vxlan, cilium-geneve, cilium-native, cilium-native-legacy, cilium-native-kube-proxy or cilium-wireguard)" ;;
+# the mode: the name after the family (cilium-vxlan, cilium120-vxlan: vxlan)
+case ${CNI#*-} in
+  vxlan) CILIUM_ROUTING=tunnel ;;
+  geneve) CILIUM_ROUTING=tunnel CILIUM_TUNNEL=geneve CNI_NEEDS=geneve ;;
+  wireguard) CILIUM_WIREGUARD=true CNI_NEEDS=wireguard ;;
+  native) ;;
+  native-legacy) CILIUM_LEGACY_HOST_ROUTING=true LAB_MODEL=veth-routing ;;
+  native-kube-proxy) CILIUM_KPR=false CILIUM_LEGACY_HOST_ROUTING=true CNI_KUBE_PROXY=yes LAB_MODEL=veth-routing ;;
+  *) die "unknown Cilium mode $CNI (want ${CNI%%-*}- and vxlan, geneve, native, native-legacy, native-kube-proxy or wireguard)" ;;
 esac
 # CNI_MODE: the configuration in a few words (make e2e-all's summary)
 CNI_MODE="$([ "$CILIUM_ROUTING" = tunnel ] && echo "tunnel $CILIUM_TUNNEL" || echo "native routing")$([ "$CILIUM_WIREGUARD" = true ] && echo ", WireGuard"), $([ "$CILIUM_KPR" = true ] && echo "kube-proxy replacement" || echo "kube-proxy"), $([ "$CILIUM_LEGACY_HOST_ROUTING" = true ] && echo legacy || echo eBPF) host routing"
-CLANG=${CLANG:-clang-14}   # Debian 12's clang-14 and clang-16 compile 1.15's datapath; clang-19 does not
+# The clang the agent compiles its datapath with (Debian 12's): 1.15's needs clang >= 10 (clang-14
+# and clang-16 compile it; clang-19 does not: -Wshorten-64-to-32 as an error), later ones >= 18.1
+# (clang-19). CNI_DEPS: the Debian package deps.sh installs for it beside its own list.
+case $CILIUM_VERSION in
+  v1.15.*) CILIUM_LEGACY_STATUS=yes CLANG=clang-14 ;;
+  *) CILIUM_LEGACY_STATUS=no CLANG=clang-19 ;;
+esac
+CNI_DEPS=$CLANG
 cni_build() {
   command -v "$CLANG" >/dev/null || die "$CLANG not found (deps.sh installs it)"
-  "$LC_DIR/build-cni.sh" cilium | tail -1
+  CILIUM_VERSION=$CILIUM_VERSION "$LC_DIR/build-cni.sh" cilium | tail -1
   local c; c=$(cni_cache cilium)
   CNI_PLUGINS="$c/bin/cilium-cni"
   local tar=$c/image.tar otar=$c/operator-image.tar stamp root
@@ -240,16 +256,26 @@ cni_logs() {
 }
 sock_lb_on() { grep -q cil_sock4_connect <<<"$(bpftool cgroup show "/sys/fs/cgroup/unified${CGROOT}-$1")"; }
 # cni_verify: each agent runs as configured, by its own account (cilium-dbg status): host routing,
-# kube-proxy replacement, the tunnel device; socket LB programs on the node's cgroup subtree only.
+# kube-proxy replacement, the routing between nodes (1.16 and later report it), the tunnel device;
+# socket LB programs on the node's cgroup subtree only.
+# Status lines: 1.15 "Host Routing: BPF"; later "Routing: Network: Tunnel [vxlan]  Host: BPF".
 cni_verify() {
-  local p st want_hr=BPF want_kpr=True n
+  local p st want_hr=BPF want_kpr=True want_net=Native n hr net
   [ "$CILIUM_LEGACY_HOST_ROUTING" = true ] && want_hr=Legacy
   [ "$CILIUM_KPR" = true ] || want_kpr=False
+  [ "$CILIUM_ROUTING" = tunnel ] && want_net="Tunnel [$CILIUM_TUNNEL]"
   for p in $(kc -n kube-system get pods -l k8s-app=cilium -o name); do
     st=$(kc -n kube-system exec "$p" -- cilium-dbg status 2>&1) || { echo "$p: cilium-dbg status failed: $st" >&2; return 1; }
-    echo "$st" | grep -E '^(KubeProxyReplacement|Host Routing|Masquerading|Cilium):' | sed "s|^|$p: |"
-    echo "$st" | grep -Eq "^Host Routing: +$want_hr" || { echo "$p: host routing is not $want_hr" >&2; return 1; }
-    echo "$st" | grep -Eq "^KubeProxyReplacement: +$want_kpr" || { echo "$p: kube-proxy replacement is not $want_kpr" >&2; return 1; }
+    grep -E '^(KubeProxyReplacement|Host Routing|Routing|Masquerading|Cilium):' <<<"$st" | sed "s|^|$p: |" || true
+    # the host-wide sysctls it could not write (read-only here, cnb-entry): warned, not fatal
+    grep -E 'kernel\.(unprivileged_bpf_disabled|timer_migration)' <<<"$(kc -n kube-system logs "$p" 2>&1)" | sed "s|^|$p: |" | cut -c1-300 || true
+    hr=$(sed -nE 's/^Host Routing:[[:space:]]+([A-Za-z]+).*/\1/p; s/^Routing:.*Host:[[:space:]]+([A-Za-z]+).*/\1/p' <<<"$st")
+    [ "$hr" = "$want_hr" ] || { echo "$p: host routing is ${hr:-not reported}, not $want_hr" >&2; return 1; }
+    grep -Eq "^KubeProxyReplacement:[[:space:]]+$want_kpr" <<<"$st" || { echo "$p: kube-proxy replacement is not $want_kpr" >&2; return 1; }
+    if [ "$CILIUM_LEGACY_STATUS" = no ]; then
+      net=$(sed -nE 's/^Routing:[[:space:]]+Network:[[:space:]]+([A-Za-z]+( \[[a-z]+\])?).*/\1/p' <<<"$st")
+      [ "$net" = "$want_net" ] || { echo "$p: routing between nodes is ${net:-not reported}, not $want_net" >&2; return 1; }
+    fi
   done
   for n in $NODES; do
     if [ "$CILIUM_ROUTING" = tunnel ]; then
@@ -261,5 +287,5 @@ cni_verify() {
         { echo "$n: no socket LB program on the node's cgroup subtree" >&2; return 1; }
     fi
   done
-  echo "cilium $CNI: host routing $want_hr, kube-proxy replacement $want_kpr, routing $CILIUM_ROUTING, as configured"
+  echo "cilium $CILIUM_VERSION $CNI: host routing $want_hr, kube-proxy replacement $want_kpr, routing $CILIUM_ROUTING, as configured"
 }
