@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Debian packages for the local cluster. Quick (one dpkg-query) when all are installed.
+# Debian packages for the local cluster (deps.sh PKG... : these too, e.g. a CNI's build tools).
+# Quick (one dpkg-query) when all are installed.
 # No service is started by the install: a policy-rc.d that refuses is put in place for the
 # install only if there is none (an existing one is left as it is).
 set -euo pipefail
 pkgs=(containerd runc containernetworking-plugins etcd-server etcd-client iptables conntrack
-  busybox-static openssl bc util-linux iproute2 nftables bpftool ipset clang-14)
+  busybox-static openssl bc util-linux iproute2 nftables bpftool ipset clang-14 "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)

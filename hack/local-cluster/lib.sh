@@ -10,8 +10,19 @@ FLANNEL_VERSION=${FLANNEL_VERSION:-v0.28.10}
 CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v0.9.1}   # its plugins/meta/flannel reads flanneld's subnet.env
 CILIUM_VERSION=${CILIUM_VERSION:-v1.15.19}
 CALICO_VERSION=${CALICO_VERSION:-v3.31.0}   # served only by pseudo-version (build-cni.sh pins it)
+# calico_pins VERSION : the pseudo-versions of Calico's release commit and of the projectcalico/api
+# commit its go.mod replaces with ./api (the release tags are refused: no /v3 suffix)
+calico_pins() {
+  case $1 in
+    v3.31.0) echo "v0.0.0-20251021213802-b1f3c43f8437 v0.0.0-20251022175904-f2ab03771208" ;;
+    *) die "calico $1: no pseudo-version pinned in lib.sh calico_pins (the Go module proxy serves Calico only by pseudo-version)" ;;
+  esac
+}
+CALICO_CLANG=${CALICO_CLANG:-clang-19}       # compiles felix's BPF programs (calico-ebpf; upstream uses LLVM 18)
+BIRD_VERSION=${BIRD_VERSION:-1.6.8-2.1+b1}   # Debian's bird (1.6), calico-node's BGP daemon (calico-bgp): not installed, unpacked into the image
 KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-v2.1.0}   # the only version the Go module proxy serves (a test fixture: not shipped)
 cni_cache() { case $1 in flannel) echo "$LC_CACHE/cni/flannel-$FLANNEL_VERSION" ;; cilium) echo "$LC_CACHE/cni/cilium-$CILIUM_VERSION" ;; calico) echo "$LC_CACHE/cni/calico-$CALICO_VERSION" ;;
+  calico-bpf) echo "$LC_CACHE/cni/calico-bpf-$CALICO_VERSION" ;; bird) echo "$LC_CACHE/cni/bird-$BIRD_VERSION" ;;
   kube-router) echo "$LC_CACHE/cni/kube-router-$KUBE_ROUTER_VERSION" ;; esac; }
 TOOLS_BIN=$LC_CACHE/tools-bin
 # Cluster state (etcd data, containerd roots, kubelet roots, PKI, images, logs): removed by down.sh.
@@ -242,14 +253,14 @@ stage_busybox() {
 }
 
 # The CNIs up.sh --cni installs (cni/<family>.sh; interface in cni/README.md).
-CNIS="bridge bridge-dual flannel-vxlan flannel-host-gw flannel-wireguard cilium-vxlan cilium-geneve cilium-native cilium-native-legacy cilium-native-kube-proxy cilium-wireguard calico-vxlan calico-nftables kube-router"
+CNIS="bridge bridge-dual flannel-vxlan flannel-host-gw flannel-wireguard cilium-vxlan cilium-geneve cilium-native cilium-native-legacy cilium-native-kube-proxy cilium-wireguard calico-vxlan calico-nftables kube-router calico-bgp calico-ebpf"
 # cni_load NAME : check NAME and source its family's script (sets CNI, CNI_FAMILY, CNI_VERSION, …).
 cni_load() {
   CNI=$1
   [[ " $CNIS " == *" $CNI "* ]] || die "--cni $CNI: unknown CNI (want one of: $CNIS)"
   # the family: NAME up to its first dash, unless a script is named after the whole NAME (kube-router)
   CNI_FAMILY=${CNI%%-*}; [ -f "$LC_DIR/cni/$CNI.sh" ] && CNI_FAMILY=$CNI
-  CNI_IMAGES="" CNI_PLUGINS="" CNI_NEEDS=""
+  CNI_IMAGES="" CNI_PLUGINS="" CNI_NEEDS="" CNI_DEPS=""
   source "$LC_DIR/cni/$CNI_FAMILY.sh"
 }
 # cni_supported : whether this kernel has the link types the CNI's mode needs (CNI_NEEDS), probed

@@ -21,7 +21,7 @@ OUT=${E2E_OUT:-/tmp/cnibench-k8s-e2e/$CNI}
 rm -rf "$OUT"; mkdir -p "$OUT"
 exec > >(tee "$OUT/e2e.log") 2>&1
 result=1
-"$LC_DIR/deps.sh"   # before the snapshot: packages are not host state the run must restore
+"$LC_DIR/deps.sh" $CNI_DEPS   # before the snapshot: packages are not host state the run must restore
 "$LC_DIR/hoststate.sh" snapshot "$OUT/host-before"
 trap "e2e_teardown 'suite e2e ($CNI)'" EXIT
 

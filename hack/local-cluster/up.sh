@@ -34,7 +34,7 @@ for p in $HOST_PATHS; do [ -e "$p" ] || echo "$p"; done >"$LC_RUN/absent-host-pa
 sysctl $KUBELET_SYSCTLS 2>/dev/null | sed 's/ = /=/' >"$LC_RUN/sysctl.orig"
 
 # ---------- deps + binaries ----------
-"$LC_DIR/deps.sh"; ts deps
+"$LC_DIR/deps.sh" $CNI_DEPS; ts deps
 "$LC_DIR/build-k8s.sh" 2>&1 | tee "$LOGS/build-k8s.log" | grep -E '^k8s '; ts "k8s binaries ($K8S_VERSION)"
 mkdir -p "$TOOLS_BIN"
 (cd "$LC_DIR/tools" && CGO_ENABLED=0 "$GO" build -trimpath -o "$TOOLS_BIN/" ./mkimage ./pause ./tcpbench) ||

@@ -78,6 +78,11 @@ var expects = map[string]expect{
 		clusterPolicy: "calico-networkset", cidrSelectsPods: true, egressOutside: true, egressRules: "10,1000"},
 	"calico-nftables": {cni: "calico", mode: "vxlan, nftables dataplane", policy: "enforced", footprint: "measured", agents: 2,
 		clusterPolicy: "calico-networkset", cidrSelectsPods: true, egressOutside: true, egressRules: "10,1000"},
+	// BGP between the nodes (BIRD), no encapsulation; with eBPF felix also replaces kube-proxy.
+	"calico-bgp": {cni: "calico", mode: "bgp without encapsulation, iptables dataplane", policy: "enforced", footprint: "measured", agents: 2,
+		clusterPolicy: "calico-networkset", cidrSelectsPods: true, egressOutside: true, egressRules: "10,1000"},
+	"calico-ebpf": {cni: "calico", mode: "bgp without encapsulation, eBPF dataplane", policy: "enforced", footprint: "measured", agents: 2,
+		clusterPolicy: "calico-networkset", cidrSelectsPods: true, egressOutside: true, egressRules: "10,1000", ownServices: true},
 	// kube-router: a local test fixture only (hack/local-cluster/cni/kube-router.sh).
 	"kube-router": {cni: "kube-router", policy: "enforced", footprint: "measured", agents: 2, cidrSelectsPods: true, egressRules: "10,1000"},
 }
