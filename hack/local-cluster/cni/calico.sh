@@ -271,7 +271,7 @@ cni_install() {
         # v3.31.0's connect-time load balancer does not load on this kernel (6.17+ refuses tail
         # calls through one program array from programs of different attach types, which its
         # connect6 and sendmsg6 programs share: EINVAL after the verifier passed; fixed upstream
-        # in v3.31.3, "Split program maps used for ctlb"): off, felix's TC programs translate
+        # in v3.31.3, Split program maps used for ctlb): off, felix's TC programs translate
         # services per packet, host-networked clients' too (BPFHostNetworkedNATWithoutCTLB)
         - {name: FELIX_BPFCONNECTTIMELOADBALANCING, value: Disabled}
         - {name: CALICO_CGROUP_PATH, value: /run/calico/cgroup}
