@@ -274,6 +274,10 @@ cni_install() {
         # in v3.31.3, Split program maps used for ctlb): off, felix's TC programs translate
         # services per packet, host-networked clients' too (BPFHostNetworkedNATWithoutCTLB)
         - {name: FELIX_BPFCONNECTTIMELOADBALANCING, value: Disabled}
+        # the same kernel check refuses TCX: felix loads its TC preamble as tcx_ingress or
+        # tcx_egress and the programs it tail-calls without that attach type (its BPF endpoint
+        # manager never turns ready); attached the classic way (clsact qdisc), all have none
+        - {name: FELIX_BPFATTACHTYPE, value: TC}
         - {name: CALICO_CGROUP_PATH, value: /run/calico/cgroup}
         - {name: CNB_CGROUP_PARENT, value: \"${CGROOT#/}-\$(NODENAME)\"}"
   fi
@@ -404,6 +408,8 @@ cni_logs() {
   kc -n kube-system get pods -l k8s-app=calico-node -o wide >&2 || true
   local p; for p in $(kc -n kube-system get pods -l k8s-app=calico-node -o name 2>/dev/null); do
     echo "--- $p (last 40 lines)" >&2; kc -n kube-system logs "$p" --tail=40 >&2 || true
+    echo "--- $p: its errors and BPF load failures (last 20)" >&2
+    grep -E 'libbpf:|\[(ERROR|PANIC|FATAL)\]|panic:|Failed to (attach|load)' <<<"$(kc -n kube-system logs "$p" 2>&1)" | cut -c1-400 | tail -20 >&2 || true
     if [ "$CALICO_BACKEND" = bird ]; then
       echo "--- $p: BIRD's protocols; the configuration confd rendered (its first lines)" >&2
       kc -n kube-system exec "$p" -- birdc -s /var/run/calico/bird.ctl show protocols >&2 || true
