@@ -274,9 +274,10 @@ cni_install() {
         # in v3.31.3, Split program maps used for ctlb): off, felix's TC programs translate
         # services per packet, host-networked clients' too (BPFHostNetworkedNATWithoutCTLB)
         - {name: FELIX_BPFCONNECTTIMELOADBALANCING, value: Disabled}
-        # the same kernel check refuses TCX: felix loads its TC preamble as tcx_ingress or
-        # tcx_egress and the programs it tail-calls without that attach type (its BPF endpoint
-        # manager never turns ready); attached the classic way (clsact qdisc), all have none
+        # with TCX (felix's default) its BPF endpoint manager never turned ready here; likely the
+        # same kernel check: felix loads its TC preamble as tcx_ingress or tcx_egress, the
+        # programs it tail-calls without that attach type. Attached the classic way (clsact
+        # qdisc) they all have none
         - {name: FELIX_BPFATTACHTYPE, value: TC}
         - {name: CALICO_CGROUP_PATH, value: /run/calico/cgroup}
         - {name: CNB_CGROUP_PARENT, value: \"${CGROOT#/}-\$(NODENAME)\"}"
