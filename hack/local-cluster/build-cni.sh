@@ -11,32 +11,35 @@
 #            serves only by pseudo-version; built in a writable copy of the module with its three
 #            nested modules put back (api, lib/std, a stub lib/httpmachinery), and the module's
 #            manifests/calico-vxlan.yaml and canal.yaml (calico.sh and canal.sh take their CRDs,
-#            RBAC and ConfigMaps from them; added to a build cached without them)
+#            RBAC and ConfigMaps from them; added to a build cached without them); confd's BIRD
+#            templates come from the module itself, in the Go module cache
 #            (its go builds run under nice -n 19: another test run may be using the CPUs)
+#   calico-bpf  the same calico-node built with cgo against libbpf, and felix's BPF programs
+#            (felix/bpf-gpl, felix/bpf-apache) compiled by clang (CALICO_CLANG, default clang-19):
+#            the eBPF dataplane (calico-ebpf). v3.30+ clone libbpf at build time (no network
+#            here); the libbpf source is the one Calico's own v3.29.0 module carries
+#            (felix/bpf-gpl/include/libbpf, libbpf 1.5; v3.31 pins 1.4.6 and uses nothing newer).
+#            Needs gcc, make, clang and llvm, libelf-dev, zlib1g-dev and libpcap-dev (deps.sh installs them)
 #   kube-router  kube-router $KUBE_ROUTER_VERSION (the only version the proxy serves; a test fixture
 #            of the local cluster, not shipped) and the gobgp CLI its Makefile pins (v3.23.0), nice'd
 # One build at a time per cache (flock); built into bin.new and renamed.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-FAM=${1:?usage: build-cni.sh flannel|cilium|calico|kube-router}
+FAM=${1:?usage: build-cni.sh flannel|cilium|calico|calico-bpf|kube-router}
 case $FAM in
   flannel) VER=$FLANNEL_VERSION ;;
   cilium) VER=$CILIUM_VERSION ;;
   calico) VER=$CALICO_VERSION ;;
+  calico-bpf) VER=$CALICO_VERSION ;;
   kube-router) VER=$KUBE_ROUTER_VERSION ;;
-  *) die "build-cni.sh: unknown CNI family $FAM (want flannel, cilium, calico or kube-router)" ;;
+  *) die "build-cni.sh: unknown CNI family $FAM (want flannel, cilium, calico, calico-bpf or kube-router)" ;;
 esac
 OUTD=$(cni_cache "$FAM")
 STAMP=$OUTD/bin/.complete
 want="$FAM=$VER go=$("$GO" env GOVERSION) patches=1"
 # Calico: the release commit's pseudo-version, and that of the projectcalico/api commit its go.mod
-# replaces with ./api (the release tags are refused: the module path has no /v3 suffix)
-if [ "$FAM" = calico ]; then
-  case $VER in
-    v3.31.0) mv=v0.0.0-20251021213802-b1f3c43f8437 apiv=v0.0.0-20251022175904-f2ab03771208 ;;
-    *) die "calico $VER: no pseudo-version pinned in ${0##*/} (the Go module proxy serves Calico only by pseudo-version)" ;;
-  esac
-fi
+# replaces with ./api (lib.sh calico_pins; the release tags are refused: the module path has no /v3 suffix)
+case $FAM in calico|calico-bpf) pins=$(calico_pins "$VER") || exit 1; read -r mv apiv <<<"$pins" ;; esac
 CALICO_MANIFESTS="calico-vxlan.yaml canal.yaml"
 # calico_manifests DIR : the module's manifests the family scripts read, copied into DIR
 calico_manifests() {
@@ -44,6 +47,14 @@ calico_manifests() {
   [ -d "$d" ] || go_or_die "calico $VER ($mv)" "$GO" mod download -json "github.com/projectcalico/calico@$mv"
   mkdir -p "$1"; for m in $CALICO_MANIFESTS; do cp "$d/$m" "$1/"; done
 }
+if [ "$FAM" = calico-bpf ]; then
+  # the C toolchain and libraries: Debian's (llc of the same LLVM as clang)
+  "$LC_DIR/deps.sh" gcc make pkg-config "$CALICO_CLANG" "llvm-${CALICO_CLANG#clang-}" libelf-dev zlib1g-dev libpcap-dev
+  for t in gcc make pkg-config "$CALICO_CLANG" "llc-${CALICO_CLANG#clang-}" /usr/include/gelf.h /usr/include/zlib.h /usr/include/pcap.h; do
+    command -v "$t" >/dev/null || [ -e "$t" ] || die "calico-bpf: $t not found after deps.sh"
+  done
+  want="$want $("$CALICO_CLANG" --version | head -1)"
+fi
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
   if [ "$FAM" = calico ] && ! (cd "$OUTD/bin/manifests" 2>/dev/null && ls $CALICO_MANIFESTS >/dev/null 2>&1); then
     exec 9>"$OUTD/.lock"; flock -w 1800 9 || die "timeout (1800s) waiting for another build holding $OUTD/.lock"
@@ -58,7 +69,7 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then echo "$FAM $VER: bui
 NEW=$OUTD/bin.new BUILD=$OUTD/build
 rm -rf "$NEW" "$BUILD"; mkdir -p "$NEW" "$BUILD"
 t0=$SECONDS
-export CGO_ENABLED=0
+export CGO_ENABLED=0   # calico-bpf builds calico-node with cgo
 case $FAM in
 flannel)
   go_or_die "flannel $VER and containernetworking/plugins $CNI_PLUGINS_VERSION" \
@@ -137,7 +148,7 @@ GO
   cp -a bpf "$NEW/bpf"
   cd "$OUTD"
   ;;
-calico)
+calico|calico-bpf)
   # (the pseudo-versions $mv and $apiv: above)
   go_or_die "calico $VER ($mv), projectcalico/api $apiv and calico/lib/std" \
     "$GO" mod download -json "github.com/projectcalico/calico@$mv" "github.com/projectcalico/api@$apiv" "github.com/projectcalico/calico/lib/std@$mv"
@@ -152,12 +163,42 @@ calico)
   cd "$BUILD/src"
   ld="-s -w -X github.com/projectcalico/calico/pkg/buildinfo.Version=$VER -X github.com/projectcalico/calico/pkg/buildinfo.GitRevision=${mv##*-}"
   b() { local out=$1 pkg=$2; go_or_die "building $out ($pkg) of calico $VER" nice -n 19 "$GO" build -mod=mod -trimpath -ldflags "$ld" -o "$NEW/$out" "$pkg"
-        echo "calico $VER: built $out at +$((SECONDS - t0))s"; }
-  b calico-node ./node/cmd/calico-node
-  b calico ./cni-plugin/cmd/calico
-  ln -s calico "$NEW/calico-ipam"   # the CNI plugin runs as its IPAM plugin under this name
-  calico_manifests "$NEW/manifests"
-  cp node/filesystem/etc/calico/felix.cfg "$NEW/felix.cfg"
+        echo "$FAM $VER: built $out at +$((SECONDS - t0))s"; }
+  if [ "$FAM" = calico ]; then
+    b calico-node ./node/cmd/calico-node
+    b calico ./cni-plugin/cmd/calico
+    ln -s calico "$NEW/calico-ipam"   # the CNI plugin runs as its IPAM plugin under this name
+    calico_manifests "$NEW/manifests"
+    cp node/filesystem/etc/calico/felix.cfg "$NEW/felix.cfg"
+  else
+    # libbpf: the source Calico's v3.29.0 module carries (a commit after the v3.29.0 tag, the one
+    # projectcalico/vpp-dataplane pins for v3.29.0; the tags' own commits are refused), where
+    # felix's cgo directives and bpf-gpl's Makefile expect it, built static as upstream does
+    lmv=v0.0.0-20241104220808-b559a703e1c0
+    go_or_die "calico v3.29.0 ($lmv), for its libbpf source" "$GO" mod download -json "github.com/projectcalico/calico@$lmv"
+    lsrc=$GOMODCACHE/github.com/projectcalico/calico@$lmv/felix/bpf-gpl/include/libbpf
+    [ -f "$lsrc/src/libbpf.c" ] || die "calico-bpf: no libbpf source in $lsrc"
+    rm -rf felix/bpf-gpl/libbpf; cp -a "$lsrc" felix/bpf-gpl/libbpf; chmod -R u+w felix/bpf-gpl/libbpf
+    mkdir -p felix/bpf-gpl/libbpf/src/amd64
+    nice -n 19 make -s -j2 -C felix/bpf-gpl/libbpf/src BUILD_STATIC_ONLY=1 OBJDIR=amd64 >"$BUILD/libbpf.log" 2>&1 ||
+      { tail -20 "$BUILD/libbpf.log" >&2; die "calico-bpf: building libbpf failed"; }
+    # and its headers as <bpf/…>, where bpf-apache's programs include them (upstream's build image
+    # has libbpf installed)
+    nice -n 19 make -s -C felix/bpf-gpl/libbpf/src install_headers DESTDIR="$BUILD/libbpf-inc" INCLUDEDIR=/include >>"$BUILD/libbpf.log" 2>&1 ||
+      { tail -20 "$BUILD/libbpf.log" >&2; die "calico-bpf: installing libbpf's headers failed"; }
+    echo "$FAM $VER: built libbpf $(awk '/MAJOR_VERSION|MINOR_VERSION/ {printf "%s%s", s, $3; s="."}' felix/bpf-gpl/libbpf/src/libbpf_version.h) at +$((SECONDS - t0))s"
+    export CGO_ENABLED=1; b calico-node ./node/cmd/calico-node; export CGO_ENABLED=0
+    # felix's BPF programs, as upstream's build-bpf makes them (every object it lists: felix picks
+    # them by endpoint type, log level and CO-RE support at run time)
+    mk() { CFLAGS="-I$BUILD/libbpf-inc/include" nice -n 19 make -s -j2 -C "$1" CC="$CALICO_CLANG" LD="llc-${CALICO_CLANG#clang-}" all >"$BUILD/${1##*/}.log" 2>&1 ||
+      { tail -20 "$BUILD/${1##*/}.log" >&2; die "calico-bpf: compiling $1 with $CALICO_CLANG failed"; }; }
+    # (the module zip keeps no file modes: the Makefile runs these scripts)
+    chmod +x felix/bpf-gpl/list-objs felix/bpf-gpl/list-ut-objs felix/bpf-gpl/calculate-flags
+    mk felix/bpf-apache
+    mk felix/bpf-gpl
+    mkdir -p "$NEW/bpf"; cp felix/bpf-gpl/bin/*.o felix/bpf-apache/bin/*.o "$NEW/bpf/"
+    echo "$FAM $VER: compiled $(ls "$NEW/bpf" | wc -l) BPF objects at +$((SECONDS - t0))s"
+  fi
   cd "$OUTD"
   ;;
 kube-router)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # hoststate.sh snapshot DIR   : record the host state the cluster must not leave changed
 # hoststate.sh compare A B    : show differences; exit 1 if any
-# hoststate.sh during A DIR   : while the cluster runs: the host's sysctls and the CNIs' default host
-#                               paths (Calico's, flannel's, host-local's) as in snapshot A, and no
-#                               BPF program on the host's cgroup v2 root itself (exit 1 otherwise)
+# hoststate.sh during A DIR   : while the cluster runs: the host's sysctls, bpffs and cgroup2 mounts
+#                               and the CNIs' default host paths (Calico's, flannel's, host-local's)
+#                               as in snapshot A, and no BPF program on the host's cgroup v2 root
+#                               itself (exit 1 otherwise)
 # Recorded: ip -o link, routes (v4/v6) and rules, nft ruleset, iptables-save/ip6tables-save,
 # sysctl -a (minus counters that change by themselves), netns list, mounts, top-level cgroups in
 # every hierarchy, BPF programs attached to the host's cgroup v2 root (the one cgroup hook that is
@@ -52,6 +53,9 @@ case ${1:-} in
       n=$(bpftool cgroup show "$g" | grep -vc '^ID' || true)
       [ "$n" -eq 0 ] || { bpftool cgroup show "$g"; echo "host cgroup v2 root $g: $n BPF program(s) attached while the cluster runs"; bad=1; }
     fi
+    # bpffs and cgroup2 mounts of the host's (an eBPF dataplane's own go with its container)
+    a=$(awk '$2 == "bpf" || $2 == "cgroup2"' "$2/mounts"); b=$(awk '$2 == "bpf" || $2 == "cgroup2"' "$3/mounts")
+    [ "$a" = "$b" ] || { echo "host bpffs/cgroup2 mounts: CHANGED while the cluster runs: $(diff <(echo "$a") <(echo "$b") | grep '^[<>]' | tr '\n' ' ')"; bad=1; }
     # the host-wide paths a CNI's agent or plugin writes by default: none while it runs (Calico's;
     # flanneld's subnet file; host-local's IPAM dataDir, which containerd's result cache beside it
     # in /var/lib/cni is not)
@@ -59,7 +63,7 @@ case ${1:-} in
       a=$(grep -E "^(\(no )?$p([/)]|\$)" "$2/paths" || true); b=$(grep -E "^(\(no )?$p([/)]|\$)" "$3/paths" || true)
       [ "$a" = "$b" ] || { echo "host path $p: CHANGED while the cluster runs: $(echo "$b" | head -3 | tr '\n' ' ')"; bad=1; }
     done
-    [ $bad -eq 0 ] && echo "host state while the cluster runs: sysctls unchanged, no BPF program on the host's cgroup v2 root, /run/calico, /var/lib/calico, /var/log/calico, /etc/calico, /run/flannel, /var/run/nodeagent and /var/lib/cni/networks unchanged"
+    [ $bad -eq 0 ] && echo "host state while the cluster runs: sysctls unchanged, no BPF program on the host's cgroup v2 root, bpffs and cgroup2 mounts unchanged, /run/calico, /var/lib/calico, /var/log/calico, /etc/calico, /run/flannel, /var/run/nodeagent and /var/lib/cni/networks unchanged"
     exit $bad ;;
   *) echo "usage: $0 snapshot DIR | compare DIR_BEFORE DIR_AFTER | during DIR_BEFORE DIR" >&2; exit 2 ;;
 esac

@@ -11,8 +11,19 @@ CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v0.9.1}   # its plugins/meta/flannel 
 CILIUM_VERSION=${CILIUM_VERSION:-v1.15.19}   # cilium-*; cilium120-* set their own (cni/cilium120.sh)
 CILIUM_VERSION_BASE=$CILIUM_VERSION          # cni_load puts it back before each family script
 CALICO_VERSION=${CALICO_VERSION:-v3.31.0}   # served only by pseudo-version (build-cni.sh pins it)
+# calico_pins VERSION : the pseudo-versions of Calico's release commit and of the projectcalico/api
+# commit its go.mod replaces with ./api (the release tags are refused: no /v3 suffix)
+calico_pins() {
+  case $1 in
+    v3.31.0) echo "v0.0.0-20251021213802-b1f3c43f8437 v0.0.0-20251022175904-f2ab03771208" ;;
+    *) die "calico $1: no pseudo-version pinned in lib.sh calico_pins (the Go module proxy serves Calico only by pseudo-version)" ;;
+  esac
+}
+CALICO_CLANG=${CALICO_CLANG:-clang-19}       # compiles felix's BPF programs (calico-ebpf; upstream uses LLVM 18)
+BIRD_VERSION=${BIRD_VERSION:-1.6.8-2.1+b1}   # Debian's bird (1.6), calico-node's BGP daemon (calico-bgp): not installed, unpacked into the image
 KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-v2.1.0}   # the only version the Go module proxy serves (a test fixture: not shipped)
 cni_cache() { case $1 in flannel) echo "$LC_CACHE/cni/flannel-$FLANNEL_VERSION" ;; cilium) echo "$LC_CACHE/cni/cilium-$CILIUM_VERSION" ;; calico) echo "$LC_CACHE/cni/calico-$CALICO_VERSION" ;;
+  calico-bpf) echo "$LC_CACHE/cni/calico-bpf-$CALICO_VERSION" ;; bird) echo "$LC_CACHE/cni/bird-$BIRD_VERSION" ;;
   kube-router) echo "$LC_CACHE/cni/kube-router-$KUBE_ROUTER_VERSION" ;; esac; }
 TOOLS_BIN=$LC_CACHE/tools-bin
 # Cluster state (etcd data, containerd roots, kubelet roots, PKI, images, logs): removed by down.sh.
@@ -243,7 +254,7 @@ stage_busybox() {
 }
 
 # The CNIs up.sh --cni installs (cni/<family>.sh; interface in cni/README.md).
-CNIS="bridge bridge-dual flannel-vxlan flannel-host-gw flannel-wireguard cilium-vxlan cilium-geneve cilium-native cilium-native-legacy cilium-native-kube-proxy cilium-wireguard cilium120-vxlan cilium120-geneve cilium120-native cilium120-native-legacy cilium120-native-kube-proxy cilium120-wireguard calico-vxlan calico-nftables canal kube-router"
+CNIS="bridge bridge-dual flannel-vxlan flannel-host-gw flannel-wireguard cilium-vxlan cilium-geneve cilium-native cilium-native-legacy cilium-native-kube-proxy cilium-wireguard cilium120-vxlan cilium120-geneve cilium120-native cilium120-native-legacy cilium120-native-kube-proxy cilium120-wireguard calico-vxlan calico-nftables calico-bgp calico-ebpf canal kube-router"
 # cni_load NAME : check NAME and source its family's script (sets CNI, CNI_FAMILY, CNI_VERSION, …).
 cni_load() {
   CNI=$1

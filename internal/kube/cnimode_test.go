@@ -346,6 +346,17 @@ func TestCalicoAgentMode(t *testing.T) {
 			map[string]string{"CALICO_IPV4POOL_IPIP": "Always", "FELIX_BPFENABLED": "true"}, "ipip, eBPF dataplane", ""},
 		{"BGP, no encapsulation", nil, map[string]string{"CALICO_NETWORKING_BACKEND": "bird", "CALICO_IPV4POOL_IPIP": "Never", "CALICO_IPV4POOL_VXLAN": "Never"},
 			"bgp without encapsulation, felix's default dataplane", "neither FELIX_BPFENABLED nor FELIX_NFTABLESMODE set"},
+		// hack/local-cluster's calico-bgp and calico-ebpf (calico.yaml and calico-bpf.yaml without
+		// IPIP): the backend from calico-config, resolved; eBPF before FELIX_NFTABLESMODE
+		{"calico-bgp", map[string]string{"calico_backend": "bird", "veth_mtu": "0"},
+			map[string]string{"CALICO_NETWORKING_BACKEND": "bird", "CALICO_IPV4POOL_VXLAN": "Never", "CALICO_IPV4POOL_IPIP": "Never", "FELIX_NFTABLESMODE": "Disabled"},
+			"bgp without encapsulation, iptables dataplane", ""},
+		{"calico-ebpf", map[string]string{"calico_backend": "bird", "veth_mtu": "0"},
+			map[string]string{"CALICO_NETWORKING_BACKEND": "bird", "CALICO_IPV4POOL_VXLAN": "Never", "CALICO_IPV4POOL_IPIP": "Never", "FELIX_NFTABLESMODE": "Disabled", "FELIX_BPFENABLED": "true"},
+			"bgp without encapsulation, eBPF dataplane", ""},
+		{"backend only in calico-config", map[string]string{"calico_backend": "bird"},
+			map[string]string{"CALICO_IPV4POOL_VXLAN": "Never", "CALICO_IPV4POOL_IPIP": "Never", "FELIX_BPFENABLED": "TRUE"},
+			"bgp without encapsulation, eBPF dataplane", ""},
 		{"cross-subnet, case-insensitive", nil, map[string]string{"CALICO_IPV4POOL_VXLAN": "crosssubnet", "FELIX_NFTABLESMODE": "auto"},
 			"vxlan cross-subnet, nftables or iptables dataplane (felix's auto)", ""},
 		{"policy only", nil, map[string]string{"CALICO_NETWORKING_BACKEND": "none", "FELIX_NFTABLESMODE": "Disabled"}, "policy only, iptables dataplane", ""},

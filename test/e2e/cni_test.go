@@ -101,6 +101,11 @@ var expects = map[string]expect{
 	// the outside masqueraded by flanneld's --ip-masq.
 	"canal": {cni: "canal", mode: "flannel vxlan, calico policy, felix's default dataplane", policy: "enforced", footprint: "measured", agents: 2,
 		clusterPolicy: "calico-networkset", cidrSelectsPods: true, egressOutside: true, egressRules: "10,1000"},
+	// BGP between the nodes (BIRD), no encapsulation; with eBPF felix also replaces kube-proxy.
+	"calico-bgp": {cni: "calico", mode: "bgp without encapsulation, iptables dataplane", policy: "enforced", footprint: "measured", agents: 2,
+		clusterPolicy: "calico-networkset", cidrSelectsPods: true, egressOutside: true, egressRules: "10,1000"},
+	"calico-ebpf": {cni: "calico", mode: "bgp without encapsulation, eBPF dataplane", policy: "enforced", footprint: "measured", agents: 2,
+		clusterPolicy: "calico-networkset", cidrSelectsPods: true, egressOutside: true, egressRules: "10,1000", ownServices: true},
 	// kube-router: a local test fixture only (hack/local-cluster/cni/kube-router.sh).
 	"kube-router": {cni: "kube-router", policy: "enforced", footprint: "measured", agents: 2, cidrSelectsPods: true, egressRules: "10,1000"},
 }

@@ -233,7 +233,7 @@ cni_verify() {
     grep -qx "FLANNEL_MTU=$CANAL_MTU" "$LC_RUN/$n/flannel/subnet.env" || { echo "$n: flannel's lease has $(grep MTU "$LC_RUN/$n/flannel/subnet.env"), the pods' MTU is $CANAL_MTU" >&2; return 1; }
     grep -q "\"mtu\": $CANAL_MTU," "$LC_STATE/$n/cni/10-canal.conflist" || { echo "$n: the CNI configuration does not set mtu $CANAL_MTU" >&2; return 1; }
     rules=$(calico_rules $n) || return 1
-    echo "$n: no Calico tunnel, flannel.1 and its lease at MTU $CANAL_MTU = the pods' (CNI configuration), felix's rules in $rules"
+    echo "$n: no Calico tunnel, flannel.1 and its lease at MTU $CANAL_MTU = the pods' (CNI configuration), $rules"
   done
   echo "canal: no Calico IPAM block; flannel VXLAN between the nodes, felix policy only ($CALICO_DATAPLANE dataplane), pod MTU $CANAL_MTU, as configured"
 }
