@@ -22,7 +22,7 @@ LCD=$(cd "$(dirname "$0")" && pwd)
 source "$LCD/lib.sh"
 [ "$(id -u)" -eq 0 ] || die "needs root (the local cluster)"
 # seed 002's field as far as this machine can build and run it (cni/README.md)
-FIELD_CNIS=${FIELD_CNIS:-flannel-vxlan calico-vxlan calico-nftables canal cilium120-vxlan cilium120-native kube-router}
+FIELD_CNIS=${FIELD_CNIS:-flannel-vxlan calico-vxlan calico-nftables calico-bgp canal cilium120-vxlan cilium120-native kube-router}
 # name|mode|reason, one per line: CNIs of seed 002 no build of which the Go module proxy serves here
 FIELD_NOT_SERVED=${FIELD_NOT_SERVED:-'weave|fastdp|Weave Net: the Go module proxy refuses every version (403), so it cannot be built here
 antrea||Antrea: the Go module proxy refuses every version (403); it also needs Open vSwitch, which this kernel lacks'}
