@@ -242,18 +242,20 @@ var Metrics = map[string]MetricInfo{
 	// The services scenario on a Kubernetes cluster
 	// (internal/scenario/services/cluster.go): set-up costs of one point,
 	// attached to every repeat measured at it; the removal's on Close.
-	"svc_cluster_services":                 {"services", Neutral, "services scenario on a cluster: ClusterIP services the point created (N: N−1 fillers and the measured service)"},
-	"svc_cluster_api_objects":              {"objects", Neutral, "services scenario on a cluster: API objects the point created (a Service and an EndpointSlice per service)"},
-	"svc_cluster_api_bytes":                {"bytes", Neutral, "services scenario on a cluster: bytes of the create requests' JSON bodies sent to the API server (the client's default encoding; what etcd stores is larger)"},
-	"svc_cluster_fillers_seconds":          {"s", LowerIsBetter, "services scenario on a cluster: time to create the N−1 filler services (both objects each) through the API, paced by the client's rate limit (50 requests/s by default)"},
-	"svc_cluster_create_services_per_sec":  {"services/s", HigherIsBetter, "services scenario on a cluster: filler services created per second (svc_cluster_fillers_seconds ÷ N−1; at most half the client's requests/s once its burst is spent)"},
-	"svc_cluster_programming_seconds":      {"s", LowerIsBetter, "services scenario on a cluster: time from the measured (Nth) service's EndpointSlice create until its VIP answered for good from the client pod: the API call, the control plane's propagation and the datapath's programming (kube-proxy or the CNI), with any backlog of the fillers'"},
-	"svc_cluster_watch_resolution_seconds": {"s", Neutral, "services scenario on a cluster: time between the probes that located svc_cluster_programming_seconds and svc_cluster_removal_refused_seconds (their resolution)"},
-	"svc_cluster_cni_cpu_millicores":       {"millicores", LowerIsBetter, "services scenario on a cluster: CPU of the CNI's pods on the run's two nodes (cgroups) over the point's creation, in thousandths of a core; kube-proxy's pods are not included"},
-	"svc_cluster_cni_memory_bytes":         {"bytes", LowerIsBetter, "services scenario on a cluster: working set of the CNI's pods on the run's two nodes after the point's creation"},
-	"svc_cluster_cni_window_seconds":       {"s", Neutral, "services scenario on a cluster: length of the window svc_cluster_cni_cpu_millicores averages over (the whole creation)"},
-	"svc_cluster_removal_seconds":          {"s", LowerIsBetter, "services scenario on a cluster: time from the first delete call until none of the point's Services and EndpointSlices was left in the API"},
-	"svc_cluster_removal_refused_seconds":  {"s", LowerIsBetter, "services scenario on a cluster: time from the first delete call (the EndpointSlices go first) until the measured VIP stopped answering for good from the client pod"},
+	"svc_cluster_services":                  {"services", Neutral, "services scenario on a cluster: ClusterIP services the point created (N: N−1 fillers and the measured service)"},
+	"svc_cluster_api_objects":               {"objects", Neutral, "services scenario on a cluster: API objects the point created (a Service and an EndpointSlice per service)"},
+	"svc_cluster_api_bytes":                 {"bytes", Neutral, "services scenario on a cluster: bytes of the create requests' JSON bodies sent to the API server (the client's default encoding; what etcd stores is larger)"},
+	"svc_cluster_fillers_seconds":           {"s", LowerIsBetter, "services scenario on a cluster: time to create the N−1 filler services (both objects each) through the API, paced by the client's rate limit (50 requests/s by default)"},
+	"svc_cluster_create_services_per_sec":   {"services/s", HigherIsBetter, "services scenario on a cluster: filler services created per second (svc_cluster_fillers_seconds ÷ N−1; at most half the client's requests/s once its burst is spent)"},
+	"svc_cluster_programming_seconds":       {"s", LowerIsBetter, "services scenario on a cluster: time from the measured (Nth) service's EndpointSlice create until its VIP answered for good from the client pod: the API call, the control plane's propagation and the datapath's programming (kube-proxy or the CNI), with any backlog of the fillers'"},
+	"svc_cluster_watch_resolution_seconds":  {"s", Neutral, "services scenario on a cluster: time between the probes that located svc_cluster_programming_seconds and svc_cluster_removal_refused_seconds (their resolution)"},
+	"svc_cluster_cni_cpu_millicores":        {"millicores", LowerIsBetter, "services scenario on a cluster: CPU of the CNI's pods on the run's two nodes (cgroups) over the point's creation, in thousandths of a core; kube-proxy's pods are not included"},
+	"svc_cluster_cni_memory_bytes":          {"bytes", LowerIsBetter, "services scenario on a cluster: working set of the CNI's pods on the run's two nodes after the point's creation"},
+	"svc_cluster_cni_window_seconds":        {"s", Neutral, "services scenario on a cluster: length of the window svc_cluster_cni_cpu_millicores averages over (the whole creation)"},
+	"svc_cluster_removal_seconds":           {"s", LowerIsBetter, "services scenario on a cluster: time from the first delete call until none of the point's Services and EndpointSlices was left in the API"},
+	"svc_cluster_removal_refused_seconds":   {"s", LowerIsBetter, "services scenario on a cluster: time from the first delete call (the EndpointSlices go first) until the measured VIP stopped answering for good from the client pod"},
+	"svc_cluster_settle_seconds":            {"s", LowerIsBetter, "services scenario on a cluster: time from the end of the removal until the CNI's pods on the run's two nodes used less than the bound (default 250 mCPU) over a 2 s window, at most 90 s: the datapath's own tear-down, which the next point would otherwise measure"},
+	"svc_cluster_settle_cni_cpu_millicores": {"millicores", LowerIsBetter, "services scenario on a cluster: CPU of the CNI's pods over the last window of svc_cluster_settle_seconds (below the bound when it settled)"},
 }
 
 // Info returns the metric's documentation, with a generic entry for

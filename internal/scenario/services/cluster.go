@@ -80,6 +80,15 @@ const (
 	// DefaultDeleteTimeout bounds the wait, after the delete calls, until
 	// the point's objects are gone from the API.
 	DefaultDeleteTimeout = 2 * time.Minute
+	// DefaultSettleCPU and DefaultSettleWindow: after a point's removal
+	// the CNI has settled when its pods on the two nodes use less than
+	// DefaultSettleCPU millicores over DefaultSettleWindow. Idle, the
+	// field's agents use 1–120 mCPU together (docs/data/field-*); removing
+	// 1 000 services kept Calico's eBPF felix at 1 458 mCPU for seconds
+	// after the API had none left. DefaultSettleTimeout bounds the wait.
+	DefaultSettleCPU     = 250.0
+	DefaultSettleWindow  = 2 * time.Second
+	DefaultSettleTimeout = 90 * time.Second
 )
 
 // watchProbeTimeout is each probe's bound: a VIP whose proxy drops
@@ -111,6 +120,8 @@ const (
 	MetricClusterCNIWindow             = "svc_cluster_cni_window_seconds"
 	MetricClusterRemovalSeconds        = "svc_cluster_removal_seconds"
 	MetricClusterRemovalRefusedSeconds = "svc_cluster_removal_refused_seconds"
+	MetricClusterSettleSeconds         = "svc_cluster_settle_seconds"
+	MetricClusterSettleCPU             = "svc_cluster_settle_cni_cpu_millicores"
 )
 
 // cniUsageMetrics maps cluster.Access.CNIUsage's metrics to the point's.
@@ -142,12 +153,20 @@ type ClusterOptions struct {
 	// DeleteTimeout bounds the wait until the deleted objects are gone
 	// (DefaultDeleteTimeout).
 	DeleteTimeout time.Duration
+	// SettleCPU, SettleWindow and SettleTimeout: after the removal, Close
+	// waits until the CNI's pods use less than SettleCPU millicores over
+	// a SettleWindow, at most SettleTimeout (DefaultSettleCPU,
+	// DefaultSettleWindow, DefaultSettleTimeout), so that the next point
+	// measures its own N and not this one's tear-down.
+	SettleCPU                   float64
+	SettleWindow, SettleTimeout time.Duration
 }
 
 // withDefaults fills o's zero values; a negative value is an error.
 func (o ClusterOptions) withDefaults() (ClusterOptions, error) {
 	switch {
-	case o.MaxServices < 0, o.Workers < 0, o.ClientQPS < 0, o.WatchInterval < 0, o.WatchWait < 0, o.WatchConfirm < 0, o.DeleteTimeout < 0:
+	case o.MaxServices < 0, o.Workers < 0, o.ClientQPS < 0, o.WatchInterval < 0, o.WatchWait < 0, o.WatchConfirm < 0, o.DeleteTimeout < 0,
+		o.SettleCPU < 0, o.SettleWindow < 0, o.SettleTimeout < 0:
 		return o, fmt.Errorf("negative cluster option in %+v", o)
 	}
 	def := func(v *time.Duration, d time.Duration) {
@@ -168,6 +187,11 @@ func (o ClusterOptions) withDefaults() (ClusterOptions, error) {
 	def(&o.WatchWait, DefaultWatchWait)
 	def(&o.WatchConfirm, DefaultWatchConfirm)
 	def(&o.DeleteTimeout, DefaultDeleteTimeout)
+	def(&o.SettleWindow, DefaultSettleWindow)
+	def(&o.SettleTimeout, DefaultSettleTimeout)
+	if o.SettleCPU == 0 {
+		o.SettleCPU = DefaultSettleCPU
+	}
 	switch {
 	case o.WatchInterval < 100*time.Microsecond || o.WatchInterval > time.Second:
 		return o, fmt.Errorf("watch interval %s: must be between 100µs and 1s (the agent's bounds)", o.WatchInterval)

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/cnibench/cnibench/internal/cluster"
@@ -103,7 +104,8 @@ func (p *clusterPoint) Target(c scenario.Cell) (scenario.Target, error) {
 // the API has none of them left, MetricClusterRemovalRefusedSeconds from
 // the same start until the measured VIP stopped answering for good (the
 // EndpointSlices go first, in one deletecollection call, then the
-// Services). A second call does nothing.
+// Services), then waits until the CNI has settled (settle). A second
+// call does nothing.
 func (p *clusterPoint) Close(ctx context.Context) (map[string]float64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -145,7 +147,50 @@ func (p *clusterPoint) Close(ctx context.Context) (map[string]float64, error) {
 		return nil, fmt.Errorf("services on a cluster: %d services removed in %.2f s, but the removal of the measured VIP was not seen: %w",
 			p.n, m[MetricClusterRemovalSeconds], werr)
 	}
+	p.settle(ctx, m)
 	return m, nil
+}
+
+// settle waits after the removal until the CNI's pods on the two nodes
+// use less than o.SettleCPU over an o.SettleWindow, at most
+// o.SettleTimeout: an agent still busy with this point's tear-down (a
+// datapath reprogrammed for N−1 deleted services) would otherwise be
+// measured by the next point. It records the wait
+// (MetricClusterSettleSeconds) and the last window's CPU
+// (MetricClusterSettleCPU); a CNI that did not settle in time is logged,
+// not an error (the next point's config and CPU show it). Without the
+// CNI's usage (no pods of its own, cgroups unreadable) it does nothing.
+func (p *clusterPoint) settle(ctx context.Context, m map[string]float64) {
+	if p.ca.CNIUsage == nil || ctx.Err() != nil {
+		return
+	}
+	t0 := time.Now()
+	var cpu float64
+	windows := 0
+	err := wait.PollUntilContextTimeout(ctx, 0, p.o.SettleTimeout, true, func(ctx context.Context) (bool, error) {
+		u, _, err := p.ca.CNIUsage(ctx, func(ctx context.Context) error {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(p.o.SettleWindow):
+				return nil
+			}
+		})
+		if err != nil || u == nil {
+			return false, err
+		}
+		cpu = u["cni_cpu_millicores"]
+		windows++
+		return cpu < p.o.SettleCPU, nil
+	})
+	if windows > 0 {
+		m[MetricClusterSettleSeconds] = time.Since(t0).Seconds()
+		m[MetricClusterSettleCPU] = cpu
+	}
+	if err != nil {
+		p.log.Warn("services on a cluster: the CNI did not settle after the removal", "services", p.n,
+			"cni_cpu_millicores", cpu, "bound_millicores", p.o.SettleCPU, "waited", time.Since(t0).Round(time.Second), "err", err)
+	}
 }
 
 // makeConfig describes the point for the runs' config.

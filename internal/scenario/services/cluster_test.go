@@ -68,8 +68,10 @@ type fakeCluster struct {
 	alreadyWant    string // the watch with this --want finds the target already in it
 	cancelOnWatch  func() // called when a watch starts
 	cniUsageCalled atomic.Bool
-	refuse         error    // the dry runs' answer (nil: admitted)
-	dryRuns        []string // the resources dry-run, in order
+	cniWindows     atomic.Int32               // CNIUsage calls
+	cniCPU         func(window int32) float64 // the CNI's CPU over the window-th call (nil: 42 mCPU)
+	refuse         error                      // the dry runs' answer (nil: admitted)
+	dryRuns        []string                   // the resources dry-run, in order
 }
 
 func newFakeCluster(objs ...runtime.Object) *fakeCluster {
@@ -164,9 +166,14 @@ func (f *fakeCluster) access() *cluster.Access {
 		Agent: f.agent,
 		CNIUsage: func(ctx context.Context, fn func(context.Context) error) (map[string]float64, string, error) {
 			f.cniUsageCalled.Store(true)
+			w := f.cniWindows.Add(1)
+			cpu := 42.0
+			if f.cniCPU != nil {
+				cpu = f.cniCPU(w)
+			}
 			t0 := time.Now()
 			err := fn(ctx)
-			return map[string]float64{"cni_cpu_millicores": 42, "cni_memory_bytes": 3 << 20, "cni_usage_window_seconds": time.Since(t0).Seconds()},
+			return map[string]float64{"cni_cpu_millicores": cpu, "cni_memory_bytes": 3 << 20, "cni_usage_window_seconds": time.Since(t0).Seconds()},
 				"left out: cilium-operator (node n3)", err
 		},
 	}
@@ -300,7 +307,58 @@ func runService() *corev1.Service {
 
 // testOptions keep the fake watches and deletions quick.
 func testOptions() ClusterOptions {
-	return ClusterOptions{WatchInterval: time.Millisecond, WatchWait: 5 * time.Second, WatchConfirm: 10 * time.Millisecond, DeleteTimeout: 5 * time.Second}
+	return ClusterOptions{WatchInterval: time.Millisecond, WatchWait: 5 * time.Second, WatchConfirm: 10 * time.Millisecond, DeleteTimeout: 5 * time.Second,
+		SettleWindow: 10 * time.Millisecond, SettleTimeout: 2 * time.Second}
+}
+
+// TestCloseSettles: Close waits, after the removal, until the CNI's
+// pods use less than SettleCPU over a window, records how long and the
+// last window's CPU, and gives up at SettleTimeout without an error.
+func TestCloseSettles(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cpu     func(w int32) float64
+		windows int32 // settle windows measured (CNIUsage calls after Prepare's one)
+		settled bool
+	}{
+		{name: "idle at once", cpu: func(int32) float64 { return 42 }, windows: 1, settled: true},
+		// Prepare's creation is window 1; the tear-down keeps the agent
+		// busy for the first three settle windows.
+		{name: "busy, then idle", cpu: func(w int32) float64 { return map[bool]float64{true: 1458, false: 120}[w <= 4] }, windows: 4, settled: true},
+		{name: "never idle", cpu: func(int32) float64 { return 900 }, settled: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCluster(runService())
+			f.cniCPU = tc.cpu
+			o := testOptions()
+			o.SettleTimeout = 300 * time.Millisecond
+			prep, err := PrepareCluster(context.Background(), scenario.Env{}, f.access(), 3, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := f.cniWindows.Load()
+			t0 := time.Now()
+			m, err := prep.Close(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(t0)
+			got := f.cniWindows.Load() - before
+			if tc.settled && got != tc.windows {
+				t.Errorf("%d settle windows, want %d", got, tc.windows)
+			}
+			cpu, ok := m[MetricClusterSettleCPU]
+			if !ok || m[MetricClusterSettleSeconds] <= 0 {
+				t.Fatalf("settle metrics missing: %v", m)
+			}
+			if settled := cpu < DefaultSettleCPU; settled != tc.settled {
+				t.Errorf("last window %g mCPU: settled %v, want %v", cpu, settled, tc.settled)
+			}
+			if !tc.settled && (took < o.SettleTimeout || took > o.SettleTimeout+5*time.Second) {
+				t.Errorf("Close took %s with a CNI that never settles, want about the bound %s", took, o.SettleTimeout)
+			}
+		})
+	}
 }
 
 func TestPrepareClusterAndClose(t *testing.T) {
@@ -407,7 +465,8 @@ func TestPrepareClusterAndClose(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, k := range []string{MetricClusterRemovalSeconds, MetricClusterRemovalRefusedSeconds} {
+			for _, k := range []string{MetricClusterRemovalSeconds, MetricClusterRemovalRefusedSeconds,
+				MetricClusterSettleSeconds, MetricClusterSettleCPU} {
 				if _, ok := cm[k]; !ok {
 					t.Errorf("close metric %s missing: %v", k, cm)
 				}
