@@ -176,8 +176,11 @@ func (p *clusterPoint) settle(ctx context.Context, m map[string]float64) {
 				return nil
 			}
 		})
-		if err != nil || u == nil {
+		if err != nil {
 			return false, err
+		}
+		if u == nil {
+			return true, nil // no CNI pods to wait for (their usage unreadable, or none: the bridge plugin)
 		}
 		cpu = u["cni_cpu_millicores"]
 		windows++

@@ -173,6 +173,9 @@ func (f *fakeCluster) access() *cluster.Access {
 			}
 			t0 := time.Now()
 			err := fn(ctx)
+			if cpu < 0 {
+				return nil, "the CNI runs no pods", err
+			}
 			return map[string]float64{"cni_cpu_millicores": cpu, "cni_memory_bytes": 3 << 20, "cni_usage_window_seconds": time.Since(t0).Seconds()},
 				"left out: cilium-operator (node n3)", err
 		},
@@ -326,6 +329,9 @@ func TestCloseSettles(t *testing.T) {
 		// busy for the first three settle windows.
 		{name: "busy, then idle", cpu: func(w int32) float64 { return map[bool]float64{true: 1458, false: 120}[w <= 4] }, windows: 4, settled: true},
 		{name: "never idle", cpu: func(int32) float64 { return 900 }, settled: false},
+		// No usage (a CNI without pods, cgroups unreadable): nothing to
+		// wait for, no settle metric.
+		{name: "no usage", cpu: func(int32) float64 { return -1 }, windows: 1, settled: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeCluster(runService())
@@ -346,6 +352,12 @@ func TestCloseSettles(t *testing.T) {
 			got := f.cniWindows.Load() - before
 			if tc.settled && got != tc.windows {
 				t.Errorf("%d settle windows, want %d", got, tc.windows)
+			}
+			if tc.name == "no usage" {
+				if _, ok := m[MetricClusterSettleSeconds]; ok || took > time.Second {
+					t.Errorf("without the CNI's usage: settle metrics %v, Close took %s", m, took)
+				}
+				return
 			}
 			cpu, ok := m[MetricClusterSettleCPU]
 			if !ok || m[MetricClusterSettleSeconds] <= 0 {
