@@ -38,11 +38,9 @@ func Main() {
 		// A command that only reads and computes ends at Ctrl-C at once,
 		// however long its input: it holds nothing to clean up.
 		go func() {
-			select {
-			case <-ctx.Done():
+			if interrupted(ctx, finished) {
 				printError(os.Stderr, clierr.ErrInterrupted)
 				os.Exit(clierr.ExitCode(clierr.ErrInterrupted))
-			case <-finished:
 			}
 		}()
 	}
@@ -50,6 +48,25 @@ func Main() {
 	close(finished)
 	stop()
 	os.Exit(clierr.ExitCode(err))
+}
+
+// interrupted waits until ctx is done (Ctrl-C) or the command finished,
+// and reports whether it was interrupted. Main's stop() cancels ctx too,
+// right after finished is closed: a command that has finished was not
+// interrupted, whichever the select saw first (its own error and exit
+// code stand).
+func interrupted(ctx context.Context, finished <-chan struct{}) bool {
+	select {
+	case <-ctx.Done():
+		select {
+		case <-finished:
+			return false
+		default:
+			return true
+		}
+	case <-finished:
+		return false
+	}
 }
 
 // stopsAtOnce tells whether the command args name in cmd's tree is

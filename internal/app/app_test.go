@@ -274,3 +274,25 @@ func TestInterruptReportAtOnce(t *testing.T) {
 		t.Fatal("report still running 5 s after Ctrl-C")
 	}
 }
+
+// TestInterrupted: a command that finished is never reported interrupted,
+// even when the context is cancelled right after (Main's stop()); a
+// cancel before the end is an interruption.
+func TestInterrupted(t *testing.T) {
+	for i := 0; i < 2000; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		finished := make(chan struct{})
+		got := make(chan bool, 1)
+		go func() { got <- interrupted(ctx, finished) }()
+		close(finished)
+		cancel()
+		if <-got {
+			t.Fatalf("round %d: a finished command reported interrupted", i)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if !interrupted(ctx, make(chan struct{})) {
+		t.Error("a cancel before the end: not reported interrupted")
+	}
+}
