@@ -129,6 +129,11 @@ func run(s streams.IOStreams, f *flags, path string) error {
 	if err != nil {
 		return err
 	}
+	// a directory as the field report takes it: its results.json(.gz)
+	path, err = resultsPath(path)
+	if err != nil {
+		return err
+	}
 	set, err := result.ReadFile(path)
 	if err != nil {
 		return err

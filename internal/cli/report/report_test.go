@@ -48,6 +48,8 @@ func TestFormats(t *testing.T) {
 		{[]string{"--format", "text", fixture}, text},
 		{[]string{"--format", "md", fixture}, md},
 		{[]string{"--format", "html", fixture}, html},
+		// a directory holding results.json, as suite --out writes it
+		{[]string{filepath.Dir(fixture)}, text},
 	}
 	for _, tt := range tests {
 		out, errOut, code := execute(t, tt.args...)
@@ -107,6 +109,7 @@ func TestErrors(t *testing.T) {
 		{"missing", []string{filepath.Join(dir, "nope.json")}, 1, "nope.json: no such file or directory"},
 		{"not JSON", []string{bad}, 1, bad + ": not a cnibench JSON document"},
 		{"no schema", []string{noschema}, 1, noschema + `: unknown schema: the document has no "schema" field`},
+		{"directory without results", []string{dir}, 1, dir + ": a directory without results.json or results.json.gz"},
 		{"unwritable output", []string{fixture, "-o", filepath.Join(dir, "no", "such", "dir", "r.html")}, 1, "no such file or directory"},
 	}
 	for _, tt := range tests {
