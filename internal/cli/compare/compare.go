@@ -58,8 +58,9 @@ path (the node-to-node baseline has no cross-node or same-node runs) and
 comes from one file (refused otherwise): --by cni --baseline flannel
 k8s-flannel/results.json k8s-cilium/results.json compares two clusters' CNIs,
 matching runs on their labels except the other cni_* labels, the CNI's
-datapath (cni-<name>), the cluster and, where each file's cells stay distinct
-without them, the nodes; the output names the labels ignored.
+datapath (cni-<name>), kube_proxy_mode where the files differ in it (a CNI
+that replaces kube-proxy), the cluster and, where each file's cells stay
+distinct without them, the nodes; the output names the labels ignored.
 
 For each matched run and metric the output shows both medians with their 95 %
 confidence interval, the change in percent and the p-value of a two-sided

@@ -82,7 +82,9 @@ func pairsByLabel(inputs []Input, o *Options, r *Result) ([]pair, []string, *cro
 		}
 		o.Baseline = report.BaselineDatapath
 	}
-	if n := len(strings.Split(o.Baseline, ",")); n != len(bys) {
+	// (with one label the whole --baseline is its value, commas and all:
+	// cni_mode values such as "vxlan, iptables dataplane" hold commas)
+	if n := len(strings.Split(o.Baseline, ",")); len(bys) > 1 && n != len(bys) {
 		return nil, nil, nil, &UsageError{fmt.Sprintf("--baseline %s: give one value for each label of --by %s (%d), separated by commas", o.Baseline, by, len(bys))}
 	}
 	r.Base = o.Baseline

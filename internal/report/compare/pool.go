@@ -15,6 +15,10 @@ const (
 	labelCNI     = "cni"
 	cniPrefix    = "cni_"
 	labelCluster = "cluster"
+	// labelKubeProxyMode is the CNI's configuration too where the CNI
+	// replaces kube-proxy (Cilium's, Calico's eBPF dataplane): with --by
+	// cni it is left out of the matching when the files differ in it.
+	labelKubeProxyMode = "kube_proxy_mode"
 )
 
 // nodeLabels are left out of the matching across files only when each
@@ -57,9 +61,12 @@ func (cf *crossFile) mismatch(a, b *result.Run, sa, sb *result.Set) []string {
 // the compared label must come from one file: two files with runs of the
 // same value are refused (pooling their repeats would hide that they are
 // two measurements; result.Merge does that deliberately, for one side of
-// the gate). With --by cni (one of the compared labels is cni) the runs
+// the gate). With --by cni (one of the compared labels is cni or a cni_*
+// label: two modes of one CNI compare as two CNIs do) the runs
 // are matched on their labels except the other cni_* labels, a datapath
-// named after the CNI (cni-<name>), the cluster and, as needed, the nodes.
+// named after the CNI (cni-<name>), kube_proxy_mode where the files differ
+// in it (a CNI that replaces kube-proxy), the cluster and, as needed, the
+// nodes.
 func poolBy(inputs []Input, by string, bys []string, key func(map[string]string) (string, bool)) (*crossFile, error) {
 	cf := &crossFile{origin: map[*result.Run]int{}}
 	owner := map[string]int{}
@@ -92,24 +99,32 @@ func poolBy(inputs []Input, by string, bys []string, key func(map[string]string)
 	for i := range cf.set.Runs {
 		cf.origin[&cf.set.Runs[i]] = from[i]
 	}
-	if !slices.Contains(bys, labelCNI) {
+	byCNI := slices.ContainsFunc(bys, func(b string) bool { return b == labelCNI || strings.HasPrefix(b, cniPrefix) })
+	if !byCNI {
 		cf.norm = func(l map[string]string) map[string]string { return l }
 		return cf, nil
 	}
 	cf.owned = []string{"pod_mtu", "path_mtu"}
 	drop := map[string]bool{labelCluster: true}
 	present := map[string]bool{}
+	proxyModes := map[string]bool{}
 	cniDatapath := false
 	for _, r := range runs {
-		for k := range r.Labels {
+		for k, v := range r.Labels {
 			present[k] = true
 			if strings.HasPrefix(k, cniPrefix) && !slices.Contains(bys, k) {
 				drop[k] = true
+			}
+			if k == labelKubeProxyMode {
+				proxyModes[v] = true
 			}
 		}
 		if r.Labels[report.LabelDatapath] == "cni-"+r.Labels[labelCNI] {
 			cniDatapath = true
 		}
+	}
+	if len(proxyModes) > 1 && !slices.Contains(bys, labelKubeProxyMode) {
+		drop[labelKubeProxyMode] = true
 	}
 	norm := func(drop map[string]bool) func(map[string]string) map[string]string {
 		return func(l map[string]string) map[string]string {
@@ -142,7 +157,7 @@ func poolBy(inputs []Input, by string, bys []string, key func(map[string]string)
 		if !present[k] {
 			continue
 		}
-		if strings.HasPrefix(k, cniPrefix) {
+		if strings.HasPrefix(k, cniPrefix) || k == labelKubeProxyMode {
 			cniLabels = append(cniLabels, k)
 		} else {
 			fileLabels = append(fileLabels, k)
