@@ -151,7 +151,7 @@ func TestSummaryCells(t *testing.T) {
 		"- weave (fastdp): skipped: no module (weave.json)",
 	} {
 		if !strings.Contains(out, want) {
-			t.Errorf("Markdown lacks %q:\n%s", want, out)
+			t.Errorf("Markdown lacks %q", want)
 		}
 	}
 	// Same-node is graded against the node-to-node baseline, as in the lab.
@@ -212,7 +212,7 @@ func TestWhatElseDiffers(t *testing.T) {
 	if !strings.HasPrefix(out[first:], "The runs ran on different machines") {
 		t.Errorf("the machines' difference is not said first:\n%s", out[first:])
 	}
-	for _, want := range []string{"kernel 6.18", "kernel 6.1", "repeat (flannel 6, cilium 12)", "flannel: The host was busy", "4 of 12 repeats"} {
+	for _, want := range []string{"kernel 6.18", "kernel 6.1", "They differ in repeat: 6 for flannel; 12 for cilium.", "flannel: The host was busy", "4 of 12 repeats"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("Markdown lacks %q", want)
 		}

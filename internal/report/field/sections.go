@@ -215,11 +215,22 @@ func settingsPara(f *Field) string {
 			vals[e.Set.Config[k]] = true
 		}
 		if len(vals) > 1 {
-			var parts []string
+			// grouped by value, in the order the runs are listed: a CNI's
+			// name may hold commas of its own
+			var order []string
+			by := map[string][]string{}
 			for _, e := range f.Measured {
-				parts = append(parts, e.Name+" "+orDash(e.Set.Config[k]))
+				v := orDash(e.Set.Config[k])
+				if _, ok := by[v]; !ok {
+					order = append(order, v)
+				}
+				by[v] = append(by[v], e.Name)
 			}
-			differ = append(differ, k+" ("+strings.Join(parts, ", ")+")")
+			var parts []string
+			for _, v := range order {
+				parts = append(parts, v+" for "+strings.Join(by[v], " / "))
+			}
+			differ = append(differ, "They differ in "+k+": "+strings.Join(parts, "; ")+".")
 		}
 	}
 	for _, k := range sharedSettings {
@@ -239,9 +250,7 @@ func settingsPara(f *Field) string {
 	if len(same) > 0 {
 		out = append(out, "The runs share these suite settings: "+strings.Join(same, ", ")+".")
 	}
-	if len(differ) > 0 {
-		out = append(out, "They differ in: "+strings.Join(differ, "; ")+".")
-	}
+	out = append(out, differ...)
 	return strings.Join(out, " ")
 }
 
