@@ -8,12 +8,15 @@
 #   CNI and its footprint idle and under load) -> down.sh -> host-state comparison.
 # A CNI that cannot run is recorded, never dropped: one this kernel lacks the link types for
 # (cni_supported), one the harness does not know, one whose cluster did not come up or did not
-# verify, and the CNIs no build of which is served here ($FIELD_NOT_SERVED). Each becomes a
+# verify, the CNIs no build of which is served here ($FIELD_NOT_SERVED), and the configurations
+# the harness has no mode for because the kernel lacks what they need, probed ($FIELD_KERNEL:
+# Calico's IPIP, kube-router's IPVS service proxy). Each becomes a
 # results file with no runs and a skipped entry labelled with it (docs/results.md), which the
 # report lists under "Not measured" with the reason.
 # Then one report puts the CNIs side by side: `cnibench report OUTDIR/<cni>/...` ->
 # OUTDIR/field.{html,md,txt}. Exit 1 if any CNI that should run failed, else 0.
-# Env: FIELD_SUITE_ARGS replaces the suite's shape (default below); FIELD_CNIS, FIELD_NOT_SERVED.
+# Env: FIELD_SUITE_ARGS replaces the suite's shape (default below); FIELD_CNIS, FIELD_NOT_SERVED,
+# FIELD_KERNEL.
 set -euo pipefail
 export _t0=$(date +%s.%N)
 BIN=$(realpath "${1:?usage: field.sh CNIBENCH OUTDIR [CNI...]}")
@@ -22,13 +25,24 @@ LCD=$(cd "$(dirname "$0")" && pwd)
 source "$LCD/lib.sh"
 [ "$(id -u)" -eq 0 ] || die "needs root (the local cluster)"
 # seed 002's field as far as this machine can build and run it (cni/README.md)
-FIELD_CNIS=${FIELD_CNIS:-flannel-vxlan calico-vxlan calico-nftables calico-bgp canal cilium120-vxlan cilium120-native kube-router}
+# (the WireGuard and GENEVE modes: recorded as not measured where the kernel lacks the link type)
+FIELD_CNIS=${FIELD_CNIS:-flannel-vxlan calico-vxlan calico-nftables calico-bgp canal cilium120-vxlan cilium120-native kube-router flannel-wireguard cilium120-geneve cilium120-wireguard}
 # name|mode|reason, one per line: CNIs of seed 002 no build of which the Go module proxy serves here
 FIELD_NOT_SERVED=${FIELD_NOT_SERVED:-'weave|fastdp|Weave Net: the Go module proxy refuses every version (403), so it cannot be built here
 antrea||Antrea: the Go module proxy refuses every version (403); it also needs Open vSwitch, which this kernel lacks'}
+# name|mode|probe|what: configurations of seed 002's CNIs that the harness has no mode for because
+# this kernel lacks what they need; probed (link:TYPE creates one in a scratch namespace,
+# path:FILE looks for a file the kernel makes) and recorded as not measured with the probe's answer
+FIELD_KERNEL=${FIELD_KERNEL:-'calico-ipip|ipip|link:ipip|Calico'"'"'s default encapsulation (manifests/calico.yaml: CALICO_IPV4POOL_IPIP Always) needs IPIP tunnels
+kube-router-ipvs|ipvs service proxy|path:/proc/net/ip_vs|kube-router'"'"'s own service proxy (--run-service-proxy) needs IPVS'}
 list=${*:-$FIELD_CNIS}
 SUITE_ARGS=(${FIELD_SUITE_ARGS:---tests tcp_stream,udp_stream,tcp_rr,tcp_crr,http --paths same-node,cross-node --flows 1,8 --repeat 5 --duration 1s --warmup 250ms --seed 4242})
 mkdir -p "$OUT"; OUT=$(realpath "$OUT")
+# what measured: the harness's commit and the binary's version, as they were at the start (the tree
+# may move on while the field runs)
+START_COMMIT=$(git -C "$LCD" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$LCD" diff --quiet HEAD 2>/dev/null || START_COMMIT="$START_COMMIT (with uncommitted changes)"
+BIN_VERSION=$("$BIN" version 2>/dev/null | head -1 || echo "cnibench: version unknown")
 LOCK=/var/lock/cnibench-cluster.lock
 REF=cnibench.local/cnibench:field
 "$BIN" image build --binary "$BIN" --ref "$REF" --out "$OUT/image.tar" >/dev/null
@@ -67,6 +81,28 @@ failed=0
 while IFS='|' read -r name mode reason; do
   [ -n "$name" ] && not_measured "$name" "$mode" "$reason" && row "$name" "| $name | not measured: $reason | 0 | — |"
 done <<<"$FIELD_NOT_SERVED"
+# kernel_lacks PROBE : prints why the kernel lacks what PROBE names (exit 0), or exit 1 if it has it
+kernel_lacks() {
+  local ns=${NS_PREFIX}fprobe$$ err
+  case $1 in
+    link:*)
+      ip netns add "$ns" || { echo "cannot create the probe namespace $ns"; return 0; }
+      err=$(ip -n "$ns" link add p0 type "${1#link:}" 2>&1); local rc=$?
+      ip netns del "$ns"
+      [ $rc -ne 0 ] || return 1
+      echo "no ${1#link:} link type in this kernel (ip link add type ${1#link:}: $err)" ;;
+    path:*) [ ! -e "${1#path:}" ] || return 1; echo "not in this kernel (no ${1#path:}; no loadable modules)" ;;
+    *) echo "unknown probe $1"; return 0 ;;
+  esac
+}
+while IFS='|' read -r name mode probe what; do
+  [ -n "$name" ] || continue
+  if why=$(kernel_lacks "$probe"); then
+    not_measured "$name" "$mode" "$what: $why"; row "$name" "| $name | not measured: $what: $why | 0 | — |"
+  else
+    echo "field: $name: this kernel has what it needs ($probe), but the harness has no mode for it yet"
+  fi
+done <<<"$FIELD_KERNEL"
 for c in $list; do
   t=$SECONDS
   if [[ " $CNIS " != *" $c "* ]]; then
@@ -117,7 +153,7 @@ else
   echo "field: fewer than two results files, no side-by-side report"
 fi
 {
-  echo "# field.sh on $(date -u +%Y-%m-%d) at commit $(git -C "$LCD" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "# field.sh on $(date -u +%Y-%m-%d): the harness at commit $START_COMMIT, $BIN_VERSION"
   echo
   echo "Machine: $(nproc) cores, kernel $(uname -r); Kubernetes $K8S_VERSION. Suite: ${SUITE_ARGS[*]}"
   echo
