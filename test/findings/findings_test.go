@@ -126,6 +126,37 @@ type section struct {
 	pool    pool
 }
 
+// splitArgs splits a check's command at spaces, as a shell would for
+// words and double-quoted strings (a --baseline value with spaces and
+// commas); nothing else of a shell's syntax.
+func splitArgs(cmd string) ([]string, error) {
+	var args []string
+	var cur strings.Builder
+	in, word := false, false
+	for _, r := range cmd {
+		switch {
+		case r == '"':
+			in, word = !in, true
+		case r == ' ' && !in:
+			if word {
+				args = append(args, cur.String())
+				cur.Reset()
+				word = false
+			}
+		default:
+			cur.WriteRune(r)
+			word = true
+		}
+	}
+	if in {
+		return nil, fmt.Errorf("unbalanced double quote in %q", cmd)
+	}
+	if word {
+		args = append(args, cur.String())
+	}
+	return args, nil
+}
+
 type check struct {
 	cmd string // the command, as written
 	out string // the output file, relative to docs/
@@ -200,7 +231,10 @@ func dataLinks(text string) []string {
 
 // runCheck runs one check command in docs/.
 func runCheck(t *testing.T, c check) ([]byte, error) {
-	args := strings.Fields(c.cmd)
+	args, err := splitArgs(c.cmd)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	switch {
@@ -395,4 +429,22 @@ func goTool() string {
 		}
 	}
 	return "go"
+}
+
+func TestSplitArgs(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want []string
+		err  bool
+	}{
+		{"cnibench report  a.json", []string{"cnibench", "report", "a.json"}, false},
+		{`cnibench compare --by cni_mode --baseline "bgp, iptables dataplane" a b`, []string{"cnibench", "compare", "--by", "cni_mode", "--baseline", "bgp, iptables dataplane", "a", "b"}, false},
+		{`x ""`, []string{"x", ""}, false},
+		{`x "open`, nil, true},
+	} {
+		got, err := splitArgs(tt.in)
+		if (err != nil) != tt.err || strings.Join(got, "|") != strings.Join(tt.want, "|") || len(got) != len(tt.want) {
+			t.Errorf("splitArgs(%q) = %q, %v; want %q (error %v)", tt.in, got, err, tt.want, tt.err)
+		}
+	}
 }
