@@ -58,13 +58,13 @@ func TestCompareByCNIAcrossFiles(t *testing.T) {
 			"cni", "flannel", 0, "", "both have runs with cni=flannel (two configurations of one CNI: --by cni,cni_mode)"},
 		// A CNI that replaces kube-proxy: the files differ in
 		// kube_proxy_mode, which is the CNI's configuration.
-		{"kube-proxy replaced by one CNI", clusterSet("flannel", "A", withProxy("iptables", cross, base)...), clusterSet("cilium", "A", withProxy("replaced by cilium", cross, base)...),
+		{"kube-proxy replaced by one CNI", clusterSet("flannel", "A", withLabel("kube_proxy_mode", "iptables", cross, base)...), clusterSet("cilium", "A", withLabel("kube_proxy_mode", "replaced by cilium", cross, base)...),
 			"cni", "flannel", 2, "cni_mode, kube_proxy_mode (the CNI's configuration)", ""},
-		{"kube-proxy alike: matched on it", clusterSet("flannel", "A", withProxy("iptables", cross, base)...), clusterSet("calico", "A", withProxy("iptables", cross, base)...),
+		{"kube-proxy alike: matched on it", clusterSet("flannel", "A", withLabel("kube_proxy_mode", "iptables", cross, base)...), clusterSet("calico", "A", withLabel("kube_proxy_mode", "iptables", cross, base)...),
 			"cni", "flannel", 2, "cni_mode (the CNI's configuration)", ""},
 		// --by cni_mode, one CNI in two modes: the baseline's value holds
 		// a comma, which one --by label takes whole.
-		{"one label's value with a comma", clusterSet("calico", "A", withMode("bgp, iptables dataplane", cross, base)...), clusterSet("calico", "A", withMode("bgp, eBPF dataplane", cross, base)...),
+		{"one label's value with a comma", clusterSet("calico", "A", withLabel("cni_mode", "bgp, iptables dataplane", cross, base)...), clusterSet("calico", "A", withLabel("cni_mode", "bgp, eBPF dataplane", cross, base)...),
 			"cni_mode", "bgp, iptables dataplane", 2, "", ""},
 		{"another label: nothing more ignored", clusterSet("flannel", "A", cross), clusterSet("cilium", "A", cross),
 			"cni_mode", "flannel-mode", 0, "", "nothing to compare"},
@@ -96,24 +96,11 @@ func TestCompareByCNIAcrossFiles(t *testing.T) {
 	}
 }
 
-// withProxy copies cells with kube_proxy_mode set to mode.
-func withProxy(mode string, cells ...map[string]string) []map[string]string {
+// withLabel copies cells with label key set to value.
+func withLabel(key, value string, cells ...map[string]string) []map[string]string {
 	var out []map[string]string
 	for _, c := range cells {
-		m := map[string]string{"kube_proxy_mode": mode}
-		for k, v := range c {
-			m[k] = v
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-// withMode copies cells with cni_mode set to mode.
-func withMode(mode string, cells ...map[string]string) []map[string]string {
-	var out []map[string]string
-	for _, c := range cells {
-		m := map[string]string{"cni_mode": mode}
+		m := map[string]string{key: value}
 		for k, v := range c {
 			m[k] = v
 		}
