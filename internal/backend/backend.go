@@ -13,15 +13,15 @@ package backend
 
 import (
 	"context"
-	"errors"
 	"net/netip"
 
+	"github.com/cnibench/cnibench/internal"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
 // ErrNotSupported marks what a backend cannot do here (recorded as
 // "skipped: …", never as a failure).
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // OptionError is a backend's refusal of an option or of what a run asks
 // of it (the CLI makes it a usage error); Msg names the flag and the fix.

@@ -3,11 +3,13 @@ package capture
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cnibench/cnibench/internal"
 )
 
 // ErrNotSupported is wrapped by the errors of what this OS or interface
 // cannot capture.
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // minMarker is the shortest marker accepted: a shorter one could turn up
 // by chance in encrypted bytes.

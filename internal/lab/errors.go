@@ -1,15 +1,16 @@
 package lab
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
+
+	"github.com/cnibench/cnibench/internal"
 )
 
 // ErrNotSupported is returned (wrapped) when the machine lacks something a
 // datapath or the lab needs. A datapath that cannot run is recorded as
 // skipped with the reason; it does not abort the other datapaths.
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // ErrNotSupportedOnOS is returned by every entry point on systems other than
 // Linux.

@@ -83,9 +83,9 @@ func openEvent(freq, cpu int) (int, error) {
 	}
 	switch {
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
-		return -1, fmt.Errorf("%w: perf_event_open(cpu-clock, all processes, cpu %d): %v (kernel.perf_event_paranoid is %s: run as root or set it to -1)", ErrNotSupported, cpu, err, paranoid())
+		return -1, fmt.Errorf("CPU profiling %w: perf_event_open(cpu-clock, all processes, cpu %d): %v (kernel.perf_event_paranoid is %s: run as root or set it to -1)", ErrNotSupported, cpu, err, paranoid())
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENODEV):
-		return -1, fmt.Errorf("%w: perf_event_open(cpu-clock, cpu %d): %v (no perf events in this kernel or container)", ErrNotSupported, cpu, err)
+		return -1, fmt.Errorf("CPU profiling %w: perf_event_open(cpu-clock, cpu %d): %v (no perf events in this kernel or container)", ErrNotSupported, cpu, err)
 	case errors.Is(err, unix.EINVAL):
 		return -1, fmt.Errorf("perf_event_open(cpu-clock at %d Hz, cpu %d): %v (is Options.Frequency above kernel.perf_event_max_sample_rate?)", freq, cpu, err)
 	}
@@ -128,13 +128,13 @@ func Probe() error {
 	unix.Close(fd)
 	f, err := os.Open("/proc/kallsyms")
 	if err != nil {
-		return fmt.Errorf("profile: probe: %w: %v", ErrNotSupported, err)
+		return fmt.Errorf("profile: probe: CPU profiling %w: %v", ErrNotSupported, err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	if sc.Scan() {
 		if _, err := parseKallsyms(strings.NewReader(sc.Text())); err != nil {
-			return fmt.Errorf("profile: probe: %w: %v", ErrNotSupported, err)
+			return fmt.Errorf("profile: probe: CPU profiling %w: %v", ErrNotSupported, err)
 		}
 	}
 	return nil
@@ -144,12 +144,12 @@ func Probe() error {
 func readKallsyms() (*kallsyms, error) {
 	f, err := os.Open("/proc/kallsyms")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotSupported, err)
+		return nil, fmt.Errorf("CPU profiling %w: %v", ErrNotSupported, err)
 	}
 	defer f.Close()
 	k, err := parseKallsyms(f)
 	if errors.Is(err, errKptrRestrict) {
-		return nil, fmt.Errorf("%w: %v", ErrNotSupported, err)
+		return nil, fmt.Errorf("CPU profiling %w: %v", ErrNotSupported, err)
 	}
 	return k, err
 }

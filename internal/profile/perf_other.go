@@ -12,7 +12,7 @@ type Session struct{}
 
 // Probe reports that sampling needs Linux.
 func Probe() error {
-	return fmt.Errorf("profile: %w: perf_event_open is Linux-only (this is %s)", ErrNotSupported, runtime.GOOS)
+	return fmt.Errorf("profile: CPU profiling %w: perf_event_open is Linux-only (this is %s)", ErrNotSupported, runtime.GOOS)
 }
 
 // Start fails: sampling needs Linux.

@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/cnibench/cnibench/internal"
 )
 
 // ErrNotSupported is wrapped by Probe and Start when this host cannot
 // sample: no perf_event_open, a perf_event_paranoid setting that refuses
 // system-wide sampling (EACCES/EPERM), no cpu-clock event (ENOENT), or
 // kernel addresses hidden by kptr_restrict.
-var ErrNotSupported = errors.New("CPU profiling not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // DefaultFrequency is the sampling frequency per CPU when Options.Frequency
 // is 0: 999 Hz, not 1000, so that sampling does not beat with 1 ms timers.

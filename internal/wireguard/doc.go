@@ -11,14 +11,15 @@
 package wireguard
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
+
+	"github.com/cnibench/cnibench/internal"
 )
 
 // ErrNotSupported is wrapped by every error that says this machine (kernel
 // or OS) cannot do what was asked; the rest of the message says why.
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // errOS is returned by the entry points that need Linux.
 var errOS = fmt.Errorf("wireguard lab devices: %w on %s", ErrNotSupported, runtime.GOOS)

@@ -16,14 +16,15 @@ package egress
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net/netip"
+
+	"github.com/cnibench/cnibench/internal"
 )
 
 // ErrNotSupported is wrapped by every error that means "this machine cannot
 // run the BPF egress filter". Check it with errors.Is.
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // Kind selects the lookup structure.
 type Kind int

@@ -13,14 +13,12 @@
 // building cnibench needs no clang (see README.md to regenerate).
 package hostrouting
 
-import (
-	"errors"
-)
+import "github.com/cnibench/cnibench/internal"
 
 // ErrNotSupported is wrapped by every error that means "this machine cannot
 // run BPF host routing" (wrong OS, no TCX/clsact, a helper missing, BPF
 // loading refused, not privileged). Check it with errors.Is.
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // Counters are the program's per-action packet counts, summed over CPUs.
 type Counters struct {

@@ -38,18 +38,18 @@ package l4lb
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 
+	"github.com/cnibench/cnibench/internal"
 	"github.com/cnibench/cnibench/internal/bpf/mapval"
 	"github.com/cnibench/cnibench/internal/maglev"
 )
 
 // ErrNotSupported is wrapped by every error that means "this machine
 // cannot run the L4 load balancer".
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // DefaultMaglevSize is each service's Maglev table size (a prime), as in
 // tclb: with up to 25 backends a backend's share stays within a few percent

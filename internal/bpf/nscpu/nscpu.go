@@ -91,15 +91,16 @@
 package nscpu
 
 import (
-	"errors"
 	"maps"
 	"slices"
+
+	"github.com/cnibench/cnibench/internal"
 )
 
 // ErrNotSupported is wrapped by every error that means "this machine
 // cannot run the accountant" (no kernel BTF, BTF tracepoint programs or
 // one of the tracepoints missing, not privileged).
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // Usage is the receive processing charged to one network namespace.
 type Usage struct {

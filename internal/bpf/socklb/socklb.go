@@ -13,16 +13,16 @@
 package socklb
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 
+	"github.com/cnibench/cnibench/internal"
 	"github.com/cnibench/cnibench/internal/bpf/mapval"
 )
 
 // ErrNotSupported is wrapped by every error that means "this machine
 // cannot run the socket load balancer" (program type, map type, cgroup v2).
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // MaxBackends is the most backends one service can have (MAX_BACKENDS in
 // socklb.c).

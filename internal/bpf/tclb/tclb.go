@@ -14,10 +14,10 @@
 package tclb
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 
+	"github.com/cnibench/cnibench/internal"
 	"github.com/cnibench/cnibench/internal/bpf/mapval"
 
 	"github.com/cnibench/cnibench/internal/maglev"
@@ -25,7 +25,7 @@ import (
 
 // ErrNotSupported is wrapped by every error that means "this machine
 // cannot run the TC load balancer".
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // DefaultMaglevSize is each service's Maglev table size (a prime): with up
 // to 25 backends a backend's share of flows stays within a few percent of

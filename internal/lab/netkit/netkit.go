@@ -5,14 +5,15 @@
 package netkit
 
 import (
-	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/cnibench/cnibench/internal"
 )
 
 // ErrNotSupported is wrapped by errors that mean "this machine cannot
 // create netkit devices". Check it with errors.Is.
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // ifNameMax is IFNAMSIZ-1: the longest interface name the kernel accepts.
 const ifNameMax = 15

@@ -12,17 +12,18 @@ package egress
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
 	"sync"
+
+	"github.com/cnibench/cnibench/internal"
 )
 
 // ErrNotSupported is wrapped by Probe when this machine cannot run a
 // mechanism (a missing program, kernel feature or privilege); the scenario
 // reports it as "skipped: <reason>".
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // Target is where a filter goes: the client pod's node namespace and the
 // node-side interface of the pod's veth. Packets the pod sends arrive on Dev

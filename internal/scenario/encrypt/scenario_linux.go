@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cnibench/cnibench/internal"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/wireguard"
@@ -15,7 +16,7 @@ import (
 
 // ErrNotSupported is wrapped by the skip reason of an implementation this
 // machine cannot run.
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // WGPort is the WireGuard nodes' UDP port.
 const WGPort = 51820

@@ -4,15 +4,15 @@ package encrypt
 
 import (
 	"context"
-	"errors"
 
+	"github.com/cnibench/cnibench/internal"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/scenario"
 )
 
 // ErrNotSupported is wrapped by the skip reason of an implementation this
 // machine cannot run.
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 type state struct{}
 

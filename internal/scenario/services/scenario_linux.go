@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/nftables"
 
+	"github.com/cnibench/cnibench/internal"
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/bpf/socklb"
 	"github.com/cnibench/cnibench/internal/bpf/tclb"
@@ -24,7 +25,7 @@ import (
 
 // ErrNotSupported is wrapped by the skip reason of an implementation this
 // machine cannot run.
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 // iptables programs: kube-proxy runs iptables-restore, which is the nft
 // backend on Debian 12.

@@ -4,18 +4,18 @@ package services
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 
+	"github.com/cnibench/cnibench/internal"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/scenario"
 )
 
 // ErrNotSupported is wrapped by the skip reason of an implementation this
 // machine cannot run.
-var ErrNotSupported = errors.New("not supported")
+var ErrNotSupported = internal.ErrNotSupported
 
 type state struct {
 	mu      sync.Mutex
