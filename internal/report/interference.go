@@ -31,8 +31,13 @@ func InterferenceNote(set *result.Set) string {
 	if in.Busy == 0 {
 		return fmt.Sprintf("The host was quiet: other programs used %s%s; no repeat passed the %.0f %% threshold.", during, idle, in.ThresholdPct)
 	}
-	s := fmt.Sprintf("The host was busy: other programs used %s%s. %d of %d repeats passed the %.0f %% threshold, in %d of %d cells",
-		during, idle, in.Busy, in.Repeats, in.ThresholdPct, in.Touched, in.Cells)
+	// busy throughout, or at times only (most windows below the threshold)
+	busy := "busy"
+	if in.Repeats > 0 && in.MedianPct < in.ThresholdPct {
+		busy = "busy at times"
+	}
+	s := fmt.Sprintf("The host was %s: other programs used %s%s. %d of %d repeats passed the %.0f %% threshold, in %d of %d cells",
+		busy, during, idle, in.Busy, in.Repeats, in.ThresholdPct, in.Touched, in.Cells)
 	if in.Reruns > 0 {
 		s += fmt.Sprintf("; %d repeats were measured again", in.Reruns)
 	}

@@ -17,7 +17,10 @@ func TestInterferenceNote(t *testing.T) {
 		{"quiet", &result.Interference{ThresholdPct: 25, IdleSeconds: 2, IdleForeignPct: 1, MedianPct: 2, MaxPct: 6, Repeats: 120, Cells: 10},
 			[]string{"The host was quiet", "median 2 % of a core", "1 % before the run", "no repeat passed the 25 % threshold"}},
 		{"busy, some not trusted", &result.Interference{ThresholdPct: 25, IdleSeconds: 2, IdleForeignPct: 97, MedianPct: 95, MaxPct: 101, Repeats: 200, Busy: 150, Reruns: 80, Cells: 10, Touched: 10, NotTrusted: 7},
-			[]string{"The host was busy", "median 95 % of a core", "150 of 200 repeats passed the 25 % threshold, in 10 of 10 cells", "80 repeats were measured again", "7 cells are not trusted"}},
+			[]string{"The host was busy: ", "median 95 % of a core", "150 of 200 repeats passed the 25 % threshold, in 10 of 10 cells", "80 repeats were measured again", "7 cells are not trusted"}},
+		// most windows quiet, one repeat past the threshold: busy at times
+		{"busy at times", &result.Interference{ThresholdPct: 25, IdleSeconds: 2, IdleForeignPct: 13, MedianPct: 0, MaxPct: 39, Repeats: 121, Busy: 1, Reruns: 1, Cells: 24, Touched: 1},
+			[]string{"The host was busy at times: ", "1 of 121 repeats passed the 25 % threshold, in 1 of 24 cells", "every cell kept enough clean repeats"}},
 		{"rule off", &result.Interference{MedianPct: 40, Repeats: 10}, []string{"not marked (--busy-threshold 0)"}},
 	}
 	for _, tt := range tests {
