@@ -1,5 +1,7 @@
 // Package cli builds cnibench's command tree. Each subcommand lives in its
-// own package with a local flags struct and a thin RunE.
+// own package with a local flags struct and a thin RunE: internal/cli/NAME,
+// package NAMEcmd (as kind names its command packages), so that no command
+// package shares its name with the package it drives (report, compare, …).
 package cli
 
 import (
@@ -13,15 +15,15 @@ import (
 	exportcmd "github.com/cnibench/cnibench/internal/cli/export"
 	imagecmd "github.com/cnibench/cnibench/internal/cli/image"
 	k8scmd "github.com/cnibench/cnibench/internal/cli/k8s"
-	"github.com/cnibench/cnibench/internal/cli/lab"
+	labcmd "github.com/cnibench/cnibench/internal/cli/lab"
 	profilecmd "github.com/cnibench/cnibench/internal/cli/profile"
 	reportcmd "github.com/cnibench/cnibench/internal/cli/report"
-	"github.com/cnibench/cnibench/internal/cli/run"
-	"github.com/cnibench/cnibench/internal/cli/serve"
+	runcmd "github.com/cnibench/cnibench/internal/cli/run"
+	servecmd "github.com/cnibench/cnibench/internal/cli/serve"
 	"github.com/cnibench/cnibench/internal/cli/streams"
-	"github.com/cnibench/cnibench/internal/cli/suite"
-	"github.com/cnibench/cnibench/internal/cli/version"
-	"github.com/cnibench/cnibench/internal/cli/wgnode"
+	suitecmd "github.com/cnibench/cnibench/internal/cli/suite"
+	versioncmd "github.com/cnibench/cnibench/internal/cli/version"
+	wgnodecmd "github.com/cnibench/cnibench/internal/cli/wgnode"
 )
 
 // IOStreams are the standard streams a command writes to.
@@ -54,16 +56,16 @@ func NewCommand(logger *slog.Logger, s IOStreams) *cobra.Command {
 
 // subcommands lists the constructors of the top-level subcommands.
 var subcommands = []func(*slog.Logger, IOStreams) *cobra.Command{
-	version.NewCommand,
-	lab.NewCommand,
-	serve.NewCommand,
-	run.NewCommand,
-	suite.NewCommand,
+	versioncmd.NewCommand,
+	labcmd.NewCommand,
+	servecmd.NewCommand,
+	runcmd.NewCommand,
+	suitecmd.NewCommand,
 	reportcmd.NewCommand,
 	profilecmd.NewCommand,
 	comparecmd.NewCommand,
 	exportcmd.NewCommand,
 	imagecmd.NewCommand,
 	k8scmd.NewCommand,
-	wgnode.NewCommand, // hidden: the suite's userspace WireGuard node
+	wgnodecmd.NewCommand, // hidden: the suite's userspace WireGuard node
 }

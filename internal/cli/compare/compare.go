@@ -1,5 +1,5 @@
 // Package compare implements `cnibench compare`.
-package compare
+package comparecmd
 
 import (
 	"errors"

@@ -1,5 +1,5 @@
 // Package export implements `cnibench export`.
-package export
+package exportcmd
 
 import (
 	"bytes"

@@ -1,6 +1,6 @@
 // Package image implements `cnibench image`: build the container image of
 // cnibench that the Kubernetes backend runs, without docker.
-package image
+package imagecmd
 
 import (
 	"fmt"

@@ -1,7 +1,7 @@
 // Package k8s implements `cnibench k8s`: the Kubernetes backend's
 // housekeeping (rbac, clean) and the hidden agent its pods run. The
 // benchmark itself runs with `cnibench suite --backend kubernetes`.
-package k8s
+package k8scmd
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cnibench/cnibench/internal/cli/clierr"
-	"github.com/cnibench/cnibench/internal/cli/k8sagent"
+	k8sagentcmd "github.com/cnibench/cnibench/internal/cli/k8sagent"
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -32,7 +32,7 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newRBAC(s), newClean(logger, s))
-	agent := k8sagent.NewCommand(logger, s)
+	agent := k8sagentcmd.NewCommand(logger, s)
 	agent.Hidden = true
 	cmd.AddCommand(agent)
 	return cmd

@@ -5,7 +5,7 @@
 // bad flags (a one-line message on stderr), 0 when the JSON is the answer,
 // including the answers "not found" and "refused"; 1 when the probe could
 // not run at all (inspect, capture, profile), with the JSON's "error" saying why.
-package k8sagent
+package k8sagentcmd
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package k8sagent_test
+package k8sagentcmd_test
 
 import (
 	"bufio"
@@ -16,13 +16,13 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cli/clitest"
-	"github.com/cnibench/cnibench/internal/cli/k8sagent"
+	k8sagentcmd "github.com/cnibench/cnibench/internal/cli/k8sagent"
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/kube/agent"
 )
 
 func TestCommandTree(t *testing.T) {
-	c := k8sagent.NewCommand(slog.New(slog.DiscardHandler), streams.IOStreams{})
+	c := k8sagentcmd.NewCommand(slog.New(slog.DiscardHandler), streams.IOStreams{})
 	if c.Name() != "agent" || !c.Hidden {
 		t.Errorf("got %q hidden=%v, want a hidden agent", c.Name(), c.Hidden)
 	}
@@ -81,7 +81,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"egress-filter", "--mechanism", "nftables", "--rules", "1", "--denied", "10.0.0.1:80", "--allowed", "x"}, "--allowed"},
 		{[]string{"egress-filter", "--mechanism", "nftables", "--rules", "1", "--traversal", "some"}, "--traversal"},
 	} {
-		stdout, stderr, code := clitest.Execute(t, k8sagent.NewCommand, c.args...)
+		stdout, stderr, code := clitest.Execute(t, k8sagentcmd.NewCommand, c.args...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and one line naming %s", c.args, code, stdout, stderr, c.want)
 		}
@@ -144,7 +144,7 @@ func TestJSONShapes(t *testing.T) {
 				return json.Unmarshal([]byte(out), &r) == nil && r.Attempts == 2 && r.Connected == 2 && len(r.RTTMicros) == 2
 			}},
 	} {
-		stdout, stderr, code := clitest.Execute(t, k8sagent.NewCommand, c.args...)
+		stdout, stderr, code := clitest.Execute(t, k8sagentcmd.NewCommand, c.args...)
 		var m map[string]any
 		if err := json.Unmarshal([]byte(stdout), &m); err != nil || code != 0 || stderr != "" {
 			t.Errorf("%v: exit %d, stderr %q, stdout %q (%v)", c.args, code, stderr, stdout, err)
@@ -167,7 +167,7 @@ func TestJSONShapes(t *testing.T) {
 // TestCaptureBadIface: a capture that cannot start prints the JSON with
 // its error and exits 1.
 func TestCaptureBadIface(t *testing.T) {
-	stdout, stderr, code := clitest.Execute(t, k8sagent.NewCommand, "capture", "--iface", "nosuch0", "--duration", "1s")
+	stdout, stderr, code := clitest.Execute(t, k8sagentcmd.NewCommand, "capture", "--iface", "nosuch0", "--duration", "1s")
 	var rep agent.Capture
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != 1 || rep.Schema != agent.SchemaCapture ||
 		rep.Error == "" || strings.Contains(stderr, "ready") {
@@ -180,7 +180,7 @@ func TestCaptureBadIface(t *testing.T) {
 func runIdle(t *testing.T, ctx context.Context) (string, <-chan error) {
 	t.Helper()
 	pr, pw := io.Pipe()
-	c := k8sagent.NewCommand(slog.New(slog.DiscardHandler), streams.IOStreams{Out: io.Discard, ErrOut: pw})
+	c := k8sagentcmd.NewCommand(slog.New(slog.DiscardHandler), streams.IOStreams{Out: io.Discard, ErrOut: pw})
 	c.SetArgs([]string{"idle"})
 	done := make(chan error, 1)
 	go func() {

@@ -1,4 +1,4 @@
-package k8sagent_test
+package k8sagentcmd_test
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cli/clitest"
-	"github.com/cnibench/cnibench/internal/cli/k8sagent"
+	k8sagentcmd "github.com/cnibench/cnibench/internal/cli/k8sagent"
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/kube/agent"
 	"github.com/cnibench/cnibench/internal/profile"
@@ -21,7 +21,7 @@ import (
 // TestProfileProbe: --probe answers with exit 0 whether it can sample,
 // the reason in "error" when it cannot.
 func TestProfileProbe(t *testing.T) {
-	stdout, stderr, code := clitest.Execute(t, k8sagent.NewCommand, "profile", "--probe")
+	stdout, stderr, code := clitest.Execute(t, k8sagentcmd.NewCommand, "profile", "--probe")
 	var rep agent.Profile
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != 0 || stderr != "" || rep.Schema != agent.SchemaProfile || !rep.Probe {
 		t.Fatalf("exit %d, stdout %q, stderr %q (%v)", code, stdout, stderr, err)
@@ -39,7 +39,7 @@ func TestProfileStdinEOF(t *testing.T) {
 	stdinR, stdinW := io.Pipe()
 	errR, errW := io.Pipe()
 	var out bytes.Buffer
-	c := k8sagent.NewCommand(slog.New(slog.DiscardHandler), streams.IOStreams{In: stdinR, Out: &out, ErrOut: errW})
+	c := k8sagentcmd.NewCommand(slog.New(slog.DiscardHandler), streams.IOStreams{In: stdinR, Out: &out, ErrOut: errW})
 	c.SetArgs([]string{"profile", "--hz", "199", "--duration", "30s", "--stop-on-stdin-eof"})
 	done := make(chan error, 1)
 	start := time.Now()

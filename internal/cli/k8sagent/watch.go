@@ -1,4 +1,4 @@
-package k8sagent
+package k8sagentcmd
 
 import (
 	"log/slog"

@@ -1,6 +1,6 @@
 // Package lab implements `cnibench lab`: build, inspect and remove the local
 // namespace lab (see docs/lab.md).
-package lab
+package labcmd
 
 import (
 	"context"

@@ -1,7 +1,7 @@
 // Package profile implements `cnibench profile`: a system-wide CPU profile
 // of this machine for a while, or for as long as a command runs (a peer
 // tool, e.g. netperf, so that its flamegraph sits next to the engine's).
-package profile
+package profilecmd
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package profile
+package profilecmd
 
 import (
 	"errors"

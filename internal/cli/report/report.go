@@ -1,5 +1,5 @@
 // Package report implements `cnibench report`.
-package report
+package reportcmd
 
 import (
 	"bytes"

@@ -1,5 +1,5 @@
 // Package run implements `cnibench run`: one test against a cnibench server.
-package run
+package runcmd
 
 import (
 	"context"

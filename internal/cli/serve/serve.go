@@ -1,5 +1,5 @@
 // Package serve implements `cnibench serve`.
-package serve
+package servecmd
 
 import (
 	"context"

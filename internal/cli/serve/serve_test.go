@@ -1,4 +1,4 @@
-package serve
+package servecmd
 
 import (
 	"bytes"

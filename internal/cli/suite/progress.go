@@ -1,4 +1,4 @@
-package suite
+package suitecmd
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package suite
+package suitecmd
 
 // The scenarios linked into cnibench: each registers its name, flags,
 // config and report shape from its own package (scenario.Register in its

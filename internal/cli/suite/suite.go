@@ -1,5 +1,5 @@
 // Package suite implements `cnibench suite`: the local lab benchmark.
-package suite
+package suitecmd
 
 import (
 	"context"

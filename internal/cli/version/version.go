@@ -1,5 +1,5 @@
 // Package version implements `cnibench version`.
-package version
+package versioncmd
 
 import (
 	"fmt"

@@ -1,7 +1,7 @@
 // Package wgnode implements the hidden `cnibench wg-node`: a userspace
 // WireGuard (wireguard-go) device for one lab node, run by the suite inside
 // the node's network namespace for as long as the node is encrypted.
-package wgnode
+package wgnodecmd
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package wgnode_test
+package wgnodecmd_test
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cnibench/cnibench/internal/cli/streams"
-	"github.com/cnibench/cnibench/internal/cli/wgnode"
+	wgnodecmd "github.com/cnibench/cnibench/internal/cli/wgnode"
 	"github.com/cnibench/cnibench/internal/nsrun"
 	"github.com/cnibench/cnibench/internal/testutil"
 	"github.com/cnibench/cnibench/internal/wireguard"
@@ -55,7 +55,7 @@ func TestRunInNamespace(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		err := nsrun.Do(ns, func() error {
-			cmd := wgnode.NewCommand(slog.New(slog.NewTextHandler(io.Discard, nil)), s)
+			cmd := wgnodecmd.NewCommand(slog.New(slog.NewTextHandler(io.Discard, nil)), s)
 			cmd.SetArgs([]string{})
 			return cmd.ExecuteContext(ctx)
 		})

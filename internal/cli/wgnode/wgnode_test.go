@@ -1,4 +1,4 @@
-package wgnode_test
+package wgnodecmd_test
 
 import (
 	"bytes"
