@@ -38,7 +38,7 @@ import (
 // (the network_policy check). A dry run that could not be made (no answer)
 // is logged and the create decides. A scenario's own objects (its
 // services, policies, extra pods) are created at its points, not here:
-// each point dry-runs its own first (scenario.Admit).
+// each point dry-runs its own first (Admit).
 
 // ensureNamespace is step 1: the namespace, dry-run when the run creates
 // it, then created.

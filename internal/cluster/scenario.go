@@ -19,7 +19,7 @@ import (
 )
 
 // Access is what a Kubernetes deployment gives a scenario
-// (scenario.Env.Cluster): its API clients, the run's namespace and labels, the
+// (ClusterAccess): its API clients, the run's namespace and labels, the
 // client pod, two server pods and a way to run cnibench's agent in them.
 type Access struct {
 	Clientset kubernetes.Interface
@@ -72,8 +72,8 @@ type ServerPod struct {
 // resources with (tests use a fake).
 func (b *Backend) SetDynamic(dyn dynamic.Interface) { b.dyn = dyn }
 
-// ClusterAccess gives a scenario the run's pods and API clients
-// (scenario.ClusterDeployment, internal/scenario). Scenarios run on the pod network only: the
+// ClusterAccess gives a scenario the run's pods and API clients (a
+// scenario asks for it with scenario.Access and an interface of its own). Scenarios run on the pod network only: the
 // host network has no pods to select or serve.
 func (d *Deployment) ClusterAccess(datapath string) (*Access, error) {
 	if datapath != d.cniName() {
@@ -180,4 +180,49 @@ func (d *Deployment) newClientPod(ctx context.Context, short string, caps []stri
 		return nil, nil, errors.Join(err, remove(context.WithoutCancel(ctx)))
 	}
 	return place{d.ns, pod.Name}, remove, nil
+}
+
+// ErrRefused is wrapped by the error of a scenario's point whose API
+// objects the cluster refuses (its admission webhooks or policies, Pod Security,
+// RBAC, a quota), found by a dry run before anything was created or
+// measured (Admit): recorded "skipped: <reason>; <fix>".
+// It wraps backend.ErrNotSupported without saying so in its text.
+var ErrRefused error = refusedError{}
+
+type refusedError struct{}
+
+func (refusedError) Error() string { return "refused by this cluster" }
+func (refusedError) Unwrap() error { return backend.ErrNotSupported }
+
+// Admit dry-runs the objects a scenario's point is about to create
+// (kube.Preflight: every admission plugin and webhook runs, nothing is
+// persisted) and returns an error wrapping ErrRefused for the first one
+// refused, with the refusal's reason and fix on one line; nil when all are
+// admitted or could not be checked (the create itself then reports what it
+// meets). A point calls it before its first create, so that a cluster
+// whose admission refuses a scenario's objects skips the point at once,
+// with the reason, instead of failing it half-way with the objects'
+// remains to remove.
+func Admit(ctx context.Context, cs kubernetes.Interface, objs []kube.Object) error {
+	if cs == nil || len(objs) == 0 {
+		return nil
+	}
+	rep := kube.Preflight(ctx, cs, objs)
+	for _, r := range rep.Objects {
+		if r.Verdict != kube.Refused {
+			continue
+		}
+		msg := r.Reason
+		if msg == "" {
+			msg = r.Detail
+		}
+		if r.Why != "" {
+			msg = r.Why + ": " + msg
+		}
+		if r.Fix != "" {
+			msg += "; fix: " + r.Fix
+		}
+		return fmt.Errorf("%w: %s %s: %s", ErrRefused, r.Kind, r.Name, msg)
+	}
+	return nil
 }

@@ -178,7 +178,7 @@ func cpuWarning(ncpu int) string {
 // SetsMTU: the lab builds its wire at each --mtu (backend.MTUSetter).
 func (b *Backend) SetsMTU() bool { return true }
 
-// Access is what only the lab gives a scenario (scenario.Env.Lab): one
+// Access is what only the lab gives a scenario (Deployment.LabAccess): one
 // datapath's topology, its endpoint and the cgroup of the run's processes.
 type Access struct {
 	// Endpoint is the cross-node path (client and server pods, the

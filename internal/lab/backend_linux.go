@@ -324,8 +324,8 @@ func (d *Deployment) Evidence(datapath string) backend.Evidence {
 	return &labEvidence{datapath: datapath, ev: BeginEvidence(dp, topo)}
 }
 
-// LabAccess gives a scenario the datapath's topology
-// (scenario.LabDeployment).
+// LabAccess gives a scenario the datapath's topology (a scenario asks
+// for it with scenario.Access and an interface of its own).
 func (d *Deployment) LabAccess(datapath string) (*Access, error) {
 	dp, topo, err := d.l.Datapath(datapath)
 	if err != nil {

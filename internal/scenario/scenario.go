@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/backend"
-	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -65,7 +64,8 @@ var ErrNeedsLab = fmt.Errorf("needs the lab backend: %w", backend.ErrNotSupporte
 
 // Env is where a point is prepared: a datapath of a deployment (the lab's
 // or a cluster's), its cross-node path, and places to start servers and
-// helpers and run clients. What only the lab can do is reached through Lab.
+// helpers and run clients. What only one backend can do is reached through
+// Access.
 type Env struct {
 	// Deployment is the backend's deployment the point runs on.
 	Deployment backend.Deployment
@@ -92,21 +92,27 @@ type Env struct {
 	Run func(ctx context.Context, place backend.Place, args ...string) (*result.Result, error)
 }
 
-// LabDeployment is the lab's capability, implemented by the lab backend's
-// deployments: a datapath's topology (namespaces, nodes, pods).
-type LabDeployment interface {
-	LabAccess(datapath string) (*lab.Access, error)
-}
-
-// Lab returns what only the lab gives a scenario (the datapath's topology,
-// its cross-node endpoint, the clients' cgroup), or an error wrapping
-// ErrNeedsLab on another backend.
-func (e Env) Lab() (*lab.Access, error) {
-	ld, ok := e.Deployment.(LabDeployment)
+// Access returns what one backend gives a scenario for env's datapath:
+// env's deployment asserted to D — an interface the scenario declares
+// itself for what it needs of that backend, as kind's providers are asked
+// for what they can do (the lab's deployments have
+// LabAccess(datapath) (*lab.Access, error), a cluster's ClusterAccess) —
+// and access called on it; an error wrapping missing (ErrNeedsLab,
+// ErrNeedsCluster) when the deployment is another backend's. The base
+// package names no backend:
+//
+//	type labDeployment interface {
+//		LabAccess(datapath string) (*lab.Access, error)
+//	}
+//
+//	lx, err := scenario.Access(env, scenario.ErrNeedsLab, labDeployment.LabAccess)
+func Access[D, A any](env Env, missing error, access func(D, string) (A, error)) (A, error) {
+	d, ok := env.Deployment.(D)
 	if !ok {
-		return nil, ErrNeedsLab
+		var zero A
+		return zero, missing
 	}
-	return ld.LabAccess(e.Datapath)
+	return access(d, env.Datapath)
 }
 
 // Server is a process started through Env.Serve or Env.Start.

@@ -235,6 +235,11 @@ func TestLoopPaths(t *testing.T) {
 	}
 }
 
+// labOnly is a capability the fake backend's deployments lack.
+type labOnly interface {
+	LabAccess(datapath string) (struct{}, error)
+}
+
 // fakeScenario has two points; Prepare fails with ErrNeedsLab-like
 // unsupported errors for one of them.
 type fakeScenario struct {
@@ -259,7 +264,7 @@ func (s *fakeScenario) Cells(scenario.Point) []scenario.Cell {
 
 func (s *fakeScenario) Prepare(_ context.Context, env scenario.Env, p scenario.Point) (scenario.Prepared, error) {
 	if p.Labels["n"] == "2" {
-		if _, err := env.Lab(); err != nil {
+		if _, err := scenario.Access(env, scenario.ErrNeedsLab, labOnly.LabAccess); err != nil {
 			return nil, fmt.Errorf("fake: %w", err)
 		}
 	}

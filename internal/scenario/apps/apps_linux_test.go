@@ -24,14 +24,14 @@ import (
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
-// labDeployment gives the scenario a lab's datapath (scenario.LabDeployment)
-// without the suite.
-type labDeployment struct {
+// testLab gives the scenario a lab's datapath (its LabAccess) without
+// the suite.
+type testLab struct {
 	backend.Deployment
 	l *lab.Lab
 }
 
-func (d labDeployment) LabAccess(datapath string) (*lab.Access, error) {
+func (d testLab) LabAccess(datapath string) (*lab.Access, error) {
 	dp, topo, err := d.l.Datapath(datapath)
 	if err != nil {
 		return nil, err
@@ -172,7 +172,7 @@ func TestAppsOnLab(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	l := upCheckedLab(ctx, t)
-	env := scenario.Env{Deployment: labDeployment{l: l}, Datapath: "veth-routing"}
+	env := scenario.Env{Deployment: testLab{l: l}, Datapath: "veth-routing"}
 	s, err := New(Options{Sizes: []string{"4KiB", "1MiB"}})
 	if err != nil {
 		t.Fatal(err)

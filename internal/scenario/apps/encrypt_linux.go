@@ -31,7 +31,7 @@ func (s *Scenario) prepareEncrypted(ctx context.Context, env scenario.Env, sp sc
 	if s.enc == nil {
 		return nil, errors.New("apps: an encryption point, but no --app-encrypt")
 	}
-	lx, err := env.Lab()
+	lx, err := scenario.Access(env, scenario.ErrNeedsLab, labDeployment.LabAccess)
 	if err != nil {
 		return nil, fmt.Errorf("apps: %w", err)
 	}

@@ -56,7 +56,7 @@ func TestAppsThroughWireGuard(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	l := upCheckedLab(ctx, t)
-	env := scenario.Env{Deployment: labDeployment{l: l}, Datapath: "veth-routing", Start: startWGNode}
+	env := scenario.Env{Deployment: testLab{l: l}, Datapath: "veth-routing", Start: startWGNode}
 	s, err := New(Options{Apps: []string{SCP, HTTP}, Sizes: []string{"1MiB"}, Encrypt: []string{encrypt.WireGuard}})
 	if err != nil {
 		t.Fatal(err)

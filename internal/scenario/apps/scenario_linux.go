@@ -16,6 +16,14 @@ import (
 	"github.com/cnibench/cnibench/internal/scenario"
 )
 
+// labDeployment is what the scenario needs of a lab deployment (the lab
+// backend's have it): the datapath's topology.
+type labDeployment interface {
+	LabAccess(datapath string) (*lab.Access, error)
+}
+
+var _ labDeployment = (*lab.Deployment)(nil)
+
 type state struct{}
 
 // Close implements scenario.Scenario: every point undoes itself.
@@ -78,7 +86,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, sp scenario.Po
 // prepare starts the point's daemon.
 func (s *Scenario) prepare(ctx context.Context, env scenario.Env, sp scenario.Point) (scenario.Prepared, error) {
 	app := sp.Labels[LabelApp]
-	lx, err := env.Lab()
+	lx, err := scenario.Access(env, scenario.ErrNeedsLab, labDeployment.LabAccess)
 	if err != nil {
 		return nil, fmt.Errorf("apps: %w (on Kubernetes the pods need an image with the daemons)", err)
 	}

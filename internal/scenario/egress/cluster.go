@@ -258,7 +258,7 @@ func PrepareClusterPolicy(ctx context.Context, ca *cluster.Access, mech string, 
 	}
 	// A cluster whose admission refuses the objects skips the point
 	// before anything is created or watched.
-	if err := scenario.Admit(ctx, ca.Clientset, dryRun); err != nil {
+	if err := cluster.Admit(ctx, ca.Clientset, dryRun); err != nil {
 		return nil, fmt.Errorf("%s with %d rules: %w", mech, n, err)
 	}
 	p := &clusterPolicy{ca: ca, mech: mech, wait: o.Wait, remove: remove, metrics: map[string]float64{}, config: map[string]string{

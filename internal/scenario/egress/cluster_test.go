@@ -175,7 +175,7 @@ func dryRunReactor(refuse error) k8stesting.ReactionFunc {
 }
 
 // A cluster whose admission refuses the mechanism's objects skips the
-// point (scenario.ErrRefused, a backend.ErrNotSupported) with the
+// point (cluster.ErrRefused, a backend.ErrNotSupported) with the
 // refusal and its fix, before any object is created or the watch starts:
 // a ValidatingAdmissionPolicy on NetworkPolicies, a webhook on Cilium's
 // cluster-wide policies (created through the dynamic client).
@@ -192,7 +192,7 @@ func TestPrepareClusterPolicyAdmission(t *testing.T) {
 		}
 		_, err := PrepareClusterPolicy(context.Background(), ca, MechNetworkPolicy, 10, 7, ClusterOptions{Wait: time.Second})
 		r := scenario.Point{Skip: err}.SkipReason()
-		if !errors.Is(err, scenario.ErrRefused) || !errors.Is(err, backend.ErrNotSupported) {
+		if !errors.Is(err, cluster.ErrRefused) || !errors.Is(err, backend.ErrNotSupported) {
 			t.Fatalf("err %v: not ErrRefused", err)
 		}
 		for _, want := range []string{"skipped: networkpolicy with 10 rules: refused by this cluster: NetworkPolicy cnb-r1-deny", "ValidatingAdmissionPolicy no-ipblocks", "ipBlock rules are not allowed",
@@ -217,7 +217,7 @@ func TestPrepareClusterPolicyAdmission(t *testing.T) {
 		ca.Dynamic = dyn
 		_, err := PrepareClusterPolicy(context.Background(), ca, MechCiliumPolicy, 10, 7, ClusterOptions{Wait: time.Second})
 		r := scenario.Point{Skip: err}.SkipReason()
-		if !errors.Is(err, scenario.ErrRefused) {
+		if !errors.Is(err, cluster.ErrRefused) {
 			t.Fatalf("err %v: not ErrRefused", err)
 		}
 		for _, want := range []string{"refused by this cluster: CiliumClusterwideNetworkPolicy ", `webhook "policy.kyverno.svc"`, "reserved to the platform team",

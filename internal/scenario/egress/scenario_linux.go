@@ -16,6 +16,14 @@ import (
 	res "github.com/cnibench/cnibench/pkg/result"
 )
 
+// labDeployment is what the scenario needs of a lab deployment (the lab
+// backend's have it): the datapath's topology.
+type labDeployment interface {
+	LabAccess(datapath string) (*lab.Access, error)
+}
+
+var _ labDeployment = (*lab.Deployment)(nil)
+
 // ensureAddrs gives the server pod DeniedAddr and UpdateAddr once per lab.
 func (s *Scenario) ensureAddrs(ctx context.Context, lx *lab.Access) error {
 	s.mu.Lock()
@@ -109,7 +117,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	if !ok {
 		return nil, fmt.Errorf("egress-filter: mechanism %q is not one of this scenario's", name)
 	}
-	if ca, err := env.Cluster(); err == nil {
+	if ca, err := scenario.Access(env, scenario.ErrNeedsCluster, clusterDeployment.ClusterAccess); err == nil {
 		return s.prepareCluster(ctx, ca, name, n, traversal)
 	} else if env.Deployment != nil && !errors.Is(err, scenario.ErrNeedsCluster) {
 		return nil, fmt.Errorf("egress-filter: %w", err)
@@ -117,7 +125,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	if m == nil {
 		return nil, fmt.Errorf("egress-filter: %s is a cluster's policy layer: %w", name, scenario.ErrNeedsCluster)
 	}
-	lx, err := env.Lab()
+	lx, err := scenario.Access(env, scenario.ErrNeedsLab, labDeployment.LabAccess)
 	if err != nil {
 		return nil, fmt.Errorf("egress-filter: mechanism %s: %w", name, err)
 	}

@@ -16,7 +16,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	if err != nil {
 		return nil, err
 	}
-	if ca, err := env.Cluster(); err == nil {
+	if ca, err := scenario.Access(env, scenario.ErrNeedsCluster, clusterDeployment.ClusterAccess); err == nil {
 		return s.prepareCluster(ctx, ca, name, n, traversal)
 	}
 	return nil, lab.ErrNotSupportedOnOS

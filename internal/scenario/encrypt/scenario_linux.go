@@ -14,6 +14,14 @@ import (
 	"github.com/cnibench/cnibench/internal/wireguard"
 )
 
+// labDeployment is what the scenario needs of a lab deployment (the lab
+// backend's have it): the datapath's topology.
+type labDeployment interface {
+	LabAccess(datapath string) (*lab.Access, error)
+}
+
+var _ labDeployment = (*lab.Deployment)(nil)
+
 // ErrNotSupported is wrapped by the skip reason of an implementation this
 // machine cannot run.
 var ErrNotSupported = internal.ErrNotSupported
@@ -77,7 +85,7 @@ func (pr *prepared) Close(context.Context) (map[string]float64, error) {
 // mode's overhead (pod_mtu=lowered) or left at the wire's.
 func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, sp scenario.Point) (scenario.Prepared, error) {
 	p := pointOf(sp)
-	lx, err := env.Lab()
+	lx, err := scenario.Access(env, scenario.ErrNeedsLab, labDeployment.LabAccess)
 	if err != nil {
 		return nil, fmt.Errorf("encryption: %w", err)
 	}

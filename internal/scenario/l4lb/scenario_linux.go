@@ -16,6 +16,14 @@ import (
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
+// labDeployment is what the scenario needs of a lab deployment (the lab
+// backend's have it): the datapath's topology.
+type labDeployment interface {
+	LabAccess(datapath string) (*lab.Access, error)
+}
+
+var _ labDeployment = (*lab.Deployment)(nil)
+
 // state is what the scenario keeps across points: the backends' servers
 // and the CPU accountant, started at the first Prepare, released by Close.
 type state struct {
@@ -94,7 +102,7 @@ type prepared struct {
 // configured (timed), then a short http run through the VIP that must
 // pass the proof every cell passes.
 func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Point) (scenario.Prepared, error) {
-	lx, err := env.Lab()
+	lx, err := scenario.Access(env, scenario.ErrNeedsLab, labDeployment.LabAccess)
 	if err != nil {
 		return nil, fmt.Errorf("l4lb: %w", err)
 	}

@@ -16,13 +16,13 @@ import (
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
-// labDeployment gives the scenario a lab's datapath without the suite.
-type labDeployment struct {
+// testLab gives the scenario a lab's datapath without the suite.
+type testLab struct {
 	backend.Deployment
 	l *lab.Lab
 }
 
-func (d labDeployment) LabAccess(datapath string) (*lab.Access, error) {
+func (d testLab) LabAccess(datapath string) (*lab.Access, error) {
 	dp, topo, err := d.l.Datapath(datapath)
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func TestBlackHoleOnVXLAN(t *testing.T) {
 			t.Errorf("lab down: %v", err)
 		}
 	})
-	dep := labDeployment{l: l}
+	dep := testLab{l: l}
 	acc, err := dep.LabAccess("vxlan")
 	if err != nil {
 		t.Fatal(err)

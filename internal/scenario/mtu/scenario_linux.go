@@ -14,6 +14,14 @@ import (
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
+// labDeployment is what the scenario needs of a lab deployment (the lab
+// backend's have it): the datapath's topology.
+type labDeployment interface {
+	LabAccess(datapath string) (*lab.Access, error)
+}
+
+var _ labDeployment = (*lab.Deployment)(nil)
+
 type state struct{}
 
 // Close implements scenario.Scenario: every point undoes itself.
@@ -53,7 +61,7 @@ func (pr *prepared) Close(context.Context) (map[string]float64, error) {
 // a wire that is not jumbo.
 func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, sp scenario.Point) (scenario.Prepared, error) {
 	p := pointOf(sp)
-	lx, err := env.Lab()
+	lx, err := scenario.Access(env, scenario.ErrNeedsLab, labDeployment.LabAccess)
 	if err != nil {
 		return nil, fmt.Errorf("mtu: %w", err)
 	}

@@ -20,6 +20,14 @@ import (
 	"github.com/cnibench/cnibench/internal/scenario"
 )
 
+// labDeployment is what the scenario needs of a lab deployment (the lab
+// backend's have it): the datapath's topology.
+type labDeployment interface {
+	LabAccess(datapath string) (*lab.Access, error)
+}
+
+var _ labDeployment = (*lab.Deployment)(nil)
+
 // state is what the scenario keeps across points: the prepared points not
 // yet closed, which Close closes (an interrupted run).
 type state struct {
@@ -133,7 +141,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, sp scenario.Po
 	if err := probe(p.proxy); err != nil {
 		return nil, err
 	}
-	lx, err := env.Lab()
+	lx, err := scenario.Access(env, scenario.ErrNeedsLab, labDeployment.LabAccess)
 	if err != nil {
 		return nil, fmt.Errorf("proxies: %w", err)
 	}

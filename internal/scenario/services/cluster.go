@@ -217,12 +217,12 @@ func ClusterCells() []scenario.Cell {
 }
 
 // PrepareCluster sets up one point of implementation ImplCluster with n
-// services on the cluster ca gives (env.Cluster()), and returns it ready
-// for its cells (the Prepared implements scenario.Targeter; use
+// services on the cluster ca gives (the deployment's ClusterAccess), and
+// returns it ready for its cells (the Prepared implements scenario.Targeter; use
 // ClusterCells for the point's cells).
 //
-// It is meant to be called from the scenario's Prepare when env.Cluster()
-// succeeds, with the point's n and the options the run's flags give
+// It is meant to be called from the scenario's Prepare when the
+// deployment is a cluster's (ClusterAccess succeeds), with the point's n and the options the run's flags give
 // (MaxServices: ClusterScaleMaxServices when the user passed
 // ClusterScaleFlag, DefaultClusterMaxServices otherwise); the lab's
 // implementations are the lab's. The point's labels are the scenario's:
@@ -419,13 +419,13 @@ func (p *clusterPoint) measuredName() string { return p.prefix + "-m" }
 func (p *clusterPoint) fillerPrefix() string { return p.prefix + "-f" }
 
 // admit dry-runs the measured service and its EndpointSlice (the
-// fillers are the same shape): an error wrapping scenario.ErrRefused if
+// fillers are the same shape): an error wrapping cluster.ErrRefused if
 // the cluster refuses them.
 func (p *clusterPoint) admit(ctx context.Context) error {
 	svc, slice := kube.ServiceObjects(p.ca.Namespace, p.measuredName(), int32(p.ca.Allowed.ServicePort),
 		kube.ReadyEndpoints([]string{p.ca.Allowed.IP}), p.labels, "")
 	why := "the services scenario's services"
-	return scenario.Admit(ctx, p.ca.Clientset, []kube.Object{{Obj: svc, Why: why}, {Obj: slice, Why: why}})
+	return cluster.Admit(ctx, p.ca.Clientset, []kube.Object{{Obj: svc, Why: why}, {Obj: slice, Why: why}})
 }
 
 // create runs steps 1–5 of PrepareCluster and records their metrics.

@@ -588,8 +588,8 @@ func TestPrepareClusterAdmission(t *testing.T) {
 			prep.Close(context.Background())
 			t.Fatal("no error")
 		}
-		if !errors.Is(err, scenario.ErrRefused) || !errors.Is(err, backend.ErrNotSupported) {
-			t.Errorf("error %q does not wrap scenario.ErrRefused and backend.ErrNotSupported", err)
+		if !errors.Is(err, cluster.ErrRefused) || !errors.Is(err, backend.ErrNotSupported) {
+			t.Errorf("error %q does not wrap cluster.ErrRefused and backend.ErrNotSupported", err)
 		}
 		r := scenario.Point{Skip: err}.SkipReason()
 		for _, want := range []string{"skipped: ", "3 services", `webhook "validation.gatekeeper.sh"`, "ClusterIP services are not allowed", "fix: ", "namespace " + testNS} {

@@ -14,6 +14,14 @@ import (
 	"github.com/cnibench/cnibench/internal/scenario"
 )
 
+// clusterDeployment is what the scenario needs of a Kubernetes deployment
+// (the cluster backend's have it): the run's pods and API clients.
+type clusterDeployment interface {
+	ClusterAccess(datapath string) (*cluster.Access, error)
+}
+
+var _ clusterDeployment = (*cluster.Deployment)(nil)
+
 // ScenarioName is the services scenario's name (--scenario, the scenario
 // label).
 const ScenarioName = "services"

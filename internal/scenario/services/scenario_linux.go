@@ -23,6 +23,14 @@ import (
 	"github.com/cnibench/cnibench/internal/scenario"
 )
 
+// labDeployment is what the scenario needs of a lab deployment (the lab
+// backend's have it): the datapath's topology.
+type labDeployment interface {
+	LabAccess(datapath string) (*lab.Access, error)
+}
+
+var _ labDeployment = (*lab.Deployment)(nil)
+
 // ErrNotSupported is wrapped by the skip reason of an implementation this
 // machine cannot run.
 var ErrNotSupported = internal.ErrNotSupported
@@ -153,13 +161,13 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 		return nil, fmt.Errorf("services label %q: %w", p.Labels[LabelServices], err)
 	}
 	if impl == ImplCluster {
-		ca, err := env.Cluster()
+		ca, err := scenario.Access(env, scenario.ErrNeedsCluster, clusterDeployment.ClusterAccess)
 		if err != nil {
 			return nil, fmt.Errorf("services: %w", err)
 		}
 		return PrepareCluster(ctx, env, ca, n, s.cluster)
 	}
-	lx, err := env.Lab()
+	lx, err := scenario.Access(env, scenario.ErrNeedsLab, labDeployment.LabAccess)
 	if err != nil {
 		return nil, fmt.Errorf("services: %w", err)
 	}

@@ -32,7 +32,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 		if err != nil {
 			return nil, fmt.Errorf("services label %q: %w", p.Labels[LabelServices], err)
 		}
-		ca, err := env.Cluster()
+		ca, err := scenario.Access(env, scenario.ErrNeedsCluster, clusterDeployment.ClusterAccess)
 		if err != nil {
 			return nil, fmt.Errorf("services: %w", err)
 		}
