@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR MIT)
 //
 // lbpacket.h: what the TC service load balancer (internal/bpf/tclb) and
-// the L4 load balancer (internal/bpf/l4lb) share: a flow's 5-tuple, the
+// the L4 load balancer (internal/bpf/nslb) share: a flow's 5-tuple, the
 // parser of Ethernet+IPv4+TCP/UDP packets and the NAT rewrite with
 // incremental checksum updates. Include after common.h, bpf_helpers.h and
 // bpf_endian.h.

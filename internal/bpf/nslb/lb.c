@@ -35,7 +35,7 @@
 // Everything else passes untouched (TCX_NEXT): ARP, the LB's own traffic,
 // the VXLAN packets on their way to the VXLAN device.
 
-#include "l4lb.h"
+#include "nslb.h"
 
 // Load-time constants (set by the loader; lb_linux.go).
 volatile const __u32 maglev_m = 251;     // Maglev table size, a prime

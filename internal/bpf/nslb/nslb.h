@@ -6,8 +6,8 @@
 // ../headers/common.h lacks (the tunnel key) are here so that the shared
 // headers stay as they are.
 
-#ifndef __CNB_L4LB_H__
-#define __CNB_L4LB_H__
+#ifndef __CNB_NSLB_H__
+#define __CNB_NSLB_H__
 
 #include "common.h"
 #include "bpf_helpers.h"
@@ -87,7 +87,7 @@ static __always_inline __u32 mix32(__u32 h)
 // rather than taken from skb->hash: the kernel's hash of a locally sent
 // packet is the sending socket's random txhash (re-rolled on
 // retransmission timeouts), and a hash of the tuple is the same on every
-// LB node, as ECMP in front of several LBs needs. l4lb.go's FlowHash is
+// LB node, as ECMP in front of several LBs needs. nslb.go's FlowHash is
 // the same function in Go (keep them in sync).
 static __always_inline __u32 flow_hash(const struct flow *f)
 {
@@ -112,4 +112,4 @@ static __always_inline struct settings *get_settings(void)
 	return bpf_map_lookup_elem(&settings, &zero);
 }
 
-#endif /* __CNB_L4LB_H__ */
+#endif /* __CNB_NSLB_H__ */

@@ -20,7 +20,7 @@
 //     past the LB.
 // Everything else passes untouched (TCX_NEXT).
 
-#include "l4lb.h"
+#include "nslb.h"
 
 // Indexes of `counters`. Keep in sync with worker_linux.go.
 enum counter_idx {

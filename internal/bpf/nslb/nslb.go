@@ -1,4 +1,4 @@
-// Package l4lb is the BPF side of cnibench's north-south L4 load-balancer
+// Package nslb is the BPF side of cnibench's north-south L4 load-balancer
 // lab (the lab's hidden "l4lb" datapath, seed 003: Cilium as a standalone
 // L4 load balancer with Maglev, SNAT or DSR, direct routing or VXLAN, and
 // a host firewall). Two objects:
@@ -34,7 +34,7 @@
 //
 // The generated lb_bpfel.{go,o} and worker_bpfel.{go,o} are committed so
 // that building cnibench needs no clang.
-package l4lb
+package nslb
 
 import (
 	"encoding/binary"
@@ -171,7 +171,7 @@ const (
 )
 
 // svcKey, svcVal, backendVal, localBe, lpmKey and settingsVal mirror the
-// structs of l4lb.h, lb.c and worker.c (the generated lb*/worker* types
+// structs of nslb.h, lb.c and worker.c (the generated lb*/worker* types
 // are the same, but only exist on Linux).
 type svcKey struct {
 	VIP   uint32

@@ -28,7 +28,7 @@
 #define TCX_NEXT (-1)
 #define MAX_PREFIXLEN 32
 
-// Indexes of the `counters` map. Keep in sync with egress_linux.go.
+// Indexes of the `counters` map. Keep in sync with cidrfilter_linux.go.
 enum counter_idx {
 	CNT_DROPPED = 0,    // destination in a deny CIDR: dropped
 	CNT_PASSED = 1,     // IPv4, destination not denied: passed on

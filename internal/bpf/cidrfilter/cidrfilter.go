@@ -1,4 +1,4 @@
-// Package egress holds cnibench's eBPF egress filters (issue 10): a TCX
+// Package cidrfilter holds cnibench's eBPF egress CIDR filters (issue 10): a TCX
 // ingress program on a pod's node-side veth that drops IPv4 packets whose
 // destination is in a set of deny CIDRs, with two lookup structures:
 //
@@ -12,7 +12,7 @@
 // (BPF_MAP_UPDATE_BATCH); AttachIngress attaches the program with TCX. The
 // BPF source is egress.c; the generated egress_bpfel.{go,o} are committed so
 // that building cnibench needs no clang.
-package egress
+package cidrfilter
 
 import (
 	"encoding/binary"
