@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR MIT)
 //
-// What lb.c (the load-balancer node) and worker.c (the DSR workers) share:
-// packet parsing, NAT rewriting with incremental checksum updates, the
-// flow hash, the firewall's allow list, counters. The UAPI definitions
-// ../headers/common.h lacks (the tunnel key) are here so that the shared
-// headers stay as they are.
+// What lb.c (the load-balancer node) and worker.c (the DSR workers) share
+// beyond ../headers (packet parsing and NAT rewriting: lbpacket.h): the
+// flow hash, the firewall's allow list, the settings user space changes.
 
 #ifndef __CNB_NSLB_H__
 #define __CNB_NSLB_H__
@@ -13,36 +11,6 @@
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
 #include "lbpacket.h"
-
-#define BPF_F_NO_PREALLOC (1U << 0)
-
-// include/uapi/linux/bpf.h: the argument of bpf_skb_set_tunnel_key.
-// remote_ipv4 is in host byte order (the kernel converts it).
-struct bpf_tunnel_key {
-	__u32 tunnel_id;
-	union {
-		__u32 remote_ipv4;
-		__u32 remote_ipv6[4];
-	};
-	__u8 tunnel_tos;
-	__u8 tunnel_ttl;
-	union {
-		__u16 tunnel_ext;
-		__be16 tunnel_flags;
-	};
-	__u32 tunnel_label;
-	union {
-		__u32 local_ipv4;
-		__u32 local_ipv6[4];
-	};
-};
-
-struct svc_key {
-	__u32 vip;  // network order
-	__u16 port; // network order
-	__u8 proto;
-	__u8 pad;
-};
 
 // Key of the firewall's allow list (an LPM trie of source prefixes).
 struct lpm_key {

@@ -58,19 +58,7 @@ struct {
 	__uint(max_entries, 262144);
 } ct SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, CNT_MAX);
-} counters SEC(".maps");
-
-static __always_inline void count(__u32 idx)
-{
-	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
-	if (c)
-		*c += 1;
-}
+#include "counters.h"
 
 SEC("tcx/ingress")
 int worker_ingress(struct __sk_buff *skb)
