@@ -171,8 +171,9 @@ const (
 )
 
 // svcKey, svcVal, backendVal, localBe, lpmKey and settingsVal mirror the
-// structs of nslb.h, lb.c and worker.c (the generated lb*/worker* types
-// are the same, but only exist on Linux).
+// structs of ../headers (svc_key: lbpacket.h, svc_val: maglev.h), nslb.h,
+// lb.c and worker.c (the generated lb*/worker* types are the same, but
+// only exist on Linux).
 type svcKey struct {
 	VIP   uint32
 	Port  uint16
