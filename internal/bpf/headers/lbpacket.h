@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR MIT)
 //
 // lbpacket.h: what the TC service load balancer (internal/bpf/tclb) and
-// the L4 load balancer (internal/bpf/nslb) share: a flow's 5-tuple, a
-// service's key, the parser of Ethernet+IPv4+TCP/UDP packets and the NAT
+// the L4 load balancer (internal/bpf/nslb) share: a flow's 5-tuple, their
+// connection tables' definition, a service's key, the parser of Ethernet+IPv4+TCP/UDP packets and the NAT
 // rewrite with incremental checksum updates. Include after common.h,
 // bpf_helpers.h and bpf_endian.h.
 
@@ -23,6 +23,17 @@ struct flow {
 	__u8 proto;
 	__u8 pad[3];
 };
+
+// FLOW_MAP defines a connection table: flow -> what the program keeps of
+// it, an LRU of 262,144 flows (the least recently used goes when it is
+// full).
+#define FLOW_MAP(name, value_type)                   \
+	struct {                                     \
+		__uint(type, BPF_MAP_TYPE_LRU_HASH); \
+		__type(key, struct flow);            \
+		__type(value, value_type);           \
+		__uint(max_entries, 262144);         \
+	} name SEC(".maps")
 
 // A service: its VIP, port and protocol (the key of `services`).
 struct svc_key {

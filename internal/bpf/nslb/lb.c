@@ -92,19 +92,8 @@ struct rev_nat {
 	__u16 vport;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct flow);
-	__type(value, struct lb_ct);
-	__uint(max_entries, 262144);
-} ct_fwd SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct flow);
-	__type(value, struct rev_nat);
-	__uint(max_entries, 262144);
-} ct_rev SEC(".maps");
+FLOW_MAP(ct_fwd, struct lb_ct);
+FLOW_MAP(ct_rev, struct rev_nat);
 
 // new_flow picks the backend of a new flow of service svc, and in snat
 // mode its source port, and records both directions. It returns 0, or -1

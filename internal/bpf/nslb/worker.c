@@ -51,12 +51,7 @@ struct {
 	__uint(max_entries, 1); // set by the loader
 } services SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct flow);
-	__type(value, struct vip_nat);
-	__uint(max_entries, 262144);
-} ct SEC(".maps");
+FLOW_MAP(ct, struct vip_nat);
 
 #include "counters.h"
 

@@ -79,19 +79,8 @@ struct nat {
 	__u16 kind;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct flow);
-	__type(value, struct nat);
-	__uint(max_entries, 262144);
-} ct_fwd SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct flow);
-	__type(value, struct nat);
-	__uint(max_entries, 262144);
-} ct_rev SEC(".maps");
+FLOW_MAP(ct_fwd, struct nat);
+FLOW_MAP(ct_rev, struct nat);
 
 // swap_macs turns a packet that came in on a device around: the pod's
 // frame to the node's MAC becomes the node's frame to the pod's MAC (else
