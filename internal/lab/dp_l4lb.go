@@ -13,7 +13,7 @@ import (
 // balancer in front of two workers, with the clients outside the cluster.
 // Every namespace is on one external L2 segment (a bridge in the "switch"
 // namespace), so that in dsr the workers can answer the clients without
-// the LB. See internal/bpf/l4lb/README.md for the modes and packet walks.
+// the LB. See internal/bpf/nslb/README.md for the modes and packet walks.
 
 // L4LBDatapathName is the hidden datapath's registry name.
 const L4LBDatapathName = "l4lb"

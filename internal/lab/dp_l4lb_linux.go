@@ -10,7 +10,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/cnibench/cnibench/internal/bpf/l4lb"
+	"github.com/cnibench/cnibench/internal/bpf/nslb"
 )
 
 func init() {
@@ -89,8 +89,8 @@ func (*L4LBDatapath) Probe() error {
 			return err
 		}
 	}
-	if err := l4lb.Probe(); err != nil {
-		if errors.Is(err, l4lb.ErrNotSupported) {
+	if err := nslb.Probe(); err != nil {
+		if errors.Is(err, nslb.ErrNotSupported) {
 			return &UnsupportedError{Feature: "BPF L4 load balancer", Reason: err.Error()}
 		}
 		return fmt.Errorf("probe BPF L4 load balancer: %w", err)

@@ -12,7 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/cnibench/cnibench/internal/bpf/l4lb"
+	"github.com/cnibench/cnibench/internal/bpf/nslb"
 )
 
 // L4LB is the l4lb lab's load balancer: its namespaces, and the BPF
@@ -31,8 +31,8 @@ type L4LB struct {
 	mode   L4LBMode
 	active bool // the mode's programs are loaded and attached
 	closed bool
-	lb     *l4lb.LB
-	wk     [2]*l4lb.Worker // dsr only
+	lb     *nslb.LB
+	wk     [2]*nslb.Worker // dsr only
 	// kpFWBase is the kubeproxy firewall's drops counted before its rule
 	// was last replaced (a firewall flip).
 	kpFWBase uint64
@@ -121,7 +121,7 @@ func (l *L4LB) Configure(ctx context.Context, m L4LBMode) error {
 		return fmt.Errorf("configure l4lb %v: %w", m, err)
 	}
 	if err := l.apply(m); err != nil {
-		if errors.Is(err, l4lb.ErrNotSupported) {
+		if errors.Is(err, nslb.ErrNotSupported) {
 			err = &UnsupportedError{Feature: "BPF L4 load balancer", Reason: err.Error()}
 		}
 		return errors.Join(fmt.Errorf("configure l4lb %v: %w", m, err), l.release())
@@ -149,7 +149,7 @@ func (l *L4LB) apply(m L4LBMode) error {
 	if err != nil {
 		return err
 	}
-	cfg := l4lb.LBConfig{
+	cfg := nslb.LBConfig{
 		Services: l.lbServices(), DSR: dsr, ExtIfindex: ext,
 		// In snat the workers see only the LB's address: the policy on the
 		// clients' addresses applies at the LB's ingress (see L4LBMode).
@@ -166,9 +166,9 @@ func (l *L4LB) apply(m L4LBMode) error {
 		if err != nil {
 			return err
 		}
-		cfg.Tunnel = &l4lb.Tunnel{Ifindex: idx, VNI: L4LBVNI, MAC: l4lbTunMACs[0]}
+		cfg.Tunnel = &nslb.Tunnel{Ifindex: idx, VNI: L4LBVNI, MAC: l4lbTunMACs[0]}
 	}
-	if l.lb, err = l4lb.LoadLB(cfg); err != nil {
+	if l.lb, err = nslb.LoadLB(cfg); err != nil {
 		return fmt.Errorf("load the LB's programs: %w", err)
 	}
 	if err := l.lb.Attach(l.lbNode.Do); err != nil {
@@ -190,13 +190,13 @@ func (l *L4LB) apply(m L4LBMode) error {
 		if err != nil {
 			return err
 		}
-		var svcs []l4lb.LocalService
+		var svcs []nslb.LocalService
 		for _, p := range L4LBPorts {
-			svcs = append(svcs, l4lb.LocalService{
-				VIP: netip.AddrPortFrom(L4LBVIP, p), Proto: l4lb.TCP, Backend: netip.AddrPortFrom(L4LBBackendIPs[i], p),
+			svcs = append(svcs, nslb.LocalService{
+				VIP: netip.AddrPortFrom(L4LBVIP, p), Proto: nslb.TCP, Backend: netip.AddrPortFrom(L4LBBackendIPs[i], p),
 			})
 		}
-		if l.wk[i], err = l4lb.LoadWorker(l4lb.WorkerConfig{Services: svcs, Firewall: m.Firewall, Allow: l4lbAllowPrefixes}); err != nil {
+		if l.wk[i], err = nslb.LoadWorker(nslb.WorkerConfig{Services: svcs, Firewall: m.Firewall, Allow: l4lbAllowPrefixes}); err != nil {
 			return fmt.Errorf("load %s's programs: %w", w.Name, err)
 		}
 		if err := l.wk[i].Attach(w.Do, in, []int{pod}); err != nil {
@@ -207,12 +207,12 @@ func (l *L4LB) apply(m L4LBMode) error {
 }
 
 // lbServices are the VIP's ports, each to both backends.
-func (l *L4LB) lbServices() []l4lb.Service {
-	var out []l4lb.Service
+func (l *L4LB) lbServices() []nslb.Service {
+	var out []nslb.Service
 	for _, p := range L4LBPorts {
-		s := l4lb.Service{VIP: netip.AddrPortFrom(L4LBVIP, p), Proto: l4lb.TCP}
+		s := nslb.Service{VIP: netip.AddrPortFrom(L4LBVIP, p), Proto: nslb.TCP}
 		for i := range l.backends {
-			s.Backends = append(s.Backends, l4lb.Backend{
+			s.Backends = append(s.Backends, nslb.Backend{
 				Addr: netip.AddrPortFrom(L4LBBackendIPs[i], p), Node: L4LBWorkerIPs[i], NodeMAC: l4lbTunMACs[i+1],
 			})
 		}

@@ -6,7 +6,8 @@
  * system <linux/...> headers (which need the multiarch <asm/types.h> and therefore
  * a distribution-specific -I path): the programs only use stable UAPI
  * structs (struct __sk_buff, struct bpf_fib_lookup, struct bpf_redir_neigh,
- * struct ethhdr, struct iphdr), whose layout is ABI and never changes.
+ * struct bpf_tunnel_key, struct bpf_sock_addr, struct ethhdr, struct iphdr),
+ * whose layout is ABI and never changes.
  * Field lists are copied from include/uapi/linux/{bpf,if_ether,ip,pkt_cls}.h
  * (Linux 6.1 UAPI). Only append fields here, never reorder.
  */
@@ -47,6 +48,9 @@ enum bpf_map_type {
 #define BPF_NOEXIST 1
 #define BPF_EXIST 2
 
+/* Map creation flags. */
+#define BPF_F_NO_PREALLOC (1U << 0)
+
 /* Address families (include/linux/socket.h). */
 #define AF_INET 2
 #define AF_INET6 10
@@ -83,6 +87,10 @@ struct iphdr {
 #define TC_ACT_OK 0
 #define TC_ACT_SHOT 2
 #define TC_ACT_REDIRECT 7
+
+/* include/uapi/linux/bpf.h (enum tcx_action_base): hand the packet on to
+ * the next program attached with TCX, or to the stack when none is. */
+#define TCX_NEXT (-1)
 
 /* include/uapi/linux/bpf.h */
 #define __bpf_md_ptr(type, name) \
@@ -193,6 +201,27 @@ struct bpf_redir_neigh {
 	union {
 		__be32 ipv4_nh;
 		__u32 ipv6_nh[4];
+	};
+};
+
+/* include/uapi/linux/bpf.h: the argument of bpf_skb_set_tunnel_key.
+ * remote_ipv4 is in host byte order (the kernel converts it). */
+struct bpf_tunnel_key {
+	__u32 tunnel_id;
+	union {
+		__u32 remote_ipv4;
+		__u32 remote_ipv6[4];
+	};
+	__u8 tunnel_tos;
+	__u8 tunnel_ttl;
+	union {
+		__u16 tunnel_ext;
+		__be16 tunnel_flags;
+	};
+	__u32 tunnel_label;
+	union {
+		__u32 local_ipv4;
+		__u32 local_ipv6[4];
 	};
 };
 

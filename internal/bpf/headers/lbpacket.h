@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR MIT)
 //
 // lbpacket.h: what the TC service load balancer (internal/bpf/tclb) and
-// the L4 load balancer (internal/bpf/l4lb) share: a flow's 5-tuple, the
-// parser of Ethernet+IPv4+TCP/UDP packets and the NAT rewrite with
-// incremental checksum updates. Include after common.h, bpf_helpers.h and
-// bpf_endian.h.
+// the L4 load balancer (internal/bpf/nslb) share: a flow's 5-tuple, their
+// connection tables' definition, a service's key, the parser of Ethernet+IPv4+TCP/UDP packets and the NAT
+// rewrite with incremental checksum updates. Include after common.h,
+// bpf_helpers.h and bpf_endian.h.
 
 #ifndef __CNB_LBPACKET_H__
 #define __CNB_LBPACKET_H__
 
-#define TCX_NEXT (-1)
 #define BPF_F_PSEUDO_HDR (1ULL << 4)
 #define BPF_F_MARK_MANGLED_0 (1ULL << 5)
 #define IP_MF 0x2000
@@ -25,6 +24,24 @@ struct flow {
 	__u8 pad[3];
 };
 
+// FLOW_MAP defines a connection table: flow -> what the program keeps of
+// it, an LRU of 262,144 flows (the least recently used goes when it is
+// full).
+#define FLOW_MAP(name, value_type)                   \
+	struct {                                     \
+		__uint(type, BPF_MAP_TYPE_LRU_HASH); \
+		__type(key, struct flow);            \
+		__type(value, value_type);           \
+		__uint(max_entries, 262144);         \
+	} name SEC(".maps")
+
+// A service: its VIP, port and protocol (the key of `services`).
+struct svc_key {
+	__u32 vip;  // network order
+	__u16 port; // network order
+	__u8 proto;
+	__u8 pad;
+};
 
 // parse fills f from an Ethernet+IPv4+TCP/UDP packet and returns the L4
 // offset, or 0 when the packet is anything else (or a non-first fragment).

@@ -49,13 +49,6 @@
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
 
-// BPF_MAP_TYPE_LRU_HASH and BPF_F_NO_PREALLOC (include/uapi/linux/bpf.h);
-// defined here so that ../headers stays as it is.
-#define CNB_MAP_TYPE_LRU_HASH 9
-#define CNB_F_NO_PREALLOC (1U << 0)
-
-#define IPPROTO_TCP 6
-#define IPPROTO_UDP 17
 #define TCP_FLAG_FIN 0x01
 #define TCP_FLAG_RST 0x04
 #define IP_MF_OFFSET 0x3fff // more-fragments flag and fragment offset
@@ -116,7 +109,7 @@ struct ct_entry {
 
 // Connection tracking, one entry per connection (original direction).
 struct {
-	__uint(type, CNB_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, struct ct_key);
 	__type(value, struct ct_entry);
 	__uint(max_entries, 262144);
@@ -133,15 +126,10 @@ struct {
 	__type(key, struct policy_key);
 	__type(value, __u32);
 	__uint(max_entries, 1024);
-	__uint(map_flags, CNB_F_NO_PREALLOC);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 } policy SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, CNT_MAX);
-} counters SEC(".maps");
+#include "counters.h"
 
 // ifindex (in this node's netns) -> enum iface_kind.
 struct {
@@ -151,14 +139,10 @@ struct {
 	__uint(max_entries, 4096);
 } ifaces SEC(".maps");
 
-static __always_inline int count(__u32 idx, int verdict)
+// counted counts idx and returns verdict.
+static __always_inline int counted(__u32 idx, int verdict)
 {
-	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
-
-	// Per-CPU slot: no other CPU writes it, and tc programs do not nest on
-	// one CPU for the same skb, so a plain increment is enough.
-	if (v)
-		*v += 1;
+	count(idx);
 	return verdict;
 }
 
@@ -189,18 +173,18 @@ static __always_inline int ct_policy(struct ct_key *key, __u32 len, __u8 tcp_fla
 		if (e) {
 			// Reply direction: allowed by the connection's policy verdict.
 			ct_touch(e, len, tcp_flags);
-			count(CNT_CT_REPLY, 0);
+			count(CNT_CT_REPLY);
 			return 0;
 		}
 	}
 	verdict = bpf_map_lookup_elem(&policy, &pk);
 	if (verdict && *verdict == POLICY_DENY) {
-		count(CNT_POLICY_DENIED, 0);
+		count(CNT_POLICY_DENIED);
 		return -1;
 	}
 	if (e) {
 		ct_touch(e, len, tcp_flags);
-		count(CNT_CT_ESTABLISHED, 0);
+		count(CNT_CT_ESTABLISHED);
 		return 0;
 	}
 	fresh.packets = 1;
@@ -208,7 +192,7 @@ static __always_inline int ct_policy(struct ct_key *key, __u32 len, __u8 tcp_fla
 	fresh.last_seen_ns = bpf_ktime_get_ns();
 	fresh.tcp_flags_seen = tcp_flags & (TCP_FLAG_FIN | TCP_FLAG_RST);
 	bpf_map_update_elem(&ct, key, &fresh, BPF_ANY);
-	count(CNT_CT_NEW, 0);
+	count(CNT_CT_NEW);
 	return 0;
 }
 
@@ -242,21 +226,21 @@ int host_routing(struct __sk_buff *skb)
 	__u8 tcp_flags = 0;
 
 	if (skb->protocol != bpf_htons(ETH_P_IP))
-		return count(CNT_PASS_NOT_IPV4, TC_ACT_OK);
+		return counted(CNT_PASS_NOT_IPV4, TC_ACT_OK);
 
 	if ((void *)(iph + 1) > data_end) {
 		// Headers not in the linear area (rare on veth): pull them in.
 		if (bpf_skb_pull_data(skb, sizeof(*eth) + sizeof(*iph)) < 0)
-			return count(CNT_PASS_NOT_IPV4, TC_ACT_OK);
+			return counted(CNT_PASS_NOT_IPV4, TC_ACT_OK);
 		data = (void *)(long)skb->data;
 		data_end = (void *)(long)skb->data_end;
 		eth = data;
 		iph = data + sizeof(*eth);
 		if ((void *)(iph + 1) > data_end)
-			return count(CNT_PASS_NOT_IPV4, TC_ACT_OK);
+			return counted(CNT_PASS_NOT_IPV4, TC_ACT_OK);
 	}
 	if (iph->version != 4 || iph->ihl < 5)
-		return count(CNT_PASS_NOT_IPV4, TC_ACT_OK);
+		return counted(CNT_PASS_NOT_IPV4, TC_ACT_OK);
 
 	// The 5-tuple for connection tracking (ports 0 for other protocols and
 	// for non-first fragments).
@@ -271,22 +255,22 @@ int host_routing(struct __sk_buff *skb)
 
 		if ((void *)(l4 + 14) > data_end) {
 			if (bpf_skb_pull_data(skb, l4off + need) < 0)
-				return count(CNT_PASS_NOT_IPV4, TC_ACT_OK);
+				return counted(CNT_PASS_NOT_IPV4, TC_ACT_OK);
 			data = (void *)(long)skb->data;
 			data_end = (void *)(long)skb->data_end;
 			eth = data;
 			iph = data + sizeof(*eth);
 			if ((void *)(iph + 1) > data_end)
-				return count(CNT_PASS_NOT_IPV4, TC_ACT_OK);
+				return counted(CNT_PASS_NOT_IPV4, TC_ACT_OK);
 			l4 = data + l4off;
 		}
 		if ((void *)(l4 + 4) > data_end)
-			return count(CNT_PASS_NOT_IPV4, TC_ACT_OK);
+			return counted(CNT_PASS_NOT_IPV4, TC_ACT_OK);
 		key.sport = *(__be16 *)l4;
 		key.dport = *(__be16 *)(l4 + 2);
 		if (iph->protocol == IPPROTO_TCP) {
 			if ((void *)(l4 + 14) > data_end)
-				return count(CNT_PASS_NOT_IPV4, TC_ACT_OK);
+				return counted(CNT_PASS_NOT_IPV4, TC_ACT_OK);
 			tcp_flags = l4[13];
 		}
 	}
@@ -294,7 +278,7 @@ int host_routing(struct __sk_buff *skb)
 	// A router must not forward a packet whose TTL expires here; the stack
 	// drops it and sends ICMP time exceeded.
 	if (iph->ttl <= 1)
-		return count(CNT_PASS_TTL, TC_ACT_OK);
+		return counted(CNT_PASS_TTL, TC_ACT_OK);
 
 	// Ingress-perspective lookup (no BPF_FIB_LOOKUP_OUTPUT), i.e. the same
 	// question ip_route_input() asks when the stack forwards:
@@ -321,14 +305,14 @@ int host_routing(struct __sk_buff *skb)
 
 	rc = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH)
-		return count(CNT_PASS_FIB, TC_ACT_OK);
+		return counted(CNT_PASS_FIB, TC_ACT_OK);
 
 	oif = fib.ifindex;
 	if (oif == ingress)
-		return count(CNT_PASS_EGRESS, TC_ACT_OK);
+		return counted(CNT_PASS_EGRESS, TC_ACT_OK);
 	kind = bpf_map_lookup_elem(&ifaces, &oif);
 	if (!kind)
-		return count(CNT_PASS_EGRESS, TC_ACT_OK);
+		return counted(CNT_PASS_EGRESS, TC_ACT_OK);
 
 	// Connection tracking and policy, as Cilium does before it redirects.
 	if (!bare && ct_policy(&key, skb->len, tcp_flags) < 0)
@@ -353,13 +337,13 @@ int host_routing(struct __sk_buff *skb)
 			// stack is on this path.
 			ret = bpf_redirect(oif, 0);
 			if (ret != TC_ACT_REDIRECT)
-				return count(CNT_DROP, TC_ACT_SHOT);
-			return count(CNT_REDIRECT_HOST, TC_ACT_REDIRECT);
+				return counted(CNT_DROP, TC_ACT_SHOT);
+			return counted(CNT_REDIRECT_HOST, TC_ACT_REDIRECT);
 		}
 		ret = bpf_redirect_peer(oif, 0);
 		if (ret != TC_ACT_REDIRECT)
-			return count(CNT_DROP, TC_ACT_SHOT);
-		return count(CNT_REDIRECT_PEER, TC_ACT_REDIRECT);
+			return counted(CNT_DROP, TC_ACT_SHOT);
+		return counted(CNT_REDIRECT_PEER, TC_ACT_REDIRECT);
 	}
 
 	// The uplink, or a pod whose neighbour entry is not resolved yet
@@ -378,8 +362,8 @@ int host_routing(struct __sk_buff *skb)
 	nh.ipv4_nh = fib.ipv4_dst;
 	ret = bpf_redirect_neigh(oif, &nh, sizeof(nh), 0);
 	if (ret != TC_ACT_REDIRECT)
-		return count(CNT_DROP, TC_ACT_SHOT);
-	return count(CNT_REDIRECT_NEIGH, TC_ACT_REDIRECT);
+		return counted(CNT_DROP, TC_ACT_SHOT);
+	return counted(CNT_REDIRECT_NEIGH, TC_ACT_REDIRECT);
 }
 
 // bpf_fib_lookup, bpf_redirect_neigh and bpf_redirect_peer are GPL-only

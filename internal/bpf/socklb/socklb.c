@@ -85,19 +85,7 @@ struct {
 	__uint(max_entries, 65536);
 } revnat SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, CNT_MAX);
-} counters SEC(".maps");
-
-static __always_inline void count(__u32 idx)
-{
-	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
-	if (c)
-		*c += 1;
-}
+#include "counters.h"
 
 // xlate_fwd rewrites a service destination to a backend. It returns 0
 // when ctx is not a service or was translated, -1 when the service has no

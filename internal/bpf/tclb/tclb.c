@@ -34,9 +34,6 @@
 #include "bpf_endian.h"
 #include "lbpacket.h"
 
-
-// The Maglev table size (a prime, set by the loader).
-volatile const __u32 maglev_m = 251;
 // The hairpin source address, network order (set by the loader from
 // HairpinAddr; 169.254.42.1, Cilium's IPV4_LOOPBACK, by default).
 volatile const __u32 hairpin_addr = bpf_htonl(0xa9fe2a01);
@@ -52,23 +49,15 @@ enum counter_idx {
 	CNT_MAX = 5,
 };
 
-struct svc_key {
-	__u32 vip;  // network order
-	__u16 port; // network order
-	__u8 proto;
-	__u8 pad;
-};
-
-struct svc_val {
-	__u32 id; // the service's Maglev table is maglev[id*maglev_m ...]
-	__u32 count;
-};
-
+// A backend: the value of `backends` (maglev.h).
 struct backend {
 	__u32 addr; // network order
 	__u16 port; // network order
 	__u16 pad;
 };
+
+#include "counters.h"
+#include "maglev.h"
 
 // ct_fwd: a flow entering at ingress -> what to do with it; ct_rev:
 // backend's reply flow -> the VIP to restore as its source.
@@ -90,54 +79,8 @@ struct nat {
 	__u16 kind;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct svc_key);
-	__type(value, struct svc_val);
-	__uint(max_entries, 1); // set by the loader
-} services SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, __u32); // backend id
-	__uint(max_entries, 1); // services * maglev_m, set by the loader
-} maglev SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct backend);
-	__uint(max_entries, 1); // set by the loader
-} backends SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct flow);
-	__type(value, struct nat);
-	__uint(max_entries, 262144);
-} ct_fwd SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct flow);
-	__type(value, struct nat);
-	__uint(max_entries, 262144);
-} ct_rev SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, CNT_MAX);
-} counters SEC(".maps");
-
-static __always_inline void count(__u32 idx)
-{
-	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
-	if (c)
-		*c += 1;
-}
+FLOW_MAP(ct_fwd, struct nat);
+FLOW_MAP(ct_rev, struct nat);
 
 // swap_macs turns a packet that came in on a device around: the pod's
 // frame to the node's MAC becomes the node's frame to the pod's MAC (else
@@ -220,22 +163,12 @@ int lb_ingress(struct __sk_buff *skb)
 		struct svc_val *svc = bpf_map_lookup_elem(&services, &sk);
 		if (!svc)
 			return TCX_NEXT;
-		__u32 m = maglev_m;
-		if (svc->count == 0 || m == 0) {
-			count(CNT_NO_BACKEND);
+		__u32 m = maglev_size(svc);
+		if (!m)
 			return TC_ACT_SHOT;
-		}
-		__u32 slot = svc->id * m + bpf_get_hash_recalc(skb) % m;
-		__u32 *id = bpf_map_lookup_elem(&maglev, &slot);
-		if (!id) {
-			count(CNT_NO_BACKEND);
+		struct backend *be = maglev_backend(svc, m, bpf_get_hash_recalc(skb));
+		if (!be)
 			return TC_ACT_SHOT;
-		}
-		struct backend *be = bpf_map_lookup_elem(&backends, id);
-		if (!be || be->addr == 0) {
-			count(CNT_NO_BACKEND);
-			return TC_ACT_SHOT;
-		}
 		if (be->addr == f.saddr)
 			return hairpin_new(skb, l4, &f, be);
 		chosen.addr = be->addr;

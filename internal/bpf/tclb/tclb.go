@@ -85,7 +85,8 @@ func countersFrom(c []uint64) Counters {
 	}
 }
 
-// svcKey, svcVal and backendVal mirror tclb.c's structs.
+// svcKey, svcVal and backendVal mirror struct svc_key (../headers/lbpacket.h),
+// svc_val (../headers/maglev.h) and tclb.c's struct backend.
 type svcKey struct {
 	VIP   uint32
 	Port  uint16

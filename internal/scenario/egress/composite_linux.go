@@ -7,13 +7,13 @@ import (
 	"net/netip"
 	"strings"
 
-	bpfegress "github.com/cnibench/cnibench/internal/bpf/egress"
+	"github.com/cnibench/cnibench/internal/bpf/cidrfilter"
 	"github.com/cnibench/cnibench/internal/scenario"
 )
 
 func init() {
 	Register(MechCiliumLike, func() Mechanism {
-		return &ciliumLike{lpm: ebpfMechanism{name: MechCiliumLike, kind: bpfegress.KindLPM}}
+		return &ciliumLike{lpm: ebpfMechanism{name: MechCiliumLike, kind: cidrfilter.KindLPM}}
 	})
 }
 

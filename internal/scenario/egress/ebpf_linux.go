@@ -6,27 +6,27 @@ import (
 	"fmt"
 	"net/netip"
 
-	bpfegress "github.com/cnibench/cnibench/internal/bpf/egress"
+	"github.com/cnibench/cnibench/internal/bpf/cidrfilter"
 )
 
 // ebpfMaxRules is the largest N the BPF mechanisms run with. No kernel
 // bound was found below it (max_entries is a u32). Measured at 1M: the LPM
 // trie's memlock was 27.7 MiB (allocated per element) and the preallocated
 // hash's 78 MiB (about 80 bytes per max_entries slot), so 10M needs
-// roughly 0.3 and 0.8 GiB of kernel memory (internal/bpf/egress/README.md).
+// roughly 0.3 and 0.8 GiB of kernel memory (internal/bpf/cidrfilter/README.md).
 const ebpfMaxRules = 10_000_000
 
 func init() {
-	Register("ebpf-lpm", func() Mechanism { return &ebpfMechanism{name: "ebpf-lpm", kind: bpfegress.KindLPM} })
-	Register("ebpf-hash", func() Mechanism { return &ebpfMechanism{name: "ebpf-hash", kind: bpfegress.KindHash} })
+	Register("ebpf-lpm", func() Mechanism { return &ebpfMechanism{name: "ebpf-lpm", kind: cidrfilter.KindLPM} })
+	Register("ebpf-hash", func() Mechanism { return &ebpfMechanism{name: "ebpf-hash", kind: cidrfilter.KindHash} })
 }
 
 // ebpfMechanism filters at TCX ingress of the pod's node-side veth with
-// the program of internal/bpf/egress: an LPM trie (ebpf-lpm) or a hash map
+// the program of internal/bpf/cidrfilter: an LPM trie (ebpf-lpm) or a hash map
 // probed once per prefix length present (ebpf-hash).
 type ebpfMechanism struct {
 	name string
-	kind bpfegress.Kind
+	kind cidrfilter.Kind
 }
 
 func (m *ebpfMechanism) Name() string  { return m.name }
@@ -35,8 +35,8 @@ func (m *ebpfMechanism) MaxRules() int { return ebpfMaxRules }
 // ProbeLocal is Probe for a pod filtering its own egress: no attach test in
 // a scratch namespace, which needs CAP_SYS_ADMIN (localProber).
 func (m *ebpfMechanism) ProbeLocal() error {
-	if err := bpfegress.ProbeLoad(m.kind); err != nil {
-		if errors.Is(err, bpfegress.ErrNotSupported) && !errors.Is(err, ErrNotSupported) {
+	if err := cidrfilter.ProbeLoad(m.kind); err != nil {
+		if errors.Is(err, cidrfilter.ErrNotSupported) && !errors.Is(err, ErrNotSupported) {
 			return fmt.Errorf("%w: %w", ErrNotSupported, err)
 		}
 		return err
@@ -45,8 +45,8 @@ func (m *ebpfMechanism) ProbeLocal() error {
 }
 
 func (m *ebpfMechanism) Probe() error {
-	if err := bpfegress.Probe(m.kind); err != nil {
-		if errors.Is(err, bpfegress.ErrNotSupported) && !errors.Is(err, ErrNotSupported) {
+	if err := cidrfilter.Probe(m.kind); err != nil {
+		if errors.Is(err, cidrfilter.ErrNotSupported) && !errors.Is(err, ErrNotSupported) {
 			return fmt.Errorf("%w: %w", ErrNotSupported, err)
 		}
 		return err
@@ -61,7 +61,7 @@ func (m *ebpfMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix
 	if t.Do == nil || t.Dev == "" {
 		return nil, LoadInfo{}, fmt.Errorf("load %s: target needs Do and Dev", m.name)
 	}
-	f, st, err := bpfegress.Load(ctx, m.kind, cidrs, bpfegress.DefaultBatch)
+	f, st, err := cidrfilter.Load(ctx, m.kind, cidrs, cidrfilter.DefaultBatch)
 	if err != nil {
 		return nil, LoadInfo{}, m.wrap("load", err)
 	}
@@ -81,7 +81,7 @@ func (m *ebpfMechanism) Load(ctx context.Context, t Target, cidrs []netip.Prefix
 }
 
 func (m *ebpfMechanism) wrap(what string, err error) error {
-	if errors.Is(err, bpfegress.ErrNotSupported) {
+	if errors.Is(err, cidrfilter.ErrNotSupported) {
 		return fmt.Errorf("%s %s: %w: %w", what, m.name, ErrNotSupported, err)
 	}
 	return fmt.Errorf("%s %s: %w", what, m.name, err)
@@ -89,7 +89,7 @@ func (m *ebpfMechanism) wrap(what string, err error) error {
 
 type ebpfFilter struct {
 	name string
-	f    *bpfegress.Filter
+	f    *cidrfilter.Filter
 }
 
 func (e *ebpfFilter) Add(_ context.Context, p netip.Prefix) error {

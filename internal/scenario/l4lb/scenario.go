@@ -5,7 +5,7 @@
 // directly), LB-to-worker transport (direct, vxlan) and host firewall
 // (off; on: only the benchmark client's prefix is allowed, a second
 // client is refused). It runs on its own topology, the hidden lab
-// datapath "l4lb" (internal/lab/dp_l4lb*.go, internal/bpf/l4lb).
+// datapath "l4lb" (internal/lab/dp_l4lb*.go, internal/bpf/nslb).
 //
 // Every cell proves its mode while it runs: the LB translated the
 // client's packets, in dsr it translated no reply (the workers did) and in

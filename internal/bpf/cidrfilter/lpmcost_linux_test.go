@@ -1,6 +1,6 @@
 //go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
 
-package egress
+package cidrfilter
 
 import (
 	"encoding/binary"
@@ -21,9 +21,9 @@ import (
 // for N = 4,096 ... 1,048,576 in ascending, descending and shuffled order.
 // A cost per element that stays flat with N and order is the kernel's
 // per-insert floor, and it bounds any loader: 1M CIDRs in 0.3 s need
-// 0.3 µs per element. Manual only (internal/bpf/egress/README.md):
+// 0.3 µs per element. Manual only (internal/bpf/cidrfilter/README.md):
 //
-//	CNIBENCH_EGRESS_BIG=1 go test -count=1 -v -run TestLPMInsertCost ./internal/bpf/egress/
+//	CNIBENCH_EGRESS_BIG=1 go test -count=1 -v -run TestLPMInsertCost ./internal/bpf/cidrfilter/
 func TestLPMInsertCost(t *testing.T) {
 	if os.Getenv("CNIBENCH_EGRESS_BIG") != "1" {
 		t.Skip("manual measurement: set CNIBENCH_EGRESS_BIG=1")

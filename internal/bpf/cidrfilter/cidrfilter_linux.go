@@ -1,9 +1,9 @@
 //go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
 
 // The build constraint matches the generated egress_bpfel.go (only the
-// little-endian object is committed); egress_other.go covers the rest.
+// little-endian object is committed); cidrfilter_other.go covers the rest.
 
-package egress
+package cidrfilter
 
 import (
 	"context"

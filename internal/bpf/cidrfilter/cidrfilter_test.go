@@ -1,4 +1,4 @@
-package egress
+package cidrfilter
 
 import (
 	"net/netip"

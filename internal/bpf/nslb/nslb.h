@@ -1,48 +1,16 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR MIT)
 //
-// What lb.c (the load-balancer node) and worker.c (the DSR workers) share:
-// packet parsing, NAT rewriting with incremental checksum updates, the
-// flow hash, the firewall's allow list, counters. The UAPI definitions
-// ../headers/common.h lacks (the tunnel key) are here so that the shared
-// headers stay as they are.
+// What lb.c (the load-balancer node) and worker.c (the DSR workers) share
+// beyond ../headers (packet parsing and NAT rewriting: lbpacket.h): the
+// flow hash, the firewall's allow list, the settings user space changes.
 
-#ifndef __CNB_L4LB_H__
-#define __CNB_L4LB_H__
+#ifndef __CNB_NSLB_H__
+#define __CNB_NSLB_H__
 
 #include "common.h"
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
 #include "lbpacket.h"
-
-#define BPF_F_NO_PREALLOC (1U << 0)
-
-// include/uapi/linux/bpf.h: the argument of bpf_skb_set_tunnel_key.
-// remote_ipv4 is in host byte order (the kernel converts it).
-struct bpf_tunnel_key {
-	__u32 tunnel_id;
-	union {
-		__u32 remote_ipv4;
-		__u32 remote_ipv6[4];
-	};
-	__u8 tunnel_tos;
-	__u8 tunnel_ttl;
-	union {
-		__u16 tunnel_ext;
-		__be16 tunnel_flags;
-	};
-	__u32 tunnel_label;
-	union {
-		__u32 local_ipv4;
-		__u32 local_ipv6[4];
-	};
-};
-
-struct svc_key {
-	__u32 vip;  // network order
-	__u16 port; // network order
-	__u8 proto;
-	__u8 pad;
-};
 
 // Key of the firewall's allow list (an LPM trie of source prefixes).
 struct lpm_key {
@@ -87,7 +55,7 @@ static __always_inline __u32 mix32(__u32 h)
 // rather than taken from skb->hash: the kernel's hash of a locally sent
 // packet is the sending socket's random txhash (re-rolled on
 // retransmission timeouts), and a hash of the tuple is the same on every
-// LB node, as ECMP in front of several LBs needs. l4lb.go's FlowHash is
+// LB node, as ECMP in front of several LBs needs. nslb.go's FlowHash is
 // the same function in Go (keep them in sync).
 static __always_inline __u32 flow_hash(const struct flow *f)
 {
@@ -112,4 +80,4 @@ static __always_inline struct settings *get_settings(void)
 	return bpf_map_lookup_elem(&settings, &zero);
 }
 
-#endif /* __CNB_L4LB_H__ */
+#endif /* __CNB_NSLB_H__ */

@@ -20,7 +20,7 @@
 //     past the LB.
 // Everything else passes untouched (TCX_NEXT).
 
-#include "l4lb.h"
+#include "nslb.h"
 
 // Indexes of `counters`. Keep in sync with worker_linux.go.
 enum counter_idx {
@@ -51,26 +51,9 @@ struct {
 	__uint(max_entries, 1); // set by the loader
 } services SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct flow);
-	__type(value, struct vip_nat);
-	__uint(max_entries, 262144);
-} ct SEC(".maps");
+FLOW_MAP(ct, struct vip_nat);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, CNT_MAX);
-} counters SEC(".maps");
-
-static __always_inline void count(__u32 idx)
-{
-	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
-	if (c)
-		*c += 1;
-}
+#include "counters.h"
 
 SEC("tcx/ingress")
 int worker_ingress(struct __sk_buff *skb)

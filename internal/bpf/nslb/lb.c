@@ -35,10 +35,10 @@
 // Everything else passes untouched (TCX_NEXT): ARP, the LB's own traffic,
 // the VXLAN packets on their way to the VXLAN device.
 
-#include "l4lb.h"
+#include "nslb.h"
 
-// Load-time constants (set by the loader; lb_linux.go).
-volatile const __u32 maglev_m = 251;     // Maglev table size, a prime
+// Load-time constants (set by the loader; lb_linux.go), and maglev_m, the
+// Maglev table size (maglev.h).
 volatile const __u32 dsr = 0;            // 1: direct server return
 volatile const __u32 tunnel = 0;         // 1: VXLAN to the workers
 volatile const __u32 ext_ifindex = 0;    // the LB's interface on the external segment
@@ -63,11 +63,7 @@ enum counter_idx {
 	CNT_MAX = 6,
 };
 
-struct svc_val {
-	__u32 id; // the service's Maglev table is maglev[id*maglev_m ...]
-	__u32 count;
-};
-
+// A backend: the value of `backends` (maglev.h).
 struct backend {
 	__u32 addr;       // the backend pod, network order
 	__u16 port;       // network order
@@ -76,6 +72,9 @@ struct backend {
 	__u8 node_mac[6]; // vxlan: the MAC of the worker's VXLAN device
 	__u16 pad2;
 };
+
+#include "counters.h"
+#include "maglev.h"
 
 // ct_fwd value: the flow's backend and, in snat mode, its source port
 // towards the backend.
@@ -93,77 +92,21 @@ struct rev_nat {
 	__u16 vport;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct svc_key);
-	__type(value, struct svc_val);
-	__uint(max_entries, 1); // set by the loader
-} services SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, __u32); // backend id
-	__uint(max_entries, 1); // services * maglev_m, set by the loader
-} maglev SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct backend);
-	__uint(max_entries, 1); // set by the loader
-} backends SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct flow);
-	__type(value, struct lb_ct);
-	__uint(max_entries, 262144);
-} ct_fwd SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct flow);
-	__type(value, struct rev_nat);
-	__uint(max_entries, 262144);
-} ct_rev SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, CNT_MAX);
-} counters SEC(".maps");
-
-static __always_inline void count(__u32 idx)
-{
-	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
-	if (c)
-		*c += 1;
-}
+FLOW_MAP(ct_fwd, struct lb_ct);
+FLOW_MAP(ct_rev, struct rev_nat);
 
 // new_flow picks the backend of a new flow of service svc, and in snat
 // mode its source port, and records both directions. It returns 0, or -1
 // when the packet must be dropped (counted).
 static __always_inline int new_flow(struct flow *f, struct svc_val *svc, struct lb_ct *ct)
 {
-	__u32 m = maglev_m;
-	if (svc->count == 0 || m == 0) {
-		count(CNT_NO_BACKEND);
+	__u32 m = maglev_size(svc);
+	if (!m)
 		return -1;
-	}
 	__u32 h = flow_hash(f);
-	__u32 slot = svc->id * m + h % m;
-	__u32 *id = bpf_map_lookup_elem(&maglev, &slot);
-	if (!id) {
-		count(CNT_NO_BACKEND);
+	struct backend *be = maglev_backend(svc, m, h);
+	if (!be)
 		return -1;
-	}
-	struct backend *be = bpf_map_lookup_elem(&backends, id);
-	if (!be || be->addr == 0) {
-		count(CNT_NO_BACKEND);
-		return -1;
-	}
 	ct->be = *be;
 	ct->snat_port = 0;
 	if (!dsr) {

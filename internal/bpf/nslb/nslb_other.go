@@ -1,6 +1,6 @@
 //go:build !linux || !(386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
 
-package l4lb
+package nslb
 
 import "fmt"
 

@@ -24,11 +24,9 @@
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
 
-#define CNB_F_NO_PREALLOC (1U << 0)
-#define TCX_NEXT (-1)
 #define MAX_PREFIXLEN 32
 
-// Indexes of the `counters` map. Keep in sync with egress_linux.go.
+// Indexes of the `counters` map. Keep in sync with cidrfilter_linux.go.
 enum counter_idx {
 	CNT_DROPPED = 0,    // destination in a deny CIDR: dropped
 	CNT_PASSED = 1,     // IPv4, destination not denied: passed on
@@ -56,7 +54,7 @@ struct {
 	__type(key, struct prefix_key);
 	__type(value, __u8);
 	__uint(max_entries, 1); // set by the loader
-	__uint(map_flags, CNB_F_NO_PREALLOC);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 } lpm SEC(".maps");
 
 struct {
@@ -73,19 +71,7 @@ struct {
 	__uint(max_entries, 1);
 } hash_lens SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, CNT_MAX);
-} counters SEC(".maps");
-
-static __always_inline void count(__u32 idx)
-{
-	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
-	if (c)
-		*c += 1;
-}
+#include "counters.h"
 
 // dest_ipv4 returns 0 and the packet's IPv4 destination in *daddr, or -1 for
 // a packet that is not (complete) IPv4.

@@ -1,9 +1,9 @@
 //go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
 
 // The build constraint matches the generated *_bpfel.go (only the
-// little-endian objects are committed); l4lb_other.go covers the rest.
+// little-endian objects are committed); nslb_other.go covers the rest.
 
-package l4lb
+package nslb
 
 import (
 	"errors"
