@@ -20,6 +20,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/preflight"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -49,7 +50,7 @@ func TestRBACExistingNamespace(t *testing.T) {
 	ctx := context.Background()
 	const ns = "cnibench-rbac-existing"
 	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{kube.PodSecurityEnforceKey: "privileged"}}}, metav1.CreateOptions{}); err != nil {
+		Labels: map[string]string{preflight.PodSecurityEnforceKey: "privileged"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// RoleBindings need their namespace: only the CNI namespaces the

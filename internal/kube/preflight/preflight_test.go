@@ -1,9 +1,10 @@
-package kube
+package preflight
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // The API servers' refusals, worded as they word them (see
 // preflight_reasons.go for where each comes from).
@@ -113,7 +116,7 @@ func TestPreflightRefusals(t *testing.T) {
 				opts = append(opts, a.(k8stesting.CreateActionImpl).GetCreateOptions())
 				return true, nil, tt.err
 			})
-			rep := Preflight(context.Background(), cs, []Object{tt.obj})
+			rep := Check(context.Background(), cs, []Object{tt.obj})
 			if len(rep.Objects) != 1 {
 				t.Fatalf("results %+v", rep.Objects)
 			}
@@ -158,7 +161,7 @@ func TestPreflightRefusals(t *testing.T) {
 }
 
 // Each kind is created with a dry run through its own client; a kind
-// Preflight does not know needs Object.Create, which gets the dry-run
+// Check does not know needs Object.Create, which gets the dry-run
 // options.
 func TestPreflightKinds(t *testing.T) {
 	cs := fake.NewClientset(benchNamespace(nil))
@@ -179,7 +182,7 @@ func TestPreflightKinds(t *testing.T) {
 		}},
 		{Obj: &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Name: "rc", Namespace: "bench"}}},
 	}
-	rep := Preflight(context.Background(), cs, objs)
+	rep := Check(context.Background(), cs, objs)
 	for _, r := range []string{"services", "secrets", "networkpolicies"} {
 		if !slices.Equal(created[r], []string{metav1.DryRunAll}) {
 			t.Errorf("%s: dry run %v", r, created[r])
@@ -200,7 +203,7 @@ func TestPreflightKinds(t *testing.T) {
 	if r, _ := rep.Result("ReplicationController/rc"); !strings.Contains(r.Reason, "give Object.Create") {
 		t.Errorf("unsupported kind: %q", r.Reason)
 	}
-	// Nothing was persisted by Preflight itself.
+	// Nothing was persisted by Check itself.
 	if l, _ := cs.CoreV1().Services("bench").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
 		t.Errorf("services persisted: %v", l.Items)
 	}
@@ -231,7 +234,7 @@ func TestPreflightMissingNamespace(t *testing.T) {
 			if tt.withNS {
 				objs = append([]Object{{Obj: benchNamespace(map[string]string{PodSecurityEnforceKey: "privileged", PodSecurityWarnKey: "restricted", "other": "x"})}}, objs...)
 			}
-			rep := Preflight(context.Background(), cs, objs)
+			rep := Check(context.Background(), cs, objs)
 			t.Logf("\n%s", rep)
 			if len(rep.Namespaces) != 1 || rep.Namespaces[0].Exists {
 				t.Fatalf("namespaces %+v", rep.Namespaces)
@@ -271,7 +274,7 @@ func TestPreflightNamespaceUnreadable(t *testing.T) {
 	cs.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, forbidden("namespaces", "bench", `User "u" cannot get resource "namespaces" in API group "" in the namespace "bench"`)
 	})
-	rep := Preflight(context.Background(), cs, []Object{{Obj: testPod("srv-a")}})
+	rep := Check(context.Background(), cs, []Object{{Obj: testPod("srv-a")}})
 	if n := rep.Namespaces[0]; n.Exists || !strings.Contains(n.Err, "cannot get resource") {
 		t.Errorf("namespace %+v", n)
 	}
@@ -316,7 +319,7 @@ func TestPreflightReportString(t *testing.T) {
 		{Obj: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tok", Namespace: "bench"}}},
 		{Obj: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "absent"}}},
 	}
-	rep := Preflight(context.Background(), cs, objs)
+	rep := Check(context.Background(), cs, objs)
 	rep.Objects[0].Warnings = []string{`would violate PodSecurity "restricted:v1.30": runAsNonRoot != true (pod or container "cnibench" must set securityContext.runAsNonRoot=true)`}
 	got := rep.String()
 	golden := filepath.Join("testdata", "preflight.golden")
@@ -354,7 +357,7 @@ func TestPreflightClusterScopedFixes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep := Preflight(context.Background(), fake.NewClientset(), []Object{{Obj: ccnp, Create: func(context.Context, metav1.CreateOptions) error { return tt.err }}})
+			rep := Check(context.Background(), fake.NewClientset(), []Object{{Obj: ccnp, Create: func(context.Context, metav1.CreateOptions) error { return tt.err }}})
 			r := rep.Objects[0]
 			if r.Verdict != Refused || !strings.Contains(r.Fix, tt.fix) || strings.Contains(r.Fix, "namespace ") {
 				t.Errorf("%s: fix %q, want %q and no namespace", r.Verdict, r.Fix, tt.fix)

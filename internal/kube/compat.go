@@ -1,0 +1,22 @@
+package kube
+
+import (
+	"context"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cnibench/cnibench/internal/kube/preflight"
+)
+
+// The names internal/scenario/cluster.go still uses for what moved to
+// internal/kube/preflight. Deprecated: use preflight.Object,
+// preflight.Refused and preflight.Check.
+type Object = preflight.Object
+
+// Refused is preflight.Refused. Deprecated: use preflight.Refused.
+const Refused = preflight.Refused
+
+// Preflight is preflight.Check. Deprecated: use preflight.Check.
+func Preflight(ctx context.Context, cs kubernetes.Interface, objs []Object, opts ...preflight.Option) preflight.Report {
+	return preflight.Check(ctx, cs, objs, opts...)
+}
