@@ -40,6 +40,7 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/image"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/cni"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 )
 
@@ -137,7 +138,7 @@ type Backend struct {
 	kubeconfigCluster, apiHost string
 	// The cluster's facts, read once (identify).
 	identOnce     sync.Once
-	facts         kube.Facts
+	facts         cni.Facts
 	factsEvidence []string
 	// archOnce settles Options.Placement.Arches (nodeArches).
 	archOnce sync.Once

@@ -18,6 +18,7 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/internal/kube/cni"
 )
 
 // Pod names of a run (prefixed with the run's ID).
@@ -88,7 +89,7 @@ type Deployment struct {
 	baseline []backend.Path
 
 	// Facts gathered at Up, used by paths and checks.
-	cni      kube.CNIInfo
+	cni      cni.Info
 	conf     *agent.CNIConf
 	podIf    *agent.Inspect // cli-a's network namespace
 	nodeIf   *agent.Inspect // host-a's (the client node's)
@@ -341,13 +342,13 @@ func (d *Deployment) gatherFacts(ctx context.Context) {
 	}
 	var pods []corev1.Pod
 	if d.b.o.CNIPods != "" {
-		p, err := kube.CNIPodsBySelector(ctx, d.b.cs, d.b.o.CNIPods)
+		p, err := cni.PodsBySelector(ctx, d.b.cs, d.b.o.CNIPods)
 		if err != nil {
 			note("list --cni-pods", err)
 		}
 		pods = p
 	} else {
-		p, err := kube.ListSystemPods(ctx, d.b.cs)
+		p, err := cni.ListSystemPods(ctx, d.b.cs)
 		if err != nil {
 			note("list kube-system pods", err)
 		}
@@ -357,16 +358,16 @@ func (d *Deployment) gatherFacts(ctx context.Context) {
 	if d.conf != nil {
 		plugins = d.conf.PluginsInUse
 	}
-	d.cni = kube.IdentifyCNI(pods, plugins)
+	d.cni = cni.Identify(pods, plugins)
 	if d.b.o.CNIPods != "" {
 		// The user named the CNI's pods: measure those, whatever the
 		// table of known CNIs says about them.
-		d.cni.Pods = kube.PodRefs(pods)
+		d.cni.Pods = cni.PodRefs(pods)
 		d.cni.Evidence = append(d.cni.Evidence, "CNI pods given by --cni-pods "+d.b.o.CNIPods)
 	}
 	// Its mode, from its own configuration (bounded; what cannot be read
 	// is evidence).
-	kube.DetectCNIMode(ctx, d.b.cs, &d.cni)
+	cni.DetectMode(ctx, d.b.cs, &d.cni)
 }
 
 // cniName is the datapath label of the cluster's pod network.
@@ -428,7 +429,7 @@ func (d *Deployment) Labels() map[string]string {
 		// The node's kube-proxy itself, wherever it runs (a DaemonSet, a
 		// systemd unit): it overrides what the API shows of it.
 		l["kube_proxy_mode"] = d.proxyMode
-	case d.noHost != "" && l["kube_proxy_mode"] == kube.KubeProxyNone:
+	case d.noHost != "" && l["kube_proxy_mode"] == cni.KubeProxyNone:
 		// No kube-proxy pod, and no host pod to ask the node: a
 		// kube-proxy outside pods may still run.
 		l["kube_proxy_mode"] = "unknown: no kube-proxy pod, node not asked"

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/cni"
 )
 
 // The identity of a run: what the results say about the cluster and the
@@ -68,7 +69,7 @@ func orUnknown(s string) string {
 // empty), once per backend: every deployment of a run shares them.
 func (b *Backend) identify(ctx context.Context, log *slog.Logger) {
 	b.identOnce.Do(func() {
-		facts, ev := kube.ClusterFacts(ctx, b.cs)
+		facts, ev := cni.ClusterFacts(ctx, b.cs)
 		b.facts, b.factsEvidence = facts, ev
 		if !b.clusterSet {
 			name, from := kube.ClusterNameOr(ctx, b.cs, b.kubeconfigCluster, b.apiHost)

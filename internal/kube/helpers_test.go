@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"flag"
 	"os"
 	"testing"
 	"time"
@@ -8,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func TestMain(m *testing.M) {
 	pollInterval = 5 * time.Millisecond

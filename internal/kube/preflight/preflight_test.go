@@ -26,7 +26,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // The API servers' refusals, worded as they word them (see
-// preflight_reasons.go for where each comes from).
+// reasons.go for where each comes from).
 var (
 	baselineHostPod = `violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true), hostPath volumes (volumes "host-0", "host-1"), privileged (container "cnibench" must not set securityContext.privileged=true)`
 	restrictedPod   = `violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "cnibench" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "cnibench" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "cnibench" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "cnibench" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`
@@ -56,7 +56,7 @@ func benchNamespace(labels map[string]string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench", Labels: labels}}
 }
 
-func TestPreflightRefusals(t *testing.T) {
+func TestCheckRefusals(t *testing.T) {
 	hostPod := Object{Obj: testPod("host-a"), Why: "the node-to-node baseline and the encryption capture", Without: "--checks none --no-host-pods"}
 	tests := []struct {
 		name    string
@@ -163,7 +163,7 @@ func TestPreflightRefusals(t *testing.T) {
 // Each kind is created with a dry run through its own client; a kind
 // Check does not know needs Object.Create, which gets the dry-run
 // options.
-func TestPreflightKinds(t *testing.T) {
+func TestCheckKinds(t *testing.T) {
 	cs := fake.NewClientset(benchNamespace(nil))
 	created := map[string][]string{}
 	cs.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -212,7 +212,7 @@ func TestPreflightKinds(t *testing.T) {
 // A namespace that does not exist cannot hold dry-run objects: its
 // objects are not checked (no create is tried), saying so; its Namespace
 // object, if given, is dry-run and lends the report its labels.
-func TestPreflightMissingNamespace(t *testing.T) {
+func TestCheckMissingNamespace(t *testing.T) {
 	tests := []struct {
 		name      string
 		withNS    bool
@@ -269,7 +269,7 @@ func TestPreflightMissingNamespace(t *testing.T) {
 }
 
 // A namespace that cannot be read (RBAC) does not stop the dry runs.
-func TestPreflightNamespaceUnreadable(t *testing.T) {
+func TestCheckNamespaceUnreadable(t *testing.T) {
 	cs := fake.NewClientset()
 	cs.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, forbidden("namespaces", "bench", `User "u" cannot get resource "namespaces" in API group "" in the namespace "bench"`)
@@ -301,7 +301,7 @@ func TestPodSecurityRules(t *testing.T) {
 
 // Report.String, on a report with every verdict, a warning and the
 // namespaces' labels: the golden file.
-func TestPreflightReportString(t *testing.T) {
+func TestCheckReportString(t *testing.T) {
 	cs := fake.NewClientset(benchNamespace(map[string]string{PodSecurityEnforceKey: "baseline", PodSecurityWarnKey: "restricted", PodSecurityWarnKey + "-version": "v1.30"}))
 	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		switch name := a.(k8stesting.CreateActionImpl).GetObject().(*corev1.Pod).Name; name {
@@ -339,7 +339,7 @@ func TestPreflightReportString(t *testing.T) {
 
 // A cluster-scoped object (a CNI's cluster-wide policy, dry-run through
 // Object.Create) has no namespace to exempt: its fixes name its kind.
-func TestPreflightClusterScopedFixes(t *testing.T) {
+func TestCheckClusterScopedFixes(t *testing.T) {
 	ccnp := &unstructured.Unstructured{}
 	ccnp.SetAPIVersion("cilium.io/v2")
 	ccnp.SetKind("CiliumClusterwideNetworkPolicy")

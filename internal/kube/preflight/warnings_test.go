@@ -75,7 +75,7 @@ func fakeAPIServer(t *testing.T) *httptest.Server {
 // Through a real client: the warnings of each dry run land on its object,
 // the others' are unattributed, and the refusal is parsed from the API
 // server's Status.
-func TestPreflightWarnings(t *testing.T) {
+func TestCheckWarnings(t *testing.T) {
 	srv := fakeAPIServer(t)
 	wc := NewWarningCollector(rest.NoWarnings{})
 	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, WarningHandlerWithContext: wc, ContentConfig: rest.ContentConfig{ContentType: "application/json"}})
