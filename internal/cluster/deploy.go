@@ -19,6 +19,7 @@ import (
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
 	"github.com/cnibench/cnibench/internal/kube/cni"
+	"github.com/cnibench/cnibench/internal/kube/nodes"
 )
 
 // Pod names of a run (prefixed with the run's ID).
@@ -54,7 +55,7 @@ type Deployment struct {
 	client    *corev1.Node
 	server    *corev1.Node
 	// pairs are the node pairs of --pairs (pairs[0] is client→server).
-	pairs []kube.NodePair
+	pairs []nodes.Pair
 	// noHost is why the privileged host pods do not run ("" if they do):
 	// the baseline and the checks that need them are skipped with it.
 	noHost string
@@ -104,7 +105,7 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 	b := d.b
 	b.identify(ctx, d.log)
 	b.nodeArches(ctx, d.log)
-	pairs, err := kube.SelectPairs(ctx, b.cs, b.o.Nodes, b.o.Placement, b.o.Pairs)
+	pairs, err := nodes.SelectPairs(ctx, b.cs, b.o.Nodes, b.o.Placement, b.o.Pairs)
 	if err != nil {
 		return err
 	}
@@ -313,13 +314,13 @@ func (d *Deployment) gatherFacts(ctx context.Context) {
 		d.upErrors = append(d.upErrors, "the nodes' interfaces and CNI configuration were not read: no host pods ("+d.noHost+")")
 	} else {
 		var na agent.Inspect
-		if err := d.agentJSON(ctx, podHostA, []string{"inspect", "--addr", kube.NodeInternalIP(d.client)}, &na); err != nil {
+		if err := d.agentJSON(ctx, podHostA, []string{"inspect", "--addr", nodes.InternalIP(d.client)}, &na); err != nil {
 			note("inspect the client node's interfaces", err)
 		} else {
 			d.nodeIf = &na
 		}
 		var nb agent.Inspect
-		if err := d.agentJSON(ctx, podHostB, []string{"inspect", "--addr", kube.NodeInternalIP(d.server)}, &nb); err != nil {
+		if err := d.agentJSON(ctx, podHostB, []string{"inspect", "--addr", nodes.InternalIP(d.server)}, &nb); err != nil {
 			note("inspect the server node's interfaces", err)
 		} else {
 			d.nodeIfB = &nb
