@@ -152,7 +152,7 @@ FUZZTIME_EXPOSITION ?= 20000x
 # would rebuild client-go instrumented, minutes on a cold cache. Two targets
 # still sit in such packages and run only their seeds in `go test`:
 # FuzzParseCurl (internal/scenario/apps) and FuzzParseFlannelNetConf
-# (internal/kube).
+# (internal/kube/cni).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadMsg$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime $(FUZZTIME) ./internal/engine/

@@ -11,10 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/preflight"
 )
 
 // The preflight: nothing of a run is created before the API server has
-// admitted it in a server-side dry run (kube.Preflight: every admission
+// admitted it in a server-side dry run (preflight.Check: every admission
 // plugin and webhook runs, nothing is stored). A namespaced object can only
 // be dry-run in a namespace that exists, so it happens in two steps:
 //
@@ -52,15 +53,15 @@ func (d *Deployment) ensureNamespace(ctx context.Context) error {
 		d.log.Debug("namespace exists", "namespace", d.ns)
 		return nil
 	}
-	rep := kube.Preflight(ctx, cs, []kube.Object{{Obj: kube.RunNamespace(d.ns, d.runID), Why: "the run's namespace"}})
+	rep := preflight.Check(ctx, cs, []preflight.Object{{Obj: kube.RunNamespace(d.ns, d.runID), Why: "the run's namespace"}})
 	switch r := rep.Objects[0]; r.Verdict {
-	case kube.Refused:
+	case preflight.Refused:
 		msg := "the cluster refuses to create namespace " + d.ns + ": " + withFix(r)
 		if r.By != "RBAC" {
 			msg += "; or create it beforehand (kubectl create namespace " + d.ns + "): a namespace that exists is used as it is"
 		}
 		return errors.New(msg)
-	case kube.NotChecked:
+	case preflight.NotChecked:
 		d.log.Warn("admission dry run not checked", "namespace", d.ns, "why", r.Reason)
 	}
 	d.createdNS, err = kube.CreateNamespace(ctx, cs, d.ns, d.runID)
@@ -76,7 +77,7 @@ func (d *Deployment) admit(ctx context.Context, plans []podPlan, secret *corev1.
 	if d.b.o.NoHostPods {
 		d.noHost = "--no-host-pods: the privileged hostNetwork pods were not asked for"
 	}
-	objs := []kube.Object{{Obj: secret, Why: "the token the run's servers and clients share"}}
+	objs := []preflight.Object{{Obj: secret, Why: "the token the run's servers and clients share"}}
 	for _, pl := range plans {
 		why, without := "the pod network's "+pl.short, ""
 		if pl.host {
@@ -85,25 +86,25 @@ func (d *Deployment) admit(ctx context.Context, plans []podPlan, secret *corev1.
 			}
 			why, without = "the node-to-node baseline and the host checks (mtu, encryption, cni_footprint)", "--no-host-pods"
 		}
-		objs = append(objs, kube.Object{Obj: pl.pod, Why: why, Without: without})
+		objs = append(objs, preflight.Object{Obj: pl.pod, Why: why, Without: without})
 	}
-	objs = append(objs, kube.Object{Obj: d.serviceObj(corev1.ServiceTypeNodePort), Why: "the service paths (pod-to-service, hairpin, pod-to-nodeport)"})
+	objs = append(objs, preflight.Object{Obj: d.serviceObj(corev1.ServiceTypeNodePort), Why: "the service paths (pod-to-service, hairpin, pod-to-nodeport)"})
 	if d.b.o.LoadBalancer {
-		objs = append(objs, kube.Object{Obj: d.lbServiceObj(), Why: "the pod-to-loadbalancer path", Without: "no --load-balancer"})
+		objs = append(objs, preflight.Object{Obj: d.lbServiceObj(), Why: "the pod-to-loadbalancer path", Without: "no --load-balancer"})
 	}
 	for _, np := range d.policyObjs() {
-		objs = append(objs, kube.Object{Obj: np, Why: "the network_policy check", Without: "--checks without network_policy"})
+		objs = append(objs, preflight.Object{Obj: np, Why: "the network_policy check", Without: "--checks without network_policy"})
 	}
-	rep := kube.Preflight(ctx, d.b.cs, objs)
+	rep := preflight.Check(ctx, d.b.cs, objs)
 	d.log.Debug("admission dry run", "report", rep.String())
 	// refused returns the object's result if it was refused; a dry run
 	// that could not be made is logged, and the create decides.
-	refused := func(ref string) (kube.ObjectResult, bool) {
+	refused := func(ref string) (preflight.ObjectResult, bool) {
 		r, ok := rep.Result(ref)
-		if ok && r.Verdict == kube.NotChecked {
+		if ok && r.Verdict == preflight.NotChecked {
 			d.log.Warn("admission dry run not checked", "object", ref, "why", r.Reason)
 		}
-		return r, ok && r.Verdict == kube.Refused
+		return r, ok && r.Verdict == preflight.Refused
 	}
 	if r, no := refused("Secret/" + secret.Name); no {
 		return nil, errors.New(refusal(d.ns, "secret "+secret.Name+" (the run's token)", r))
@@ -119,8 +120,8 @@ func (d *Deployment) admit(ctx context.Context, plans []podPlan, secret *corev1.
 		d.nodePortWhy = "the cluster refused a NodePort service: " + withFix(r)
 		d.log.Warn("no NodePort service", "why", d.nodePortWhy)
 		d.svcType = corev1.ServiceTypeClusterIP
-		rep2 := kube.Preflight(ctx, d.b.cs, []kube.Object{{Obj: d.serviceObj(corev1.ServiceTypeClusterIP), Why: "the service paths"}})
-		if r := rep2.Objects[0]; r.Verdict == kube.Refused {
+		rep2 := preflight.Check(ctx, d.b.cs, []preflight.Object{{Obj: d.serviceObj(corev1.ServiceTypeClusterIP), Why: "the service paths"}})
+		if r := rep2.Objects[0]; r.Verdict == preflight.Refused {
 			return nil, errors.New(refusal(d.ns, "service "+d.name(svcName)+" (ClusterIP, after NodePort was refused too)", r))
 		}
 	}
@@ -143,7 +144,7 @@ func (d *Deployment) admit(ctx context.Context, plans []podPlan, secret *corev1.
 // host pod is left out, with d.noHost saying why and how to allow it (the
 // baseline and the checks that need it are skipped with that reason); a
 // refused pod-network pod is an error naming the pod, the rule and the fix.
-func (d *Deployment) admitPods(plans []podPlan, refused func(string) (kube.ObjectResult, bool)) ([]podPlan, error) {
+func (d *Deployment) admitPods(plans []podPlan, refused func(string) (preflight.ObjectResult, bool)) ([]podPlan, error) {
 	var keep []podPlan
 	var hostWhy []string
 	for _, pl := range plans {
@@ -182,12 +183,12 @@ func (d *Deployment) admitPods(plans []podPlan, refused func(string) (kube.Objec
 }
 
 // refusal is the one line of a refused object the run needs.
-func refusal(ns, what string, r kube.ObjectResult) string {
+func refusal(ns, what string, r preflight.ObjectResult) string {
 	return "namespace " + ns + " refuses " + what + ": " + withFix(r)
 }
 
 // withFix is r's reason and, if it has one, its fix.
-func withFix(r kube.ObjectResult) string {
+func withFix(r preflight.ObjectResult) string {
 	if r.Fix == "" {
 		return r.Reason
 	}

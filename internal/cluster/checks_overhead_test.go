@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/internal/kube/cni"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -26,17 +26,17 @@ func TestCheckMTUOverheadByCNI(t *testing.T) {
 	vx := agent.Link{Name: "flannel.1", Type: "vxlan", MTU: 1450, State: "up"}
 	tests := []struct {
 		name     string
-		cni      kube.CNIInfo
+		cni      cni.Info
 		node     *agent.Inspect
 		podMTU   int
 		verdict  string
 		evidence string
 	}{
-		{"flannel wireguard reserves 80", kube.CNIInfo{Name: "flannel"}, node("10.0.0.1", wg), 1420, "correct", "wireguard 80 (flannel reserves 80 whatever the family) over IPv4"},
-		{"calico wireguard over IPv4 is 60", kube.CNIInfo{Name: "calico"}, node("10.0.0.1", wg), 1440, "correct", "wireguard 60 over IPv4"},
-		{"calico wireguard at 1420 wastes 20", kube.CNIInfo{Name: "calico"}, node("10.0.0.1", wg), 1420, "misconfigured", "wireguard 60"},
-		{"vxlan over IPv6 is 70", kube.CNIInfo{Name: "flannel"}, node("fd00::1", vx), 1430, "correct", "vxlan 70 over IPv6"},
-		{"cilium ipsec", kube.CNIInfo{Name: "cilium", Settings: map[string]string{"enable-ipsec": "true"}}, node("10.0.0.1", vx), 1373, "correct", "vxlan 50 + ipsec 77"},
+		{"flannel wireguard reserves 80", cni.Info{Name: "flannel"}, node("10.0.0.1", wg), 1420, "correct", "wireguard 80 (flannel reserves 80 whatever the family) over IPv4"},
+		{"calico wireguard over IPv4 is 60", cni.Info{Name: "calico"}, node("10.0.0.1", wg), 1440, "correct", "wireguard 60 over IPv4"},
+		{"calico wireguard at 1420 wastes 20", cni.Info{Name: "calico"}, node("10.0.0.1", wg), 1420, "misconfigured", "wireguard 60"},
+		{"vxlan over IPv6 is 70", cni.Info{Name: "flannel"}, node("fd00::1", vx), 1430, "correct", "vxlan 70 over IPv6"},
+		{"cilium ipsec", cni.Info{Name: "cilium", Settings: map[string]string{"enable-ipsec": "true"}}, node("10.0.0.1", vx), 1373, "correct", "vxlan 50 + ipsec 77"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

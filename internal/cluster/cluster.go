@@ -40,6 +40,8 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/image"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/cni"
+	"github.com/cnibench/cnibench/internal/kube/nodes"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 )
 
@@ -61,12 +63,12 @@ type Options struct {
 	Image      string
 	PullPolicy corev1.PullPolicy
 	// Nodes selects the client and server nodes (automatic if empty).
-	Nodes kube.NodeChoice
+	Nodes nodes.Choice
 	// Placement restricts the nodes: zones (same zone by default), OS and
 	// architecture (Arches empty: the image's platforms, read from its
 	// registry, else this binary's architecture; see nodeArches), and the
 	// taints the pods tolerate.
-	Placement kube.Placement
+	Placement nodes.Placement
 	// Pairs is the number of client/server pairs of the cross-node-pairs
 	// path (1: no such path).
 	Pairs int
@@ -137,7 +139,7 @@ type Backend struct {
 	kubeconfigCluster, apiHost string
 	// The cluster's facts, read once (identify).
 	identOnce     sync.Once
-	facts         kube.Facts
+	facts         cni.Facts
 	factsEvidence []string
 	// archOnce settles Options.Placement.Arches (nodeArches).
 	archOnce sync.Once

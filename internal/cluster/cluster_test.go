@@ -30,6 +30,7 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/internal/kube/preflight"
 	"github.com/cnibench/cnibench/pkg/result"
 	"github.com/cnibench/cnibench/pkg/stats"
 )
@@ -566,7 +567,7 @@ func TestCycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Labels[kube.ManagedByKey] != kube.ManagedBy || n.Labels[kube.RunKey] != d.runID || n.Labels[kube.PodSecurityEnforceKey] != "privileged" {
+	if n.Labels[kube.ManagedByKey] != kube.ManagedBy || n.Labels[kube.RunKey] != d.runID || n.Labels[preflight.PodSecurityEnforceKey] != "privileged" {
 		t.Errorf("namespace labels %v", n.Labels)
 	}
 

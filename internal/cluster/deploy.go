@@ -18,6 +18,8 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/internal/kube/cni"
+	"github.com/cnibench/cnibench/internal/kube/nodes"
 )
 
 // Pod names of a run (prefixed with the run's ID).
@@ -53,7 +55,7 @@ type Deployment struct {
 	client    *corev1.Node
 	server    *corev1.Node
 	// pairs are the node pairs of --pairs (pairs[0] is client→server).
-	pairs []kube.NodePair
+	pairs []nodes.Pair
 	// noHost is why the privileged host pods do not run ("" if they do):
 	// the baseline and the checks that need them are skipped with it.
 	noHost string
@@ -88,7 +90,7 @@ type Deployment struct {
 	baseline []backend.Path
 
 	// Facts gathered at Up, used by paths and checks.
-	cni      kube.CNIInfo
+	cni      cni.Info
 	conf     *agent.CNIConf
 	podIf    *agent.Inspect // cli-a's network namespace
 	nodeIf   *agent.Inspect // host-a's (the client node's)
@@ -103,7 +105,7 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 	b := d.b
 	b.identify(ctx, d.log)
 	b.nodeArches(ctx, d.log)
-	pairs, err := kube.SelectPairs(ctx, b.cs, b.o.Nodes, b.o.Placement, b.o.Pairs)
+	pairs, err := nodes.SelectPairs(ctx, b.cs, b.o.Nodes, b.o.Placement, b.o.Pairs)
 	if err != nil {
 		return err
 	}
@@ -312,13 +314,13 @@ func (d *Deployment) gatherFacts(ctx context.Context) {
 		d.upErrors = append(d.upErrors, "the nodes' interfaces and CNI configuration were not read: no host pods ("+d.noHost+")")
 	} else {
 		var na agent.Inspect
-		if err := d.agentJSON(ctx, podHostA, []string{"inspect", "--addr", kube.NodeInternalIP(d.client)}, &na); err != nil {
+		if err := d.agentJSON(ctx, podHostA, []string{"inspect", "--addr", nodes.InternalIP(d.client)}, &na); err != nil {
 			note("inspect the client node's interfaces", err)
 		} else {
 			d.nodeIf = &na
 		}
 		var nb agent.Inspect
-		if err := d.agentJSON(ctx, podHostB, []string{"inspect", "--addr", kube.NodeInternalIP(d.server)}, &nb); err != nil {
+		if err := d.agentJSON(ctx, podHostB, []string{"inspect", "--addr", nodes.InternalIP(d.server)}, &nb); err != nil {
 			note("inspect the server node's interfaces", err)
 		} else {
 			d.nodeIfB = &nb
@@ -341,13 +343,13 @@ func (d *Deployment) gatherFacts(ctx context.Context) {
 	}
 	var pods []corev1.Pod
 	if d.b.o.CNIPods != "" {
-		p, err := kube.CNIPodsBySelector(ctx, d.b.cs, d.b.o.CNIPods)
+		p, err := cni.PodsBySelector(ctx, d.b.cs, d.b.o.CNIPods)
 		if err != nil {
 			note("list --cni-pods", err)
 		}
 		pods = p
 	} else {
-		p, err := kube.ListSystemPods(ctx, d.b.cs)
+		p, err := cni.ListSystemPods(ctx, d.b.cs)
 		if err != nil {
 			note("list kube-system pods", err)
 		}
@@ -357,16 +359,16 @@ func (d *Deployment) gatherFacts(ctx context.Context) {
 	if d.conf != nil {
 		plugins = d.conf.PluginsInUse
 	}
-	d.cni = kube.IdentifyCNI(pods, plugins)
+	d.cni = cni.Identify(pods, plugins)
 	if d.b.o.CNIPods != "" {
 		// The user named the CNI's pods: measure those, whatever the
 		// table of known CNIs says about them.
-		d.cni.Pods = kube.PodRefs(pods)
+		d.cni.Pods = cni.PodRefs(pods)
 		d.cni.Evidence = append(d.cni.Evidence, "CNI pods given by --cni-pods "+d.b.o.CNIPods)
 	}
 	// Its mode, from its own configuration (bounded; what cannot be read
 	// is evidence).
-	kube.DetectCNIMode(ctx, d.b.cs, &d.cni)
+	cni.DetectMode(ctx, d.b.cs, &d.cni)
 }
 
 // cniName is the datapath label of the cluster's pod network.
@@ -428,7 +430,7 @@ func (d *Deployment) Labels() map[string]string {
 		// The node's kube-proxy itself, wherever it runs (a DaemonSet, a
 		// systemd unit): it overrides what the API shows of it.
 		l["kube_proxy_mode"] = d.proxyMode
-	case d.noHost != "" && l["kube_proxy_mode"] == kube.KubeProxyNone:
+	case d.noHost != "" && l["kube_proxy_mode"] == cni.KubeProxyNone:
 		// No kube-proxy pod, and no host pod to ask the node: a
 		// kube-proxy outside pods may still run.
 		l["kube_proxy_mode"] = "unknown: no kube-proxy pod, node not asked"

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/engine"
-	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/internal/kube/nodes"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -43,7 +43,7 @@ func (d *Deployment) checkEncryption(ctx context.Context) result.Finding {
 	// Only the run's traffic counts: between the two pods (in clear) or
 	// between the two nodes (encapsulated or encrypted), not another
 	// workload's on the same interface.
-	between := captureBetween(d.pods[podCliA].Status.PodIP, d.pods[podSrvB].Status.PodIP, kube.NodeInternalIP(d.client), kube.NodeInternalIP(d.server))
+	between := captureBetween(d.pods[podCliA].Status.PodIP, d.pods[podSrvB].Status.PodIP, nodes.InternalIP(d.client), nodes.InternalIP(d.server))
 	cctx, cancel := context.WithTimeout(ctx, encCapture+time.Minute)
 	defer cancel()
 	ready := &lineWatcher{prefix: "ready", seen: make(chan struct{})}

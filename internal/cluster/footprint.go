@@ -13,6 +13,7 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/internal/kube/cni"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -64,7 +65,7 @@ func (d *Deployment) checkFootprint(ctx context.Context) result.Finding {
 
 // footprintFinding sums the samples of every pod into a finding that
 // names the nodes summed.
-func footprintFinding(pods []kube.PodRef, idle, loaded map[string]usage, window time.Duration) result.Finding {
+func footprintFinding(pods []cni.PodRef, idle, loaded map[string]usage, window time.Duration) result.Finding {
 	return footprintFindingOn(pods, idle, loaded, window, nil)
 }
 
@@ -99,7 +100,7 @@ func (s *footprintSum) usage() string {
 // and the pods measured on other nodes (an operator, metrics.k8s.io) are
 // summed apart (…_other_nodes); without, the sums are of every pod
 // measured. Either way the summary names the nodes summed.
-func footprintFindingOn(pods []kube.PodRef, idle, loaded map[string]usage, window time.Duration, runNodes []string) result.Finding {
+func footprintFindingOn(pods []cni.PodRef, idle, loaded map[string]usage, window time.Duration, runNodes []string) result.Finding {
 	f := result.Finding{Verdict: "measured", Metrics: map[string]float64{}}
 	var run, other footprintSum
 	for _, p := range pods {
@@ -149,7 +150,7 @@ func footprintFindingOn(pods []kube.PodRef, idle, loaded map[string]usage, windo
 
 // sampleFootprint samples the pods' usage over window, with load running
 // (if not nil) from a second before the window until its end.
-func (d *Deployment) sampleFootprint(ctx context.Context, pods []kube.PodRef, window time.Duration, load func(context.Context)) (map[string]usage, error) {
+func (d *Deployment) sampleFootprint(ctx context.Context, pods []cni.PodRef, window time.Duration, load func(context.Context)) (map[string]usage, error) {
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
 	loadDone := make(chan struct{})
@@ -200,7 +201,7 @@ func (d *Deployment) sampleFootprint(ctx context.Context, pods []kube.PodRef, wi
 // cluster serves it: the metrics server's own window (its resolution,
 // often 15 s) ends when it is read, so the figure covers the sample only
 // if that window is not longer than --footprint-window.
-func (d *Deployment) metricsUsage(ctx context.Context, pods []kube.PodRef) map[string]usage {
+func (d *Deployment) metricsUsage(ctx context.Context, pods []cni.PodRef) map[string]usage {
 	out := map[string]usage{}
 	if len(pods) == 0 {
 		return out
@@ -215,7 +216,7 @@ func (d *Deployment) metricsUsage(ctx context.Context, pods []kube.PodRef) map[s
 		}
 	})
 	why := d.noMetrics
-	byNS := map[string][]kube.PodRef{}
+	byNS := map[string][]cni.PodRef{}
 	for _, p := range pods {
 		byNS[p.Namespace] = append(byNS[p.Namespace], p)
 	}
@@ -296,7 +297,7 @@ func (d *Deployment) readHosts(ctx context.Context, byHelper map[string][]string
 
 // podsByHost groups pods by the run's host pod on their node (host pod →
 // their UIDs); other are those on nodes without one.
-func (d *Deployment) podsByHost(pods []kube.PodRef) (byHelper map[string][]string, other []kube.PodRef) {
+func (d *Deployment) podsByHost(pods []cni.PodRef) (byHelper map[string][]string, other []cni.PodRef) {
 	byHelper = map[string][]string{}
 	for _, p := range pods {
 		switch p.Node {

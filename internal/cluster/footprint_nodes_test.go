@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/cni"
 )
 
 // TestFootprintNamesNodesSummed: the sums are of the run's two nodes'
 // pods, and the summary says which nodes; pods elsewhere are apart.
 func TestFootprintNamesNodesSummed(t *testing.T) {
 	const mib = 1 << 20
-	pods := []kube.PodRef{
+	pods := []cni.PodRef{
 		{Namespace: "kube-system", Name: "cilium-a", Node: "n1", UID: "u1"},
 		{Namespace: "kube-system", Name: "cilium-b", Node: "n2", UID: "u2"},
 		{Namespace: "kube-system", Name: "cilium-c", Node: "n3", UID: "u3"},

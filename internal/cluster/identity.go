@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/cni"
+	"github.com/cnibench/cnibench/internal/kube/nodes"
 )
 
 // The identity of a run: what the results say about the cluster and the
@@ -16,7 +18,7 @@ import (
 // labels (Deployment.Labels); each path's nodes' (name, zone, kernel, OS
 // image, container runtime, instance type, architecture) in its path's.
 
-// nodeFactLabels maps kube.NodeFacts' keys to the labels of a path: one
+// nodeFactLabels maps nodes.Facts' keys to the labels of a path: one
 // label per fact for both nodes, since the two nodes of a cluster usually
 // agree (when they do not, the label holds both: "client / server").
 var nodeFactLabels = map[string]string{
@@ -30,7 +32,7 @@ var nodeFactLabels = map[string]string{
 // zoneLabel is a node's zone for the labels: "unknown" when it has no zone
 // label (then every such node counts as one zone).
 func zoneLabel(n *corev1.Node) string {
-	if z := kube.NodeZone(n); z != "" {
+	if z := nodes.Zone(n); z != "" {
 		return z
 	}
 	return "unknown"
@@ -43,7 +45,7 @@ func nodeLabels(c, s *corev1.Node) map[string]string {
 		"client_node": c.Name, "server_node": s.Name,
 		"client_zone": zoneLabel(c), "server_zone": zoneLabel(s),
 	}
-	fc, fs := kube.NodeFacts(c), kube.NodeFacts(s)
+	fc, fs := nodes.Facts(c), nodes.Facts(s)
 	for k, label := range nodeFactLabels {
 		a, b := fc[k], fs[k]
 		switch {
@@ -68,7 +70,7 @@ func orUnknown(s string) string {
 // empty), once per backend: every deployment of a run shares them.
 func (b *Backend) identify(ctx context.Context, log *slog.Logger) {
 	b.identOnce.Do(func() {
-		facts, ev := kube.ClusterFacts(ctx, b.cs)
+		facts, ev := cni.ClusterFacts(ctx, b.cs)
 		b.facts, b.factsEvidence = facts, ev
 		if !b.clusterSet {
 			name, from := kube.ClusterNameOr(ctx, b.cs, b.kubeconfigCluster, b.apiHost)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/engine"
-	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/nodes"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -185,7 +185,7 @@ func TestResourcesAuto(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := &Deployment{b: &Backend{o: Options{ResourcesMode: c.mode}},
-				pairs: []kube.NodePair{{Client: node("a", c.cpu), Server: node("b", c.cpu)}}}
+				pairs: []nodes.Pair{{Client: node("a", c.cpu), Server: node("b", c.cpu)}}}
 			r, conf, err := d.resources(c.podsOn)
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {

@@ -16,6 +16,7 @@ import (
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/preflight"
 )
 
 // Access is what a Kubernetes deployment gives a scenario
@@ -195,7 +196,7 @@ func (refusedError) Error() string { return "refused by this cluster" }
 func (refusedError) Unwrap() error { return backend.ErrNotSupported }
 
 // Admit dry-runs the objects a scenario's point is about to create
-// (kube.Preflight: every admission plugin and webhook runs, nothing is
+// (preflight.Check: every admission plugin and webhook runs, nothing is
 // persisted) and returns an error wrapping ErrRefused for the first one
 // refused, with the refusal's reason and fix on one line; nil when all are
 // admitted or could not be checked (the create itself then reports what it
@@ -203,13 +204,13 @@ func (refusedError) Unwrap() error { return backend.ErrNotSupported }
 // whose admission refuses a scenario's objects skips the point at once,
 // with the reason, instead of failing it half-way with the objects'
 // remains to remove.
-func Admit(ctx context.Context, cs kubernetes.Interface, objs []kube.Object) error {
+func Admit(ctx context.Context, cs kubernetes.Interface, objs []preflight.Object) error {
 	if cs == nil || len(objs) == 0 {
 		return nil
 	}
-	rep := kube.Preflight(ctx, cs, objs)
+	rep := preflight.Check(ctx, cs, objs)
 	for _, r := range rep.Objects {
-		if r.Verdict != kube.Refused {
+		if r.Verdict != preflight.Refused {
 			continue
 		}
 		msg := r.Reason

@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cnibench/cnibench/internal/engine"
-	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/internal/kube/cni"
 	"github.com/cnibench/cnibench/pkg/result"
 	"github.com/cnibench/cnibench/pkg/stats"
 )
@@ -181,7 +181,7 @@ func TestCgroupUsage(t *testing.T) {
 }
 
 func TestFootprintFinding(t *testing.T) {
-	pods := []kube.PodRef{
+	pods := []cni.PodRef{
 		{Namespace: "kube-system", Name: "cilium-a", Node: "n1", UID: "u1"},
 		{Namespace: "kube-system", Name: "cilium-b", Node: "n2", UID: "u2"},
 		{Namespace: "kube-system", Name: "cilium-operator", Node: "n3", UID: "u3"},
@@ -234,7 +234,7 @@ func TestFootprintFinding(t *testing.T) {
 // e.g. its root was no cgroup filesystem and only the report's Error was
 // set) must not be "measured" at 0 mCPU and 0 MiB.
 func TestFootprintFindingPodWithoutSample(t *testing.T) {
-	pods := []kube.PodRef{{Namespace: "kube-system", Name: "cilium-a", Node: "n1", UID: "u1"}}
+	pods := []cni.PodRef{{Namespace: "kube-system", Name: "cilium-a", Node: "n1", UID: "u1"}}
 	noFS := agent.CgroupReport{Schema: agent.SchemaCgroup, TimeUnixNano: 1, Pods: []agent.PodCgroup{}, Error: "/host/sys/fs/cgroup: no cgroup filesystem"}
 	later := noFS
 	later.TimeUnixNano = 2
@@ -367,22 +367,22 @@ func TestMedianOf(t *testing.T) {
 func TestCheckCNI(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
-		cni     kube.CNIInfo
+		cni     cni.Info
 		verdict string
 		summary string
 		labels  map[string]string
 	}{
 		{name: "cilium with mode",
-			cni: kube.CNIInfo{Name: "cilium", Version: "v1.15.19", Mode: "tunnel vxlan, kube-proxy replacement, eBPF host routing",
+			cni: cni.Info{Name: "cilium", Version: "v1.15.19", Mode: "tunnel vxlan, kube-proxy replacement, eBPF host routing",
 				Settings: map[string]string{"routing-mode": "tunnel"},
 				Evidence: []string{"cilium: 2 pods", "mode tunnel vxlan, kube-proxy replacement, eBPF host routing, from ConfigMap kube-system/cilium-config: routing-mode=tunnel"}},
 			verdict: "identified", summary: "the cluster's CNI is cilium v1.15.19 (tunnel vxlan, kube-proxy replacement, eBPF host routing)",
 			labels: map[string]string{"cni": "cilium", "cni_version": "v1.15.19", "cni_mode": "tunnel vxlan, kube-proxy replacement, eBPF host routing"}},
 		{name: "flannel without version",
-			cni:     kube.CNIInfo{Name: "flannel", Mode: "host-gw", Evidence: []string{"CNI config: plugins flannel"}},
+			cni:     cni.Info{Name: "flannel", Mode: "host-gw", Evidence: []string{"CNI config: plugins flannel"}},
 			verdict: "identified", summary: "the cluster's CNI is flannel (host-gw)", labels: map[string]string{"cni": "flannel", "cni_mode": "host-gw"}},
 		{name: "kindnet without mode",
-			cni:     kube.CNIInfo{Name: "kindnet", Version: "v20240813", Evidence: []string{"mode unknown: cnibench does not read kindnet's configuration"}},
+			cni:     cni.Info{Name: "kindnet", Version: "v20240813", Evidence: []string{"mode unknown: cnibench does not read kindnet's configuration"}},
 			verdict: "identified", summary: "the cluster's CNI is kindnet v20240813", labels: map[string]string{"cni": "kindnet", "cni_version": "v20240813"}},
 		{name: "unknown", verdict: "unknown", summary: "the CNI could not be identified from the kube-system pods or the nodes' CNI configuration"},
 	} {

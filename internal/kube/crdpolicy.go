@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/cnibench/cnibench/internal/kube/preflight"
 )
 
 // The CNIs' own policy resources that the egress-filter scenario's
@@ -287,17 +289,17 @@ func ResourceFor(obj *unstructured.Unstructured) (schema.GroupVersionResource, e
 	return gvr, nil
 }
 
-// ClusterPreflightObjects are objs' dry-run candidates for Preflight: the
+// ClusterPreflightObjects are objs' dry-run candidates for preflight.Check: the
 // first object of each resource, created through dyn (an admission
 // webhook or policy that refuses a kind refuses its first object as it
 // would the rest, and the rest are the same shape). why says what they
 // are for. Objects of a kind ResourceFor does not know are left out: the
 // create reports them.
-func ClusterPreflightObjects(dyn dynamic.Interface, objs []*unstructured.Unstructured, why string) []Object {
+func ClusterPreflightObjects(dyn dynamic.Interface, objs []*unstructured.Unstructured, why string) []preflight.Object {
 	if dyn == nil {
 		return nil
 	}
-	var out []Object
+	var out []preflight.Object
 	seen := map[schema.GroupVersionResource]bool{}
 	for _, o := range objs {
 		gvr, err := ResourceFor(o)
@@ -305,7 +307,7 @@ func ClusterPreflightObjects(dyn dynamic.Interface, objs []*unstructured.Unstruc
 			continue
 		}
 		seen[gvr] = true
-		out = append(out, Object{Obj: o, Kind: o.GetKind(), Why: why, Create: func(ctx context.Context, opts metav1.CreateOptions) error {
+		out = append(out, preflight.Object{Obj: o, Kind: o.GetKind(), Why: why, Create: func(ctx context.Context, opts metav1.CreateOptions) error {
 			_, err := dyn.Resource(gvr).Create(ctx, o, opts)
 			return err
 		}})

@@ -1,11 +1,14 @@
 // Package kube is cnibench's Kubernetes plumbing: loading a kubeconfig,
-// choosing the client and server nodes, creating the run's namespace,
-// secret, pods, services and network policies, executing commands in pods,
-// reading pod metrics, identifying the cluster's CNI, rendering the RBAC that
-// all this needs, and cleaning up afterwards; for the scenarios, egress deny
-// sets as NetworkPolicies (egresspolicy.go) or as Cilium's and Calico's own
+// creating the run's namespace, secret, pods, services and network
+// policies, executing commands in pods, reading pod metrics, naming the
+// cluster, and cleaning up afterwards; for the scenarios, egress deny sets
+// as NetworkPolicies (egresspolicy.go) or as Cilium's and Calico's own
 // cluster-wide objects through the dynamic client (crdpolicy.go), and
-// services by the thousand (servicescale.go).
+// services by the thousand (servicescale.go). Beside it: kube/nodes
+// chooses the client and server nodes; kube/cni identifies the CNI, its
+// mode and kube-proxy's; kube/preflight dry-runs a run's objects through
+// the cluster's admission; kube/rbac renders the rights all this needs;
+// kube/agent is what runs inside the pods.
 //
 // Everything is written against kubernetes.Interface (dynamic.Interface
 // for the CNIs' objects) so that it can be tested with the fake clients.
@@ -70,6 +73,10 @@ type loggerKey struct{}
 func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
 	return context.WithValue(ctx, loggerKey{}, l)
 }
+
+// Logger returns the logger WithLogger attached to ctx, or one that
+// discards (for kube's sub-packages, which log as kube does).
+func Logger(ctx context.Context) *slog.Logger { return logger(ctx) }
 
 // logger returns the logger attached to ctx, or one that discards.
 func logger(ctx context.Context) *slog.Logger {

@@ -7,22 +7,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-)
 
-// PodSecurityEnforceKey is the Pod Security Admission label that sets a
-// namespace's enforced level; cnibench's namespaces are "privileged"
-// because the capture and helper pods are.
-const PodSecurityEnforceKey = "pod-security.kubernetes.io/enforce"
+	"github.com/cnibench/cnibench/internal/kube/preflight"
+)
 
 // TokenKey is the key of the token in the secret CreateTokenSecret makes.
 const TokenKey = "token"
 
 // RunNamespace is the namespace EnsureNamespace creates for run runID:
-// labelled ManagedByKey, RunKey and PodSecurityEnforceKey=privileged (for
-// Preflight to dry-run before it is created).
+// labelled ManagedByKey, RunKey and preflight.PodSecurityEnforceKey
+// privileged, because the capture and helper pods are (for preflight.Check
+// to dry-run before it is created).
 func RunNamespace(name, runID string) *corev1.Namespace {
 	l := runLabels(runID)
-	l[PodSecurityEnforceKey] = "privileged"
+	l[preflight.PodSecurityEnforceKey] = "privileged"
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
 }
 
@@ -100,7 +98,7 @@ func CreateTokenSecret(ctx context.Context, cs kubernetes.Interface, ns, runID, 
 	return got.Name, nil
 }
 
-// TokenSecret is the secret CreateTokenSecret creates (for Preflight to
+// TokenSecret is the secret CreateTokenSecret creates (for preflight.Check to
 // dry-run before it is created).
 func TokenSecret(ns, runID, token string) *corev1.Secret {
 	return &corev1.Secret{

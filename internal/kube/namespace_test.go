@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/cnibench/cnibench/internal/kube/preflight"
 )
 
 func TestEnsureNamespace(t *testing.T) {
@@ -20,7 +22,7 @@ func TestEnsureNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ns.Labels[ManagedByKey] != ManagedBy || ns.Labels[RunKey] != "r1" || ns.Labels[PodSecurityEnforceKey] != "privileged" {
+	if ns.Labels[ManagedByKey] != ManagedBy || ns.Labels[RunKey] != "r1" || ns.Labels[preflight.PodSecurityEnforceKey] != "privileged" {
 		t.Errorf("labels %v", ns.Labels)
 	}
 	if created, err := EnsureNamespace(ctx, cs, "cnibench-r1", "r2"); err != nil || created {

@@ -10,7 +10,7 @@ import (
 
 // The PodSecurity rules as a test oracle: which rules the pods BuildPod
 // makes break (the API server's admission decides at run time; the
-// cluster backend asks it by dry run, kube.Preflight).
+// cluster backend asks it by dry run, preflight.Check).
 
 // baselineCaps are the capabilities PodSecurity baseline lets a container
 // add; restricted allows NET_BIND_SERVICE only.

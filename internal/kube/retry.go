@@ -129,6 +129,12 @@ func Retryable(err error) bool {
 	return false
 }
 
+// Call is call, for kube's sub-packages: fn, an API call named what,
+// under ctx's RetryPolicy.
+func Call(ctx context.Context, what string, fn func(context.Context) error) error {
+	return call(ctx, what, fn)
+}
+
 // call runs fn, an API call named what ("create pod ns/name"), under ctx's
 // RetryPolicy: each attempt with its own deadline, retryable errors
 // retried with backoff. Its error names what, and, if it retried, the

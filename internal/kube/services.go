@@ -21,7 +21,7 @@ func CreateService(ctx context.Context, cs kubernetes.Interface, ns, runID, name
 	return CreateBuiltService(ctx, cs, BuildService(ns, runID, name, selector, ports, typ, opts...))
 }
 
-// BuildService is the service CreateService creates (for Preflight to
+// BuildService is the service CreateService creates (for preflight.Check to
 // dry-run before it is created).
 func BuildService(ns, runID, name string, selector map[string]string, ports []corev1.ServicePort, typ corev1.ServiceType, opts ...func(*corev1.Service)) *corev1.Service {
 	svc := &corev1.Service{

@@ -20,6 +20,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/preflight"
+	"github.com/cnibench/cnibench/internal/kube/rbac"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -34,7 +36,7 @@ func TestRBACSuffices(t *testing.T) {
 	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	saConfig := e.applyRBAC(t, ns, kube.RBAC(ns))
+	saConfig := e.applyRBAC(t, ns, rbac.Objects(ns))
 	e.runAsServiceAccount(t, ns, saConfig, "rbac")
 }
 
@@ -49,19 +51,19 @@ func TestRBACExistingNamespace(t *testing.T) {
 	ctx := context.Background()
 	const ns = "cnibench-rbac-existing"
 	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{kube.PodSecurityEnforceKey: "privileged"}}}, metav1.CreateOptions{}); err != nil {
+		Labels: map[string]string{preflight.PodSecurityEnforceKey: "privileged"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// RoleBindings need their namespace: only the CNI namespaces the
 	// cluster has, as --cni-namespaces prints them.
 	var cniNamespaces []string
-	for _, n := range kube.DefaultCNINamespaces() {
+	for _, n := range rbac.DefaultCNINamespaces() {
 		if _, err := e.cs.CoreV1().Namespaces().Get(ctx, n, metav1.GetOptions{}); err == nil {
 			cniNamespaces = append(cniNamespaces, n)
 		}
 	}
 	t.Logf("CNI namespaces present: %v", cniNamespaces)
-	objs, err := kube.RBACFor(kube.RBACOptions{Namespace: ns, Mode: kube.RBACExistingNamespace, CNINamespaces: cniNamespaces})
+	objs, err := rbac.For(rbac.Options{Namespace: ns, Mode: rbac.ExistingNamespace, CNINamespaces: cniNamespaces})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestRBACExistingNamespace(t *testing.T) {
 
 	// What the ServiceAccount may and may not do, as the API server's
 	// authorizer says.
-	user := "system:serviceaccount:" + ns + ":" + kube.ServiceAccountName
+	user := "system:serviceaccount:" + ns + ":" + rbac.ServiceAccountName
 	for _, c := range []struct {
 		ns, verb, resource, name string
 		allowed                  bool
@@ -103,7 +105,7 @@ func TestRBACExistingNamespace(t *testing.T) {
 	e.runAsServiceAccount(t, ns, saConfig, "rbac-existing")
 }
 
-// applyRBAC creates objs (the output of kube.RBAC or kube.RBACFor for ns),
+// applyRBAC creates objs (the output of rbac.Objects or rbac.For for ns),
 // removes the cluster-scoped ones and those outside ns, and ns itself, at
 // the end of the test, and returns a kubeconfig of ns's ServiceAccount.
 func (e *env) applyRBAC(t *testing.T, ns string, objs []runtime.Object) string {
@@ -145,7 +147,7 @@ func (e *env) applyRBAC(t *testing.T, ns string, objs []runtime.Object) string {
 		}
 	}
 	exp := int64(3600)
-	tok, err := e.cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, kube.ServiceAccountName,
+	tok, err := e.cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, rbac.ServiceAccountName,
 		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

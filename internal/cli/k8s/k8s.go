@@ -17,6 +17,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/rbac"
 )
 
 // NewCommand returns the k8s command group.
@@ -46,13 +47,13 @@ type rbacFlags struct {
 
 // options validates the flags into the kube package's options; a bad
 // value is a usage error of one line naming the flag.
-func (f *rbacFlags) options() (kube.RBACOptions, error) {
-	o := kube.RBACOptions{Namespace: f.Namespace}
-	if err := kube.ValidateNamespaceName(f.Namespace); err != nil {
+func (f *rbacFlags) options() (rbac.Options, error) {
+	o := rbac.Options{Namespace: f.Namespace}
+	if err := rbac.ValidateNamespaceName(f.Namespace); err != nil {
 		return o, clierr.Usagef("--namespace: %v", err)
 	}
 	if f.ExistingNamespace {
-		o.Mode = kube.RBACExistingNamespace
+		o.Mode = rbac.ExistingNamespace
 	}
 	if f.CNINamespaces == "" {
 		return o, nil
@@ -66,7 +67,7 @@ func (f *rbacFlags) options() (kube.RBACOptions, error) {
 		if ns == "" {
 			return o, clierr.Usagef("--cni-namespaces %q: empty element; separate names with single commas, e.g. --cni-namespaces kube-system,cilium", f.CNINamespaces)
 		}
-		if err := kube.ValidateNamespaceName(ns); err != nil {
+		if err := rbac.ValidateNamespaceName(ns); err != nil {
 			return o, clierr.Usagef("--cni-namespaces: %v", err)
 		}
 		o.CNINamespaces = append(o.CNINamespaces, ns)
@@ -96,7 +97,7 @@ func newRBAC(s streams.IOStreams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			y, err := kube.RBACYAMLFor(o)
+			y, err := rbac.YAMLFor(o)
 			if err != nil {
 				return err
 			}
@@ -107,7 +108,7 @@ func newRBAC(s streams.IOStreams) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&f.Namespace, "namespace", cluster.DefaultNamespace, "namespace of the runs (and of the ServiceAccount)")
 	fl.BoolVar(&f.ExistingNamespace, "existing-namespace", false, "least privilege for a namespace that exists beforehand: cluster-wide reads only, no namespace create/delete")
-	fl.StringVar(&f.CNINamespaces, "cni-namespaces", "", "with --existing-namespace: comma-separated namespaces where cnibench may list pods to identify the CNI, each of which must exist (default "+strings.Join(kube.DefaultCNINamespaces(), ",")+")")
+	fl.StringVar(&f.CNINamespaces, "cni-namespaces", "", "with --existing-namespace: comma-separated namespaces where cnibench may list pods to identify the CNI, each of which must exist (default "+strings.Join(rbac.DefaultCNINamespaces(), ",")+")")
 	return cmd
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/kube/nodes"
 )
 
 // Backends are the accepted --backend values.
@@ -70,7 +71,7 @@ func (k *kubeFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&k.Checks, "checks", "", "kubernetes: comma-separated checks (default: all: "+strings.Join(cluster.Checks, ",")+"; none: no check)")
 	fl.StringVar(&k.ClusterName, "cluster-name", "", "kubernetes: the cluster's name in the results (default: the kubeconfig context's cluster)")
 	fl.DurationVar(&k.FootprintWindow, "footprint-window", cluster.DefaultFootprintWindow, "kubernetes: length of each CNI footprint sample (idle, under load)")
-	fl.StringVar(&k.Placement, "placement", string(kube.ZoneSame), "kubernetes: where client and server nodes may be: same-zone (topology.kubernetes.io/zone; nodes without it count as one zone), cross-zone or any")
+	fl.StringVar(&k.Placement, "placement", string(nodes.ZoneSame), "kubernetes: where client and server nodes may be: same-zone (topology.kubernetes.io/zone; nodes without it count as one zone), cross-zone or any")
 	fl.StringVar(&k.Tolerations, "tolerations", "", "kubernetes: taints the pods tolerate, so that tainted (dedicated) nodes can be used: key[=value][:Effect],… (e.g. dedicated=bench:NoSchedule)")
 	fl.StringVar(&k.NodeArch, "node-arch", "", "kubernetes: node architectures (kubernetes.io/arch) the image runs on, comma-separated; other nodes are not used (default: the image's platforms, read from its registry; else this cnibench's architecture, with a warning)")
 	fl.IntVar(&k.Pairs, "pairs", 1, "kubernetes: client/server pairs measured at once on the cross-node-pairs path (aggregate and spread per pair; 1: no such path)")
@@ -106,7 +107,7 @@ func (k *kubeFlags) kubernetes(cmd *cobra.Command) (bool, error) {
 func (k *kubeFlags) options() (cluster.Options, error) {
 	o := cluster.Options{
 		Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace, Image: k.Image,
-		Nodes: kube.NodeChoice{Client: k.ClientNode, Server: k.ServerNode}, HostPort: k.HostPort,
+		Nodes: nodes.Choice{Client: k.ClientNode, Server: k.ServerNode}, HostPort: k.HostPort,
 		CNIConfDir: k.CNIConfDir, CNIPods: k.CNIPods,
 	}
 	switch p := corev1.PullPolicy(k.PullPolicy); p {
@@ -124,10 +125,10 @@ func (k *kubeFlags) options() (cluster.Options, error) {
 	}
 	o.FootprintWindow = k.FootprintWindow
 	var err error
-	if o.Placement.Zone, err = kube.ParsePlacement(k.Placement); err != nil {
+	if o.Placement.Zone, err = nodes.ParsePlacement(k.Placement); err != nil {
 		return o, clierr.Usagef("%v", err)
 	}
-	if o.Placement.Tolerations, err = kube.ParseTolerations(k.Tolerations); err != nil {
+	if o.Placement.Tolerations, err = nodes.ParseTolerations(k.Tolerations); err != nil {
 		return o, clierr.Usagef("%v", err)
 	}
 	if k.NodeArch != "" {

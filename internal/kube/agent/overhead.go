@@ -78,7 +78,7 @@ func TunnelOverhead(typ string, ipv6 bool) (int, bool) {
 	return o[0], true
 }
 
-// CNIOverhead is what cni (CNIInfo.Name) leaves below the node's MTU for
+// CNIOverhead is what cni (cni.Info.Name) leaves below the node's MTU for
 // the tunnels that are up (tunnel types, e.g. "vxlan", "wireguard") and,
 // for cilium, IPsec (ipsecOn): the headers' sizes of TunnelOverheads,
 // except where the CNI's own code reserves otherwise (WireGuard: 80

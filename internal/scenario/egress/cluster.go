@@ -18,6 +18,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/internal/kube/preflight"
 	"github.com/cnibench/cnibench/internal/scenario"
 	res "github.com/cnibench/cnibench/pkg/result"
 )
@@ -342,7 +343,7 @@ func removeAll(ctx context.Context, remove func(context.Context) error) error {
 // policyObjects builds a mechanism's objects for the deny set and returns
 // how to create them (objects and bytes sent) and remove them.
 func policyObjects(ctx context.Context, ca *cluster.Access, mech, name string, cidrs []netip.Prefix, chunk int) (
-	create func(context.Context) (int, int, error), remove func(context.Context) error, describe string, dryRun []kube.Object, err error) {
+	create func(context.Context) (int, int, error), remove func(context.Context) error, describe string, dryRun []preflight.Object, err error) {
 	switch mech {
 	case MechNetworkPolicy:
 		labels := maps.Clone(ca.Labels)
@@ -367,9 +368,9 @@ func policyObjects(ctx context.Context, ca *cluster.Access, mech, name string, c
 			}
 			return errors.Join(errs...)
 		}
-		var first []kube.Object
+		var first []preflight.Object
 		if len(pols) > 0 {
-			first = []kube.Object{{Obj: pols[0], Why: "the egress-filter scenario's " + mech + " objects"}}
+			first = []preflight.Object{{Obj: pols[0], Why: "the egress-filter scenario's " + mech + " objects"}}
 		}
 		return create, remove, fmt.Sprintf("%d NetworkPolicy object(s): egress allowed to 0.0.0.0/0 and ::/0 except the deny set, split into disjoint ipBlocks of at most %d excepts per object", len(pols), chunk), first, nil
 	case MechCiliumPolicy, MechCalicoNetworkSet:

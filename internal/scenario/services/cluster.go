@@ -24,6 +24,7 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/internal/kube/preflight"
 	"github.com/cnibench/cnibench/internal/scenario"
 )
 
@@ -425,7 +426,7 @@ func (p *clusterPoint) admit(ctx context.Context) error {
 	svc, slice := kube.ServiceObjects(p.ca.Namespace, p.measuredName(), int32(p.ca.Allowed.ServicePort),
 		kube.ReadyEndpoints([]string{p.ca.Allowed.IP}), p.labels, "")
 	why := "the services scenario's services"
-	return cluster.Admit(ctx, p.ca.Clientset, []kube.Object{{Obj: svc, Why: why}, {Obj: slice, Why: why}})
+	return cluster.Admit(ctx, p.ca.Clientset, []preflight.Object{{Obj: svc, Why: why}, {Obj: slice, Why: why}})
 }
 
 // create runs steps 1–5 of PrepareCluster and records their metrics.

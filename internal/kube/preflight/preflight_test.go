@@ -1,9 +1,10 @@
-package kube
+package preflight
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,8 +23,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
 // The API servers' refusals, worded as they word them (see
-// preflight_reasons.go for where each comes from).
+// reasons.go for where each comes from).
 var (
 	baselineHostPod = `violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true), hostPath volumes (volumes "host-0", "host-1"), privileged (container "cnibench" must not set securityContext.privileged=true)`
 	restrictedPod   = `violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "cnibench" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "cnibench" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "cnibench" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "cnibench" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`
@@ -53,7 +56,7 @@ func benchNamespace(labels map[string]string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench", Labels: labels}}
 }
 
-func TestPreflightRefusals(t *testing.T) {
+func TestCheckRefusals(t *testing.T) {
 	hostPod := Object{Obj: testPod("host-a"), Why: "the node-to-node baseline and the encryption capture", Without: "--checks none --no-host-pods"}
 	tests := []struct {
 		name    string
@@ -113,7 +116,7 @@ func TestPreflightRefusals(t *testing.T) {
 				opts = append(opts, a.(k8stesting.CreateActionImpl).GetCreateOptions())
 				return true, nil, tt.err
 			})
-			rep := Preflight(context.Background(), cs, []Object{tt.obj})
+			rep := Check(context.Background(), cs, []Object{tt.obj})
 			if len(rep.Objects) != 1 {
 				t.Fatalf("results %+v", rep.Objects)
 			}
@@ -158,9 +161,9 @@ func TestPreflightRefusals(t *testing.T) {
 }
 
 // Each kind is created with a dry run through its own client; a kind
-// Preflight does not know needs Object.Create, which gets the dry-run
+// Check does not know needs Object.Create, which gets the dry-run
 // options.
-func TestPreflightKinds(t *testing.T) {
+func TestCheckKinds(t *testing.T) {
 	cs := fake.NewClientset(benchNamespace(nil))
 	created := map[string][]string{}
 	cs.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -179,7 +182,7 @@ func TestPreflightKinds(t *testing.T) {
 		}},
 		{Obj: &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Name: "rc", Namespace: "bench"}}},
 	}
-	rep := Preflight(context.Background(), cs, objs)
+	rep := Check(context.Background(), cs, objs)
 	for _, r := range []string{"services", "secrets", "networkpolicies"} {
 		if !slices.Equal(created[r], []string{metav1.DryRunAll}) {
 			t.Errorf("%s: dry run %v", r, created[r])
@@ -200,7 +203,7 @@ func TestPreflightKinds(t *testing.T) {
 	if r, _ := rep.Result("ReplicationController/rc"); !strings.Contains(r.Reason, "give Object.Create") {
 		t.Errorf("unsupported kind: %q", r.Reason)
 	}
-	// Nothing was persisted by Preflight itself.
+	// Nothing was persisted by Check itself.
 	if l, _ := cs.CoreV1().Services("bench").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
 		t.Errorf("services persisted: %v", l.Items)
 	}
@@ -209,7 +212,7 @@ func TestPreflightKinds(t *testing.T) {
 // A namespace that does not exist cannot hold dry-run objects: its
 // objects are not checked (no create is tried), saying so; its Namespace
 // object, if given, is dry-run and lends the report its labels.
-func TestPreflightMissingNamespace(t *testing.T) {
+func TestCheckMissingNamespace(t *testing.T) {
 	tests := []struct {
 		name      string
 		withNS    bool
@@ -231,7 +234,7 @@ func TestPreflightMissingNamespace(t *testing.T) {
 			if tt.withNS {
 				objs = append([]Object{{Obj: benchNamespace(map[string]string{PodSecurityEnforceKey: "privileged", PodSecurityWarnKey: "restricted", "other": "x"})}}, objs...)
 			}
-			rep := Preflight(context.Background(), cs, objs)
+			rep := Check(context.Background(), cs, objs)
 			t.Logf("\n%s", rep)
 			if len(rep.Namespaces) != 1 || rep.Namespaces[0].Exists {
 				t.Fatalf("namespaces %+v", rep.Namespaces)
@@ -266,12 +269,12 @@ func TestPreflightMissingNamespace(t *testing.T) {
 }
 
 // A namespace that cannot be read (RBAC) does not stop the dry runs.
-func TestPreflightNamespaceUnreadable(t *testing.T) {
+func TestCheckNamespaceUnreadable(t *testing.T) {
 	cs := fake.NewClientset()
 	cs.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, forbidden("namespaces", "bench", `User "u" cannot get resource "namespaces" in API group "" in the namespace "bench"`)
 	})
-	rep := Preflight(context.Background(), cs, []Object{{Obj: testPod("srv-a")}})
+	rep := Check(context.Background(), cs, []Object{{Obj: testPod("srv-a")}})
 	if n := rep.Namespaces[0]; n.Exists || !strings.Contains(n.Err, "cannot get resource") {
 		t.Errorf("namespace %+v", n)
 	}
@@ -298,7 +301,7 @@ func TestPodSecurityRules(t *testing.T) {
 
 // Report.String, on a report with every verdict, a warning and the
 // namespaces' labels: the golden file.
-func TestPreflightReportString(t *testing.T) {
+func TestCheckReportString(t *testing.T) {
 	cs := fake.NewClientset(benchNamespace(map[string]string{PodSecurityEnforceKey: "baseline", PodSecurityWarnKey: "restricted", PodSecurityWarnKey + "-version": "v1.30"}))
 	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		switch name := a.(k8stesting.CreateActionImpl).GetObject().(*corev1.Pod).Name; name {
@@ -316,7 +319,7 @@ func TestPreflightReportString(t *testing.T) {
 		{Obj: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tok", Namespace: "bench"}}},
 		{Obj: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "absent"}}},
 	}
-	rep := Preflight(context.Background(), cs, objs)
+	rep := Check(context.Background(), cs, objs)
 	rep.Objects[0].Warnings = []string{`would violate PodSecurity "restricted:v1.30": runAsNonRoot != true (pod or container "cnibench" must set securityContext.runAsNonRoot=true)`}
 	got := rep.String()
 	golden := filepath.Join("testdata", "preflight.golden")
@@ -336,7 +339,7 @@ func TestPreflightReportString(t *testing.T) {
 
 // A cluster-scoped object (a CNI's cluster-wide policy, dry-run through
 // Object.Create) has no namespace to exempt: its fixes name its kind.
-func TestPreflightClusterScopedFixes(t *testing.T) {
+func TestCheckClusterScopedFixes(t *testing.T) {
 	ccnp := &unstructured.Unstructured{}
 	ccnp.SetAPIVersion("cilium.io/v2")
 	ccnp.SetKind("CiliumClusterwideNetworkPolicy")
@@ -354,7 +357,7 @@ func TestPreflightClusterScopedFixes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep := Preflight(context.Background(), fake.NewClientset(), []Object{{Obj: ccnp, Create: func(context.Context, metav1.CreateOptions) error { return tt.err }}})
+			rep := Check(context.Background(), fake.NewClientset(), []Object{{Obj: ccnp, Create: func(context.Context, metav1.CreateOptions) error { return tt.err }}})
 			r := rep.Objects[0]
 			if r.Verdict != Refused || !strings.Contains(r.Fix, tt.fix) || strings.Contains(r.Fix, "namespace ") {
 				t.Errorf("%s: fix %q, want %q and no namespace", r.Verdict, r.Fix, tt.fix)

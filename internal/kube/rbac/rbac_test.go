@@ -1,4 +1,4 @@
-package kube
+package rbac
 
 import (
 	"bytes"
@@ -12,24 +12,26 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/cnibench/cnibench/internal/kube/cni"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-func TestRBACYAML(t *testing.T) {
+func TestYAMLFor(t *testing.T) {
 	tests := []struct {
 		name, golden string
-		o            RBACOptions
+		o            Options
 		docs         int
 	}{
-		{"full", "rbac.golden", RBACOptions{Namespace: "bench"}, 5},
-		{"existing namespace", "rbac-existing-namespace.golden", RBACOptions{Namespace: "bench", Mode: RBACExistingNamespace}, 6 + len(DefaultCNINamespaces())},
+		{"full", "rbac.golden", Options{Namespace: "bench"}, 5},
+		{"existing namespace", "rbac-existing-namespace.golden", Options{Namespace: "bench", Mode: ExistingNamespace}, 6 + len(DefaultCNINamespaces())},
 		{"existing namespace, two CNI namespaces", "rbac-existing-namespace-cni.golden",
-			RBACOptions{Namespace: "bench", Mode: RBACExistingNamespace, CNINamespaces: []string{"kube-system", "cilium"}}, 8},
+			Options{Namespace: "bench", Mode: ExistingNamespace, CNINamespaces: []string{"kube-system", "cilium"}}, 8},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := RBACYAMLFor(tt.o)
+			got, err := YAMLFor(tt.o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +46,7 @@ func TestRBACYAML(t *testing.T) {
 				t.Fatalf("%v (run go test -update to create it)", err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("RBACYAMLFor differs from %s (go test -update rewrites it):\n%s", golden, got)
+				t.Errorf("YAMLFor differs from %s (go test -update rewrites it):\n%s", golden, got)
 			}
 			// Every document parses, and is commented; the header
 			// names the Pod Security labels.
@@ -67,29 +69,29 @@ func TestRBACYAML(t *testing.T) {
 			}
 		})
 	}
-	// RBACYAML is the full mode.
-	full, err := RBACYAML("bench")
+	// YAML is the full mode.
+	full, err := YAML("bench")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, _ := RBACYAMLFor(RBACOptions{Namespace: "bench"}); !bytes.Equal(full, want) {
-		t.Error("RBACYAML is not RBACYAMLFor's full mode")
+	if want, _ := YAMLFor(Options{Namespace: "bench"}); !bytes.Equal(full, want) {
+		t.Error("YAML is not YAMLFor's full mode")
 	}
 }
 
-func TestRBACOptionsValidate(t *testing.T) {
+func TestOptionsValidate(t *testing.T) {
 	tests := []struct {
 		name string
-		o    RBACOptions
+		o    Options
 		err  string
 	}{
-		{"valid", RBACOptions{Namespace: "bench"}, ""},
-		{"valid existing", RBACOptions{Namespace: "b-1", Mode: RBACExistingNamespace, CNINamespaces: []string{"cilium"}}, ""},
-		{"invalid characters", RBACOptions{Namespace: "Bad_Name!"}, `namespace: "Bad_Name!" is not a valid namespace name: a lowercase RFC 1123 label must consist of`},
-		{"empty", RBACOptions{Namespace: ""}, `namespace: "" is not a valid namespace name`},
-		{"too long", RBACOptions{Namespace: strings.Repeat("a", 64)}, "must be no more than 63 characters"},
-		{"bad CNI namespace", RBACOptions{Namespace: "b", Mode: RBACExistingNamespace, CNINamespaces: []string{"kube_system"}}, `CNI namespaces: "kube_system" is not a valid namespace name`},
-		{"unknown mode", RBACOptions{Namespace: "b", Mode: 7}, "RBAC mode 7: unknown"},
+		{"valid", Options{Namespace: "bench"}, ""},
+		{"valid existing", Options{Namespace: "b-1", Mode: ExistingNamespace, CNINamespaces: []string{"cilium"}}, ""},
+		{"invalid characters", Options{Namespace: "Bad_Name!"}, `namespace: "Bad_Name!" is not a valid namespace name: a lowercase RFC 1123 label must consist of`},
+		{"empty", Options{Namespace: ""}, `namespace: "" is not a valid namespace name`},
+		{"too long", Options{Namespace: strings.Repeat("a", 64)}, "must be no more than 63 characters"},
+		{"bad CNI namespace", Options{Namespace: "b", Mode: ExistingNamespace, CNINamespaces: []string{"kube_system"}}, `CNI namespaces: "kube_system" is not a valid namespace name`},
+		{"unknown mode", Options{Namespace: "b", Mode: 7}, "RBAC mode 7: unknown"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,11 +105,11 @@ func TestRBACOptionsValidate(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.err) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error %v, want one line containing %q", err, tt.err)
 			}
-			if _, err := RBACYAMLFor(tt.o); err == nil {
-				t.Error("RBACYAMLFor rendered invalid options")
+			if _, err := YAMLFor(tt.o); err == nil {
+				t.Error("YAMLFor rendered invalid options")
 			}
-			if _, err := RBACFor(tt.o); err == nil {
-				t.Error("RBACFor rendered invalid options")
+			if _, err := For(tt.o); err == nil {
+				t.Error("For rendered invalid options")
 			}
 		})
 	}
@@ -125,8 +127,8 @@ func allows(rules []rbacv1.PolicyRule, group, res, verb string, name ...string) 
 	return false
 }
 
-func TestRBACExistingNamespace(t *testing.T) {
-	objs, err := RBACFor(RBACOptions{Namespace: "bench", Mode: RBACExistingNamespace, CNINamespaces: []string{"kube-system", "cilium", "calico-system"}})
+func TestExistingNamespace(t *testing.T) {
+	objs, err := For(Options{Namespace: "bench", Mode: ExistingNamespace, CNINamespaces: []string{"kube-system", "cilium", "calico-system"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,10 +207,10 @@ func TestRBACExistingNamespace(t *testing.T) {
 	if allows(role.Rules, "", "namespaces", "create") || allows(role.Rules, "", "namespaces", "delete") {
 		t.Error("Role lets the namespace be created or deleted")
 	}
-	// Default CNI namespaces: kube-system, SystemNamespaces and the
+	// Default CNI namespaces: kube-system, cni.SystemNamespaces and the
 	// operators'.
 	d := DefaultCNINamespaces()
-	for _, ns := range append(slices.Clone(SystemNamespaces), "kube-system", "calico-system", "tigera-operator", "openshift-ovn-kubernetes", "kube-flannel", "cilium") {
+	for _, ns := range append(slices.Clone(cni.SystemNamespaces), "kube-system", "calico-system", "tigera-operator", "openshift-ovn-kubernetes", "kube-flannel", "cilium") {
 		if !slices.Contains(d, ns) {
 			t.Errorf("DefaultCNINamespaces %v lacks %s", d, ns)
 		}
@@ -219,7 +221,7 @@ func TestRBACExistingNamespace(t *testing.T) {
 }
 
 func TestRBAC(t *testing.T) {
-	objs := RBAC("bench")
+	objs := Objects("bench")
 	var kinds []string
 	for _, o := range objs {
 		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind)
@@ -240,7 +242,7 @@ func TestRBAC(t *testing.T) {
 		allows(cr.Rules, "crd.projectcalico.org", "networkpolicies", "create") || allows(cr.Rules, "networking.k8s.io", "networkpolicies", "create") {
 		t.Error("ClusterRole allows too much")
 	}
-	if !allows(cr.Rules, "", "configmaps", "get", KubeProxyConfigMap) || allows(cr.Rules, "", "configmaps", "get", "other") {
+	if !allows(cr.Rules, "", "configmaps", "get", cni.KubeProxyConfigMap) || allows(cr.Rules, "", "configmaps", "get", "other") {
 		t.Error("ClusterRole does not read kube-proxy's ConfigMap by name")
 	}
 	for _, c := range [][3]string{{"", "pods", "create"}, {"", "pods/exec", "create"}, {"", "services", "delete"},

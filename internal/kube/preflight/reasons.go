@@ -1,4 +1,4 @@
-package kube
+package preflight
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// The refusals Preflight recognises, as the API servers word them:
+// The refusals Check recognises, as the API servers word them:
 //
 //   - Pod Security admission (k8s.io/pod-security-admission, admission.go):
 //     `pods "x" is forbidden: violates PodSecurity "baseline:latest": host
@@ -53,7 +53,7 @@ func judge(res *ObjectResult, o Object, err error) {
 		res.Verdict, res.Reason = NotChecked, err.Error()
 		return
 	}
-	msg := preflightLine(err.Error())
+	msg := oneLine(err.Error())
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
 		// No answer of the API server: a timeout, a refused connection.
@@ -256,5 +256,5 @@ func serviceAccountOf(o Object) string {
 	return "default"
 }
 
-// preflightLine collapses the white space of s (webhooks' messages span lines).
-func preflightLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine collapses the white space of s (webhooks' messages span lines).
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,4 +1,4 @@
-package kube
+package preflight
 
 import (
 	"context"
@@ -17,11 +17,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Object is an object a run would create, for Preflight to create with a
+// Object is an object a run would create, for Check to create with a
 // server-side dry run: the API server runs every admission plugin and
 // webhook on it and persists nothing.
 type Object struct {
-	// Obj is the object, with its name and namespace set. Preflight
+	// Obj is the object, with its name and namespace set. Check
 	// creates *corev1.Pod, *corev1.Service, *corev1.Secret,
 	// *corev1.ConfigMap, *corev1.Namespace, *networkingv1.NetworkPolicy
 	// and *discoveryv1.EndpointSlice itself; another kind needs Create.
@@ -36,7 +36,7 @@ type Object struct {
 	// the object ("--checks none --no-host-pods"), offered as a fix.
 	Without string
 	// Create, if not nil, creates the object with opts (which ask for
-	// the dry run): for kinds Preflight does not create itself, such as
+	// the dry run): for kinds Check does not create itself, such as
 	// the CNIs' policy objects through the dynamic client.
 	Create func(ctx context.Context, opts metav1.CreateOptions) error
 }
@@ -90,14 +90,15 @@ func (r ObjectResult) Ref() string { return r.Kind + "/" + r.Name }
 // Pod Security admission's namespace labels.
 const (
 	podSecurityPrefix = "pod-security.kubernetes.io/"
-	// PodSecurityWarnKey and PodSecurityAuditKey set a namespace's
-	// warned and audited levels (PodSecurityEnforceKey its enforced
-	// one); each has a "-version" companion.
-	PodSecurityWarnKey  = podSecurityPrefix + "warn"
-	PodSecurityAuditKey = podSecurityPrefix + "audit"
+	// PodSecurityEnforceKey, PodSecurityWarnKey and PodSecurityAuditKey
+	// set a namespace's enforced, warned and audited levels; each has a
+	// "-version" companion.
+	PodSecurityEnforceKey = podSecurityPrefix + "enforce"
+	PodSecurityWarnKey    = podSecurityPrefix + "warn"
+	PodSecurityAuditKey   = podSecurityPrefix + "audit"
 )
 
-// NamespaceInfo is what Preflight found of a namespace of the objects.
+// NamespaceInfo is what Check found of a namespace of the objects.
 type NamespaceInfo struct {
 	Name string
 	// Exists is true if it exists; false if it does not or if it could
@@ -107,7 +108,7 @@ type NamespaceInfo struct {
 	Err string
 	// Labels are its Pod Security labels (pod-security.kubernetes.io/
 	// enforce, warn, audit and their -version), when it exists, or those
-	// of the Namespace object among Preflight's objects that would
+	// of the Namespace object among Check's objects that would
 	// create it.
 	Labels map[string]string
 }
@@ -128,7 +129,7 @@ func (n NamespaceInfo) PodSecurity(mode string) string {
 	return level + ":" + version
 }
 
-// Report is the result of Preflight.
+// Report is the result of Check.
 type Report struct {
 	// Namespaces are the objects' namespaces, in the order they first
 	// appear.
@@ -140,32 +141,31 @@ type Report struct {
 	Warnings []string
 }
 
-// PreflightOption configures Preflight.
-type PreflightOption func(*preflightConfig)
+// Option configures Check.
+type Option func(*config)
 
-type preflightConfig struct {
+type config struct {
 	warnings *WarningCollector
 	timeout  time.Duration
 }
 
-// PreflightWarnings attaches the admission warnings c collects (c must be
+// WithWarnings attaches the admission warnings c collects (c must be
 // the WarningHandlerWithContext of the rest.Config of cs) to the objects
 // whose dry runs drew them.
-func PreflightWarnings(c *WarningCollector) PreflightOption {
-	return func(p *preflightConfig) { p.warnings = c }
+func WithWarnings(c *WarningCollector) Option {
+	return func(p *config) { p.warnings = c }
 }
 
-// PreflightTimeout bounds each API call of Preflight (default
-// DefaultPreflightTimeout).
-func PreflightTimeout(d time.Duration) PreflightOption {
-	return func(p *preflightConfig) { p.timeout = d }
+// WithTimeout bounds each API call of Check (default DefaultTimeout).
+func WithTimeout(d time.Duration) Option {
+	return func(p *config) { p.timeout = d }
 }
 
-// DefaultPreflightTimeout bounds each API call of Preflight unless
-// PreflightTimeout says otherwise.
-const DefaultPreflightTimeout = 10 * time.Second
+// DefaultTimeout bounds each API call of Check unless WithTimeout says
+// otherwise.
+const DefaultTimeout = 10 * time.Second
 
-// Preflight creates each of objs with a server-side dry run
+// Check creates each of objs with a server-side dry run
 // (metav1.DryRunAll), so that the API server runs its admission plugins
 // and webhooks on them without persisting anything, and reports, per
 // object, whether it was admitted and, if refused, why in one line (the
@@ -174,10 +174,10 @@ const DefaultPreflightTimeout = 10 * time.Second
 // namespaces. A namespace that does not exist cannot hold dry-run objects:
 // its objects are NotChecked, saying so (create the namespace first, or
 // include its Namespace object to dry-run it). A dry run needs the same
-// RBAC verbs as a create. Each API call is bounded by PreflightTimeout;
-// Preflight itself never fails: what it could not check is NotChecked.
-func Preflight(ctx context.Context, cs kubernetes.Interface, objs []Object, opts ...PreflightOption) Report {
-	cfg := preflightConfig{timeout: DefaultPreflightTimeout}
+// RBAC verbs as a create. Each API call is bounded by WithTimeout;
+// Check itself never fails: what it could not check is NotChecked.
+func Check(ctx context.Context, cs kubernetes.Interface, objs []Object, opts ...Option) Report {
+	cfg := config{timeout: DefaultTimeout}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -295,7 +295,7 @@ func readNamespace(ctx context.Context, cs kubernetes.Interface, name string, ti
 	case apierrors.IsNotFound(err):
 		return NamespaceInfo{Name: name}
 	default:
-		return NamespaceInfo{Name: name, Err: "get namespace " + name + ": " + preflightLine(err.Error())}
+		return NamespaceInfo{Name: name, Err: "get namespace " + name + ": " + oneLine(err.Error())}
 	}
 }
 

@@ -1,4 +1,4 @@
-package kube
+package nodes
 
 import (
 	"context"
@@ -11,16 +11,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/cnibench/cnibench/internal/kube"
 )
 
 // ControlPlaneLabel marks control-plane nodes, which SelectPairs uses only
 // when there are not enough other nodes.
 const ControlPlaneLabel = "node-role.kubernetes.io/control-plane"
 
-// NodeChoice is the user's choice of the nodes the client and the server
+// Choice is the user's choice of the nodes the client and the server
 // pods run on. Each is "" (automatic), a node name, or a label selector
 // (anything containing '=', e.g. "node-role=bench").
-type NodeChoice struct {
+type Choice struct {
 	Client, Server string
 }
 
@@ -32,7 +34,7 @@ type nodeState struct {
 	// taintOnly: unusable only because of NoSchedule taints, which pods
 	// pinned with spec.nodeName ignore.
 	taintOnly bool
-	// zone is NodeZone(node).
+	// zone is Zone(node).
 	zone string
 	// notes on a usable node: labels it lacks, assumed.
 	notes []string
@@ -83,11 +85,11 @@ func isControlPlane(n *corev1.Node) bool {
 	return ok
 }
 
-// NodePair is one (client, server) pair of nodes of SelectPairs.
-type NodePair struct {
+// Pair is one (client, server) pair of nodes of SelectPairs.
+type Pair struct {
 	// Client and Server are the two nodes; they always differ.
 	Client, Server *corev1.Node
-	// ClientZone and ServerZone are their zones (NodeZone; "" unknown).
+	// ClientZone and ServerZone are their zones (Zone; "" unknown).
 	ClientZone, ServerZone string
 	// Reuse: the same (client, server) pair came earlier in the list:
 	// there were fewer allowed pairs than asked for.
@@ -122,7 +124,7 @@ type NodePair struct {
 //
 // Errors are one line: why each node is unusable, or, when only the zone
 // policy stands in the way, the candidates by zone.
-func SelectPairs(ctx context.Context, cs kubernetes.Interface, c NodeChoice, pl Placement, n int) ([]NodePair, error) {
+func SelectPairs(ctx context.Context, cs kubernetes.Interface, c Choice, pl Placement, n int) ([]Pair, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("--pairs %d: must be at least 1", n)
 	}
@@ -131,7 +133,7 @@ func SelectPairs(ctx context.Context, cs kubernetes.Interface, c NodeChoice, pl 
 		return nil, err
 	}
 	var list *corev1.NodeList
-	if err := call(ctx, "list nodes", func(ctx context.Context) (err error) {
+	if err := kube.Call(ctx, "list nodes", func(ctx context.Context) (err error) {
 		list, err = cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		return err
 	}); err != nil {
@@ -141,7 +143,7 @@ func SelectPairs(ctx context.Context, cs kubernetes.Interface, c NodeChoice, pl 
 	for i := range list.Items {
 		nd := &list.Items[i]
 		why, taintOnly, notes := usability(nd, pl)
-		states[i] = nodeState{node: nd, why: why, taintOnly: taintOnly, zone: NodeZone(nd), notes: notes}
+		states[i] = nodeState{node: nd, why: why, taintOnly: taintOnly, zone: Zone(nd), notes: notes}
 	}
 	sort.SliceStable(states, func(i, j int) bool {
 		a, b := states[i].node, states[j].node
@@ -166,13 +168,13 @@ func SelectPairs(ctx context.Context, cs kubernetes.Interface, c NodeChoice, pl 
 	for i := range states {
 		byName[states[i].node.Name] = &states[i]
 	}
-	out := make([]NodePair, n)
+	out := make([]Pair, n)
 	for i := range out {
 		p := all[i%len(all)]
 		cst, sst := byName[p[0].Name], byName[p[1].Name]
-		out[i] = NodePair{Client: p[0], Server: p[1], ClientZone: cst.zone, ServerZone: sst.zone, Reuse: i >= len(all),
+		out[i] = Pair{Client: p[0], Server: p[1], ClientZone: cst.zone, ServerZone: sst.zone, Reuse: i >= len(all),
 			Notes: pairNotes(cst, sst, pol)}
-		logger(ctx).Debug("node pair selected", "pair", i, "client", p[0].Name, "server", p[1].Name,
+		kube.Logger(ctx).Debug("node pair selected", "pair", i, "client", p[0].Name, "server", p[1].Name,
 			"client_zone", cst.zone, "server_zone", sst.zone, "reuse", out[i].Reuse)
 	}
 	return out, nil
@@ -226,7 +228,7 @@ func pairNotes(c, s *nodeState, pol ZonePolicy) []string {
 }
 
 // noPairError explains why no pair is allowed, in one line.
-func noPairError(states []nodeState, c NodeChoice, candC, candS []*corev1.Node, pol ZonePolicy) error {
+func noPairError(states []nodeState, c Choice, candC, candS []*corev1.Node, pol ZonePolicy) error {
 	if len(candC) == 1 && len(candS) == 1 && candC[0] == candS[0] && c.Client != "" && c.Server != "" {
 		return fmt.Errorf("--client-node %q and --server-node %q both select only node %s: client and server must run on different nodes", c.Client, c.Server, candC[0].Name)
 	}
@@ -337,9 +339,9 @@ func summary(states []nodeState) string {
 	return out
 }
 
-// NodeInternalIP returns n's first InternalIP address, preferring IPv4;
+// InternalIP returns n's first InternalIP address, preferring IPv4;
 // "" if it has none.
-func NodeInternalIP(n *corev1.Node) string {
+func InternalIP(n *corev1.Node) string {
 	first := ""
 	for _, a := range n.Status.Addresses {
 		if a.Type != corev1.NodeInternalIP {

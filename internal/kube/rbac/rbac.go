@@ -1,4 +1,4 @@
-package kube
+package rbac
 
 import (
 	"bytes"
@@ -12,55 +12,52 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/cnibench/cnibench/internal/kube/cni"
 )
 
 // ServiceAccountName is the service account RBAC grants cnibench's rights
 // to.
 const ServiceAccountName = "cnibench"
 
-// KubeProxyConfigMap is the ConfigMap in kube-system that holds
-// kube-proxy's configuration (its mode: iptables, ipvs, nftables); the
-// RBAC lets cnibench read it, by name.
-const KubeProxyConfigMap = "kube-proxy"
-
 // rbacLabels label the RBAC objects. They are installed by an
-// administrator, not by a run, so they do not carry ManagedByKey: Clean
-// leaves them alone.
+// administrator, not by a run, so they do not carry kube.ManagedByKey:
+// kube.Clean leaves them alone.
 var rbacLabels = map[string]string{"app.kubernetes.io/part-of": "cnibench"}
 
-// RBACMode selects the rights RBACFor grants.
-type RBACMode int
+// Mode selects the rights For grants.
+type Mode int
 
 const (
-	// RBACFull lets a run create its namespace and delete it afterwards,
+	// Full lets a run create its namespace and delete it afterwards,
 	// list pods in every namespace and create the CNIs' cluster-wide
 	// policy objects of the egress-filter scenario.
-	RBACFull RBACMode = iota
-	// RBACExistingNamespace is the least-privilege mode for a namespace
+	Full Mode = iota
+	// ExistingNamespace is the least-privilege mode for a namespace
 	// that exists beforehand: the namespaced rights in a Role of that
 	// namespace only, pods list in the CNIs' namespaces only, and
 	// cluster-wide nothing but reads (nodes, the CNIs' and kube-proxy's
 	// ConfigMaps by name, metrics). No namespace can be created or
 	// deleted, and the egress-filter scenario's cilium-policy and
 	// calico-networkset mechanisms (cluster-scoped objects) cannot run.
-	RBACExistingNamespace
+	ExistingNamespace
 )
 
 // String returns the mode's name as the CLI spells it.
-func (m RBACMode) String() string {
-	if m == RBACExistingNamespace {
+func (m Mode) String() string {
+	if m == ExistingNamespace {
 		return "existing-namespace"
 	}
 	return "full"
 }
 
-// DefaultCNINamespaces are the namespaces whose pods RBACExistingNamespace
-// lets cnibench list to identify the CNI: kube-system, SystemNamespaces
+// DefaultCNINamespaces are the namespaces whose pods ExistingNamespace
+// lets cnibench list to identify the CNI: kube-system, cni.SystemNamespaces
 // and the namespaces of the operators' installs (Calico's tigera-operator,
 // OpenShift's OVN-Kubernetes).
 func DefaultCNINamespaces() []string {
 	out := []string{"kube-system"}
-	for _, ns := range append(slices.Clone(SystemNamespaces), "calico-system", "tigera-operator", "openshift-ovn-kubernetes", "kube-flannel", "cilium") {
+	for _, ns := range append(slices.Clone(cni.SystemNamespaces), "calico-system", "tigera-operator", "openshift-ovn-kubernetes", "kube-flannel", "cilium") {
 		if !slices.Contains(out, ns) {
 			out = append(out, ns)
 		}
@@ -68,15 +65,15 @@ func DefaultCNINamespaces() []string {
 	return out
 }
 
-// RBACOptions says which RBAC RBACFor renders.
-type RBACOptions struct {
+// Options says which RBAC For renders.
+type Options struct {
 	// Namespace holds the runs' objects and the ServiceAccount.
 	Namespace string
-	// Mode is RBACFull or RBACExistingNamespace.
-	Mode RBACMode
-	// CNINamespaces are the namespaces where RBACExistingNamespace grants
+	// Mode is Full or ExistingNamespace.
+	Mode Mode
+	// CNINamespaces are the namespaces where ExistingNamespace grants
 	// pods list (nil: DefaultCNINamespaces). Each must exist when the
-	// RBAC is applied. RBACFull lists pods in every namespace and
+	// RBAC is applied. Full lists pods in every namespace and
 	// ignores them.
 	CNINamespaces []string
 }
@@ -91,7 +88,7 @@ func ValidateNamespaceName(name string) error {
 }
 
 // Validate checks o: the namespace names, and the mode.
-func (o RBACOptions) Validate() error {
+func (o Options) Validate() error {
 	if err := ValidateNamespaceName(o.Namespace); err != nil {
 		return fmt.Errorf("namespace: %w", err)
 	}
@@ -100,13 +97,13 @@ func (o RBACOptions) Validate() error {
 			return fmt.Errorf("CNI namespaces: %w", err)
 		}
 	}
-	if o.Mode != RBACFull && o.Mode != RBACExistingNamespace {
+	if o.Mode != Full && o.Mode != ExistingNamespace {
 		return fmt.Errorf("RBAC mode %d: unknown (want full or existing-namespace)", o.Mode)
 	}
 	return nil
 }
 
-func (o RBACOptions) cniNamespaces() []string {
+func (o Options) cniNamespaces() []string {
 	if o.CNINamespaces == nil {
 		return DefaultCNINamespaces()
 	}
@@ -123,21 +120,9 @@ func rule(group, resource string, verbs []string, why string) ruleWhy {
 	return ruleWhy{rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: verbs}, why}
 }
 
-// configMapNames are the ConfigMaps cnibench reads, by name: the CNIs'
-// (for their mode) and kube-proxy's.
-func configMapNames() []string {
-	names := modeConfigMaps()
-	for _, n := range IdentityConfigMaps() {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	return names
-}
-
 var (
 	nodesRule      = rule("", "nodes", []string{"get", "list"}, "choose the client and server nodes and read their addresses")
-	configMapsRule = ruleWhy{rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: configMapNames()},
+	configMapsRule = ruleWhy{rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: cni.ConfigMaps()},
 		"read the CNI's own configuration and kube-proxy's (kube-system/kube-proxy) (these ConfigMaps only) to name the CNI's and kube-proxy's modes in the CNI check and the runs' labels"}
 	metricsRule  = rule("metrics.k8s.io", "pods", []string{"get", "list"}, "read the CPU and memory of CNI pods on nodes without a run's host pod (metrics-server; optional)")
 	podsListRule = rule("", "pods", []string{"list"}, "identify the CNI and its pods (kube-system and the CNIs' own namespaces, or --cni-pods) for the CNI check and the footprint")
@@ -155,7 +140,7 @@ var clusterRules = []ruleWhy{
 		"used only by the egress-filter scenario's calico-networkset mechanism, when the cluster serves them (Calico), and by cnibench k8s clean to remove those of crashed runs (optional)"},
 }
 
-// readOnlyClusterRules are RBACExistingNamespace's cluster-wide rights:
+// readOnlyClusterRules are ExistingNamespace's cluster-wide rights:
 // reads only.
 var readOnlyClusterRules = []ruleWhy{nodesRule, configMapsRule, metricsRule}
 
@@ -254,7 +239,7 @@ func roleBindingDoc(name, ns, role string, clusterRole bool, namespace string) r
 	}, []string{"Grants " + what + " to the service account " + namespace + "/" + ServiceAccountName + "."}}
 }
 
-// Names of the RBACExistingNamespace objects. They differ from RBACFull's
+// Names of the ExistingNamespace objects. They differ from Full's
 // ClusterRole "cnibench", which other namespaces' bindings may share, so
 // that applying one mode never changes the other's rights.
 const (
@@ -262,11 +247,11 @@ const (
 	cniPodsClusterRole  = "cnibench-cni-pods"
 )
 
-func rbacDocs(o RBACOptions) []rbacDoc {
+func rbacDocs(o Options) []rbacDoc {
 	ns := o.Namespace
 	bindingName := "cnibench-" + ns
 	nsComment := "Rights in the namespace " + ns + ", where the runs' objects live (cleaning other namespaces needs the same rights there):"
-	if o.Mode == RBACFull {
+	if o.Mode == Full {
 		return []rbacDoc{
 			serviceAccountDoc(ns),
 			clusterRoleDoc("cnibench", clusterRules, "Cluster-wide rights (read-only, but for the namespaces of runs and the CNIs' cluster-wide policy objects):"),
@@ -290,7 +275,7 @@ func rbacDocs(o RBACOptions) []rbacDoc {
 	return docs
 }
 
-// RBAC returns the rights cnibench needs (RBACFull) to benchmark a cluster
+// Objects returns the rights cnibench needs (Full) to benchmark a cluster
 // with its objects in namespace: the ServiceAccount ServiceAccountName
 // there, a ClusterRole (nodes get/list; pods list in every namespace, to
 // identify the CNI; namespaces get/list/create/delete; the CNIs' and
@@ -300,20 +285,20 @@ func rbacDocs(o RBACOptions) []rbacDoc {
 // cluster serves them) with its ClusterRoleBinding, and a Role in
 // namespace (pods, pods/exec, services, secrets, networkpolicies,
 // endpointslices) with its RoleBinding. It does not validate namespace
-// (RBACFor does).
-func RBAC(namespace string) []runtime.Object {
-	return objects(rbacDocs(RBACOptions{Namespace: namespace}))
+// (For does).
+func Objects(namespace string) []runtime.Object {
+	return objectsOf(rbacDocs(Options{Namespace: namespace}))
 }
 
-// RBACFor returns the RBAC objects of o, in the order to apply them.
-func RBACFor(o RBACOptions) ([]runtime.Object, error) {
+// For returns the RBAC objects of o, in the order to apply them.
+func For(o Options) ([]runtime.Object, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	return objects(rbacDocs(o)), nil
+	return objectsOf(rbacDocs(o)), nil
 }
 
-func objects(docs []rbacDoc) []runtime.Object {
+func objectsOf(docs []rbacDoc) []runtime.Object {
 	out := make([]runtime.Object, len(docs))
 	for i, d := range docs {
 		out[i] = d.obj
@@ -321,17 +306,17 @@ func objects(docs []rbacDoc) []runtime.Object {
 	return out
 }
 
-// RBACYAML renders RBAC(namespace) as a multi-document YAML (see
-// RBACYAMLFor).
-func RBACYAML(namespace string) ([]byte, error) {
-	return RBACYAMLFor(RBACOptions{Namespace: namespace})
+// YAML renders Objects(namespace) as a multi-document YAML (see
+// YAMLFor).
+func YAML(namespace string) ([]byte, error) {
+	return YAMLFor(Options{Namespace: namespace})
 }
 
-// RBACYAMLFor renders the RBAC of o as a multi-document YAML, for kubectl
+// YAMLFor renders the RBAC of o as a multi-document YAML, for kubectl
 // apply -f: a header of comments (how to apply it, the Pod Security
 // labels the namespace needs), then each object preceded by comments that
 // explain why each of its rules is needed.
-func RBACYAMLFor(o RBACOptions) ([]byte, error) {
+func YAMLFor(o Options) ([]byte, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -353,11 +338,11 @@ func RBACYAMLFor(o RBACOptions) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// rbacHeader is the comment block that opens RBACYAMLFor's output.
-func rbacHeader(o RBACOptions) []string {
+// rbacHeader is the comment block that opens YAMLFor's output.
+func rbacHeader(o Options) []string {
 	ns := o.Namespace
 	var h []string
-	if o.Mode == RBACFull {
+	if o.Mode == Full {
 		h = append(h, fmt.Sprintf("RBAC for cnibench with its objects in namespace %s, which must exist: kubectl create namespace %s; kubectl apply -f THIS-FILE.", ns, ns))
 	} else {
 		h = append(h,

@@ -1,4 +1,4 @@
-package kube
+package cni
 
 import (
 	"context"
@@ -63,7 +63,7 @@ var (
 	}()
 )
 
-func TestIdentifyCNI(t *testing.T) {
+func TestIdentify(t *testing.T) {
 	tests := []struct {
 		name     string
 		pods     []corev1.Pod
@@ -111,7 +111,7 @@ func TestIdentifyCNI(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			info := IdentifyCNI(tt.pods, tt.conf)
+			info := Identify(tt.pods, tt.conf)
 			if info.Name != tt.cni || info.Version != tt.ver {
 				t.Errorf("got %s %s, want %s %s (evidence %q)", info.Name, info.Version, tt.cni, tt.ver, info.Evidence)
 			}
@@ -143,12 +143,12 @@ func TestIdentifyCNI(t *testing.T) {
 	}
 }
 
-func TestIdentifyCNIManyPods(t *testing.T) {
+func TestIdentifyManyPods(t *testing.T) {
 	var pods []corev1.Pod
 	for _, n := range []string{"a", "b", "c", "d", "e"} {
 		pods = append(pods, sysPod("kube-system", "cilium-"+n, nil, "quay.io/cilium/cilium:v1.15.0"))
 	}
-	info := IdentifyCNI(pods, nil)
+	info := Identify(pods, nil)
 	if len(info.Evidence) != 1 || info.Evidence[0] != "cilium: 5 pods kube-system/cilium-a, kube-system/cilium-b, kube-system/cilium-c, … (image quay.io/cilium/cilium:v1.15.0)" {
 		t.Errorf("evidence %q", info.Evidence)
 	}
@@ -193,7 +193,7 @@ func TestListSystemPods(t *testing.T) {
 	}
 }
 
-func TestCNIPodsBySelector(t *testing.T) {
+func TestPodsBySelector(t *testing.T) {
 	var objs []runtime.Object
 	for _, p := range []corev1.Pod{cilium1, cilium2, coredns, flannel, sysPod("kube-system", "mine", []string{"app.kubernetes.io/name=mycni"})} {
 		objs = append(objs, p.DeepCopy())
@@ -213,7 +213,7 @@ func TestCNIPodsBySelector(t *testing.T) {
 		{spec: "kube-system/", err: "invalid selector"},
 		{spec: "a=b=c", err: "invalid selector"},
 	} {
-		pods, err := CNIPodsBySelector(context.Background(), cs, tt.spec)
+		pods, err := PodsBySelector(context.Background(), cs, tt.spec)
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("%q: err = %v, want %q", tt.spec, err, tt.err)

@@ -1,4 +1,4 @@
-package kube
+package preflight
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -74,18 +75,18 @@ func fakeAPIServer(t *testing.T) *httptest.Server {
 // Through a real client: the warnings of each dry run land on its object,
 // the others' are unattributed, and the refusal is parsed from the API
 // server's Status.
-func TestPreflightWarnings(t *testing.T) {
+func TestCheckWarnings(t *testing.T) {
 	srv := fakeAPIServer(t)
 	wc := NewWarningCollector(rest.NoWarnings{})
-	cs, err := NewClient(&rest.Config{Host: srv.URL, WarningHandlerWithContext: wc, ContentConfig: rest.ContentConfig{ContentType: "application/json"}})
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, WarningHandlerWithContext: wc, ContentConfig: rest.ContentConfig{ContentType: "application/json"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rep := Preflight(context.Background(), cs, []Object{{Obj: testPod("srv-a")}, {Obj: testPod("host-a"), Without: "--no-host-pods"}},
-		PreflightWarnings(wc), PreflightTimeout(5*time.Second))
+	rep := Check(context.Background(), cs, []Object{{Obj: testPod("srv-a")}, {Obj: testPod("host-a"), Without: "--no-host-pods"}},
+		WithWarnings(wc), WithTimeout(5*time.Second))
 	t.Logf("\n%s", rep)
 	if n := rep.Namespaces[0]; !n.Exists || n.PodSecurity("enforce") != "baseline:latest" || n.PodSecurity("warn") != "restricted:latest" || n.PodSecurity("audit") != "" {
 		t.Errorf("namespace %+v", n)

@@ -1,4 +1,4 @@
-package kube
+package cni
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/cnibench/cnibench/internal/kube"
 )
 
 // SystemNamespaces are where ListSystemPods looks for the CNI's pods:
@@ -23,8 +25,8 @@ import (
 var SystemNamespaces = []string{"kube-system", "kube-flannel", "calico-system", "cilium", "ovn-kubernetes", "kube-ovn"}
 
 // operatorNamespaces are further namespaces of CNIs' pods that
-// ListSystemPods lists: OVN-Kubernetes on OpenShift. (DefaultCNINamespaces
-// names them in the RBAC.)
+// ListSystemPods lists: OVN-Kubernetes on OpenShift. (rbac's
+// DefaultCNINamespaces names them in the RBAC.)
 var operatorNamespaces = []string{"openshift-ovn-kubernetes", "tigera-operator"}
 
 // PodRef identifies a pod of the CNI.
@@ -37,8 +39,8 @@ type PodRef struct {
 	UID types.UID
 }
 
-// CNIInfo is what IdentifyCNI found out about the cluster's CNI.
-type CNIInfo struct {
+// Info is what Identify found out about the cluster's CNI.
+type Info struct {
 	// Name of the CNI ("cilium", "calico", …; the main plugin type of the
 	// CNI configuration, such as "bridge", when no known CNI's pods run;
 	// "unknown" if there is nothing to go by).
@@ -49,7 +51,7 @@ type CNIInfo struct {
 	// configuration says: flannel's backend ("vxlan", "host-gw",
 	// "vxlan+directrouting", …), cilium's routing, kube-proxy replacement
 	// and host routing ("tunnel vxlan, kube-proxy replacement, eBPF host
-	// routing"); "" if unknown. DetectCNIMode fills it.
+	// routing"); "" if unknown. DetectMode fills it.
 	Mode string
 	// Settings are the settings of the CNI's configuration that Mode was
 	// read from, by key (nil if no configuration was read).
@@ -61,7 +63,7 @@ type CNIInfo struct {
 	Pods []PodRef
 	// agent is the environment of the CNI agent's main container in its
 	// first pod (calico-node's, for Calico and Canal), where a manifest
-	// install keeps the mode; DetectCNIMode reads it.
+	// install keeps the mode; DetectMode reads it.
 	agent *agentEnv
 }
 
@@ -151,7 +153,7 @@ func ListSystemPods(ctx context.Context, cs kubernetes.Interface) ([]corev1.Pod,
 			// A least-privilege account (cnibench k8s rbac
 			// --existing-namespace) may read only the CNI namespaces
 			// it was given.
-			logger(ctx).Debug("pods not listed", "namespace", ns, "err", err)
+			kube.Logger(ctx).Debug("pods not listed", "namespace", ns, "err", err)
 			continue
 		}
 		if err != nil {
@@ -162,11 +164,11 @@ func ListSystemPods(ctx context.Context, cs kubernetes.Interface) ([]corev1.Pod,
 	return out, nil
 }
 
-// CNIPodsBySelector lists the pods that spec, "namespace/selector" or
+// PodsBySelector lists the pods that spec, "namespace/selector" or
 // "selector" (namespace kube-system), selects: the user's way to name the
 // CNI's pods. A selector's key may have a prefix with a dot
 // ("kube-system/app.kubernetes.io/name=cilium"); "a/b=c" means namespace a.
-func CNIPodsBySelector(ctx context.Context, cs kubernetes.Interface, spec string) ([]corev1.Pod, error) {
+func PodsBySelector(ctx context.Context, cs kubernetes.Interface, spec string) ([]corev1.Pod, error) {
 	ns, sel := "kube-system", spec
 	if i := strings.IndexByte(spec, '/'); i > 0 && len(validation.IsDNS1123Label(spec[:i])) == 0 {
 		ns, sel = spec[:i], spec[i+1:]
@@ -286,16 +288,16 @@ type cniMatch struct {
 	byWhy   map[string][]string // reason → pods (ns/name)
 }
 
-// IdentifyCNI tells the cluster's CNI from its system pods (names, labels
+// Identify tells the cluster's CNI from its system pods (names, labels
 // and container images, matched against the known CNIs: cilium (GKE
 // Dataplane V2's anetd included), calico, canal, aws-vpc-cni, azure-cni,
 // flannel, weave-net, antrea, kube-router, kindnet, ovn-kubernetes, and
 // multus, a meta-plugin that delegates to another), and from
 // confPlugins, the plugin types of a node's CNI configuration, main plugin
 // first (nil if unknown). When no known CNI's pods run, the CNI is the
-// main plugin of the configuration (e.g. "bridge"). DetectCNIMode then
+// main plugin of the configuration (e.g. "bridge"). DetectMode then
 // reads the CNI's mode from the cluster.
-func IdentifyCNI(pods []corev1.Pod, confPlugins []string) CNIInfo {
+func Identify(pods []corev1.Pod, confPlugins []string) Info {
 	pods = append([]corev1.Pod(nil), pods...)
 	sort.SliceStable(pods, func(i, j int) bool {
 		if pods[i].Namespace != pods[j].Namespace {
@@ -340,7 +342,7 @@ func IdentifyCNI(pods []corev1.Pod, confPlugins []string) CNIInfo {
 	if primary == nil {
 		primary, meta = meta, nil
 	}
-	var info CNIInfo
+	var info Info
 	conf := ""
 	if len(confPlugins) > 0 {
 		conf = "CNI config: plugins " + strings.Join(confPlugins, ",")

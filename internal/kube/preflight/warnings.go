@@ -1,4 +1,4 @@
-package kube
+package preflight
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 // WarningCollector is a rest.WarningHandler (and
 // rest.WarningHandlerWithContext) that keeps the API server's warnings —
 // Pod Security admission's warn mode ("would violate PodSecurity
-// \"restricted:latest\": …"), webhooks' warnings — so that Preflight can
+// \"restricted:latest\": …"), webhooks' warnings — so that Check can
 // attach them to the dry runs that drew them. Install it in the
 // rest.Config before making the clientset:
 //
-//	wc := kube.NewWarningCollector(nil)
+//	wc := preflight.NewWarningCollector(nil)
 //	cfg.WarningHandlerWithContext = wc
-//	cs, _ := kube.NewClient(cfg)
-//	rep := kube.Preflight(ctx, cs, objs, kube.PreflightWarnings(wc))
+//	cs, _ := kubernetes.NewForConfig(cfg)
+//	rep := preflight.Check(ctx, cs, objs, preflight.WithWarnings(wc))
 //
 // A request made with a context from Collect has its warnings kept for
 // that context; the others' are kept as unattributed (the most recent

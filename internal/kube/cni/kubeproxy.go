@@ -1,11 +1,8 @@
-package kube
+package cni
 
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -17,8 +14,13 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// IdentityTimeout bounds each read of ClusterFacts and ClusterNameOr.
-const IdentityTimeout = 10 * time.Second
+// FactsTimeout bounds each read of ClusterFacts.
+const FactsTimeout = 10 * time.Second
+
+// KubeProxyConfigMap is the ConfigMap in kube-system that holds
+// kube-proxy's configuration (its mode: iptables, ipvs, nftables); the
+// RBAC lets cnibench read it, by name (ConfigMaps).
+const KubeProxyConfigMap = "kube-proxy"
 
 // Kube-proxy modes of Facts.KubeProxyMode besides kube-proxy's own
 // ("iptables", "ipvs", "nftables", "kernelspace" on Windows).
@@ -38,15 +40,27 @@ var kubeProxyConfigMaps = []struct{ name, key string }{
 	{"kube-proxy-config", "config"},
 }
 
-// IdentityConfigMaps are the names of the kube-system ConfigMaps that
-// ClusterFacts reads (besides cilium-config, a mode ConfigMap): the RBAC
-// rule on configmaps must name them.
-func IdentityConfigMaps() []string {
+// kubeProxyConfigMapNames are the names of the kube-system ConfigMaps that
+// ClusterFacts reads (besides cilium-config, a mode ConfigMap).
+func kubeProxyConfigMapNames() []string {
 	var out []string
 	for _, c := range kubeProxyConfigMaps {
 		out = append(out, c.name)
 	}
 	return out
+}
+
+// ConfigMaps are the names of the ConfigMaps the package reads, by name:
+// the CNIs' (DetectMode, for their mode) and kube-proxy's (ClusterFacts).
+// The RBAC rule on configmaps must name them.
+func ConfigMaps() []string {
+	names := modeConfigMaps()
+	for _, n := range kubeProxyConfigMapNames() {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // Facts are what identifies a cluster beyond its CNI: its Kubernetes
@@ -77,7 +91,7 @@ func (f Facts) Labels() map[string]string {
 // ClusterFacts reads the API server's version and kube-proxy's mode. It
 // never fails: what cannot be read leaves the field "" and is said in the
 // evidence, as is where each fact comes from. Every read is bounded by
-// IdentityTimeout.
+// FactsTimeout.
 //
 // kube-proxy's mode: when kube-proxy's pods run (kube-system, labelled
 // k8s-app=kube-proxy or named kube-proxy-*), from its ConfigMap
@@ -100,11 +114,11 @@ func ClusterFacts(ctx context.Context, cs kubernetes.Interface) (Facts, []string
 	return f, append(ev, mev...)
 }
 
-// serverVersion is discovery's gitVersion, bounded by IdentityTimeout
+// serverVersion is discovery's gitVersion, bounded by FactsTimeout
 // (the discovery client takes no context: it runs in a goroutine that
 // is abandoned at the deadline).
 func serverVersion(ctx context.Context, cs kubernetes.Interface) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, IdentityTimeout)
+	ctx, cancel := context.WithTimeout(ctx, FactsTimeout)
 	defer cancel()
 	type res struct {
 		v   string
@@ -170,7 +184,7 @@ func kubeProxyMode(ctx context.Context, cs kubernetes.Interface) (string, []stri
 // k8s-app=kube-proxy (or component=kube-proxy, as static pods are), or
 // named kube-proxy-*.
 func kubeProxyPods(ctx context.Context, cs kubernetes.Interface) ([]corev1.Pod, error) {
-	ctx, cancel := context.WithTimeout(ctx, IdentityTimeout)
+	ctx, cancel := context.WithTimeout(ctx, FactsTimeout)
 	defer cancel()
 	l, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -197,7 +211,7 @@ type kubeProxyConfiguration struct {
 // it was read ("ConfigMap kube-system/kube-proxy (config.conf)") or why
 // not.
 func kubeProxyConfig(ctx context.Context, cs kubernetes.Interface) (string, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, IdentityTimeout)
+	ctx, cancel := context.WithTimeout(ctx, FactsTimeout)
 	defer cancel()
 	var errs []string
 	for _, c := range kubeProxyConfigMaps {
@@ -226,7 +240,7 @@ func kubeProxyConfig(ctx context.Context, cs kubernetes.Interface) (string, stri
 		return mode, from, nil
 	}
 	if len(errs) == 0 {
-		return "", "", fmt.Errorf("no ConfigMap %s in namespace kube-system", strings.Join(IdentityConfigMaps(), " or "))
+		return "", "", fmt.Errorf("no ConfigMap %s in namespace kube-system", strings.Join(kubeProxyConfigMapNames(), " or "))
 	}
 	return "", "", fmt.Errorf("%s", strings.Join(errs, "; "))
 }
@@ -276,7 +290,7 @@ func proxyModeArg(p *corev1.Pod) (string, bool) {
 // cilium) sets kube-proxy-replacement true or strict, and why ("" when
 // there is no cilium-config).
 func ciliumReplacesKubeProxy(ctx context.Context, cs kubernetes.Interface) (bool, string) {
-	ctx, cancel := context.WithTimeout(ctx, IdentityTimeout)
+	ctx, cancel := context.WithTimeout(ctx, FactsTimeout)
 	defer cancel()
 	cm, err := findConfigMap(ctx, cs, "cilium-config", []string{"kube-system", "cilium"})
 	if err != nil {
@@ -296,51 +310,4 @@ func ciliumReplacesKubeProxy(ctx context.Context, cs kubernetes.Interface) (bool
 		}
 	}
 	return false, fmt.Sprintf("%s sets kube-proxy-replacement %q (not a full replacement)", from, clip(v))
-}
-
-// ClusterNameOr names the cluster for the results: name (the kubeconfig
-// context's cluster, ClusterName) unless "", else the API server's host
-// in apiHost (a rest.Config.Host, "https://10.0.0.1:6443"), unless that
-// is the in-cluster service address every cluster shares, else
-// "uid-" and the first 8 characters of the kube-system namespace's UID
-// (stable for the cluster's life), else "unknown". It never returns "".
-// The second result says where the name comes from.
-func ClusterNameOr(ctx context.Context, cs kubernetes.Interface, name, apiHost string) (string, string) {
-	if name != "" {
-		return name, "the kubeconfig context's cluster"
-	}
-	if h := apiServerHost(apiHost); h != "" && h != os.Getenv("KUBERNETES_SERVICE_HOST") {
-		return h, "the API server's host (the kubeconfig context names no cluster)"
-	}
-	ctx, cancel := context.WithTimeout(ctx, IdentityTimeout)
-	defer cancel()
-	ns, err := cs.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
-	if err == nil && len(ns.UID) >= 8 {
-		return "uid-" + string(ns.UID)[:8], "the kube-system namespace's UID"
-	}
-	why := "its UID is too short"
-	if err != nil {
-		why = err.Error()
-	}
-	return "unknown", "no kubeconfig cluster name, no API server host, and namespace kube-system not read: " + why
-}
-
-// apiServerHost is the host of a rest.Config.Host ("https://h:6443",
-// "h:6443" or "h"), without the port ("" if none).
-func apiServerHost(host string) string {
-	if host == "" {
-		return ""
-	}
-	if !strings.Contains(host, "://") {
-		host = "https://" + host
-	}
-	u, err := url.Parse(host)
-	if err != nil {
-		return ""
-	}
-	h := u.Hostname()
-	if ip := net.ParseIP(h); ip != nil {
-		return ip.String()
-	}
-	return h
 }

@@ -1,4 +1,4 @@
-package kube
+package nodes
 
 import (
 	"fmt"
@@ -163,9 +163,9 @@ func isConditionTaint(t string) bool {
 	return slices.Contains(conditionTaints, key)
 }
 
-// NodeZone returns n's zone: its topology.kubernetes.io/zone label, else
+// Zone returns n's zone: its topology.kubernetes.io/zone label, else
 // its legacy failure-domain.beta.kubernetes.io/zone label, else "".
-func NodeZone(n *corev1.Node) string {
+func Zone(n *corev1.Node) string {
 	if z := n.Labels[corev1.LabelTopologyZone]; z != "" {
 		return z
 	}
@@ -193,11 +193,11 @@ func zoneAllows(pol ZonePolicy, a, b string) bool {
 	}
 }
 
-// NodeFacts describes n for the results' identity: kernel, os_image,
+// Facts describes n for the results' identity: kernel, os_image,
 // container_runtime, kubelet, arch, instance_type, zone and region, from
 // its status.nodeInfo and its well-known labels (the legacy beta labels
 // where the stable ones are missing). Empty values are omitted.
-func NodeFacts(n *corev1.Node) map[string]string {
+func Facts(n *corev1.Node) map[string]string {
 	info := n.Status.NodeInfo
 	first := func(keys ...string) string {
 		for _, k := range keys {
@@ -218,7 +218,7 @@ func NodeFacts(n *corev1.Node) map[string]string {
 		"kubelet":           info.KubeletVersion,
 		"arch":              arch,
 		"instance_type":     first(corev1.LabelInstanceTypeStable, corev1.LabelInstanceType),
-		"zone":              NodeZone(n),
+		"zone":              Zone(n),
 		"region":            first(corev1.LabelTopologyRegion, corev1.LabelFailureDomainBetaRegion),
 	}
 	for k, v := range facts {

@@ -1,4 +1,4 @@
-package kube
+package nodes
 
 import (
 	"context"
@@ -20,20 +20,20 @@ func TestSelectNodes(t *testing.T) {
 	tests := []struct {
 		name           string
 		nodes          []runtime.Object
-		choice         NodeChoice
+		choice         Choice
 		client, server string
 		err            []string // substrings of the error
 		notErr         []string // not in the error
 	}{
 		{name: "auto", nodes: []runtime.Object{w3, cp, w2, w1}, client: "w1", server: "w2"},
 		{name: "auto prefers workers", nodes: []runtime.Object{cpOpen, w2}, client: "w2", server: "cp"},
-		{name: "client named", nodes: []runtime.Object{w3, cp, w2, w1}, choice: NodeChoice{Client: "w3"}, client: "w3", server: "w1"},
-		{name: "server named", nodes: []runtime.Object{w3, cp, w2, w1}, choice: NodeChoice{Server: "w1"}, client: "w2", server: "w1"},
-		{name: "both named", nodes: []runtime.Object{w3, cp, w2, w1}, choice: NodeChoice{Client: "w2", Server: "w3"}, client: "w2", server: "w3"},
-		{name: "named tainted NoSchedule", nodes: []runtime.Object{cp, w1}, choice: NodeChoice{Server: "cp"}, client: "w1", server: "cp"},
+		{name: "client named", nodes: []runtime.Object{w3, cp, w2, w1}, choice: Choice{Client: "w3"}, client: "w3", server: "w1"},
+		{name: "server named", nodes: []runtime.Object{w3, cp, w2, w1}, choice: Choice{Server: "w1"}, client: "w2", server: "w1"},
+		{name: "both named", nodes: []runtime.Object{w3, cp, w2, w1}, choice: Choice{Client: "w2", Server: "w3"}, client: "w2", server: "w3"},
+		{name: "named tainted NoSchedule", nodes: []runtime.Object{cp, w1}, choice: Choice{Server: "cp"}, client: "w1", server: "cp"},
 		// w2's servers counted from w2 in node order: w3 first.
-		{name: "client selector", nodes: []runtime.Object{w3, cp, w2, w1}, choice: NodeChoice{Client: "node-role=bench"}, client: "w2", server: "w3"},
-		{name: "both selectors", nodes: []runtime.Object{w3, cp, w2, w1}, choice: NodeChoice{Client: "node-role=bench", Server: "node-role=bench"}, client: "w2", server: "w3"},
+		{name: "client selector", nodes: []runtime.Object{w3, cp, w2, w1}, choice: Choice{Client: "node-role=bench"}, client: "w2", server: "w3"},
+		{name: "both selectors", nodes: []runtime.Object{w3, cp, w2, w1}, choice: Choice{Client: "node-role=bench", Server: "node-role=bench"}, client: "w2", server: "w3"},
 		{name: "too few usable", nodes: bad,
 			err: []string{"1 of 5 nodes usable", "cp tainted node-role.kubernetes.io/control-plane:NoSchedule", "w2 not Ready", "w3 cordoned", "w4 tainted gpu:NoExecute", "--client-node/--server-node", "to use tainted nodes pass --tolerations with their taints (e.g. --tolerations gpu:NoExecute)"}},
 		{name: "no nodes", err: []string{"0 of 0 nodes usable"}},
@@ -41,12 +41,12 @@ func TestSelectNodes(t *testing.T) {
 		{name: "condition taint", nodes: []runtime.Object{w1, node("w2", taint(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute))},
 			err:    []string{"1 of 2 nodes usable", "w2 under node-condition taint node.kubernetes.io/not-ready:NoExecute", "wait until it clears"},
 			notErr: []string{"--tolerations"}},
-		{name: "same name", nodes: []runtime.Object{w1, w2}, choice: NodeChoice{Client: "w1", Server: "w1"}, err: []string{"must run on different nodes"}},
-		{name: "unknown name", nodes: []runtime.Object{w1, w2}, choice: NodeChoice{Client: "nope"}, err: []string{`--client-node "nope": no such node`}},
-		{name: "named not ready", nodes: bad, choice: NodeChoice{Server: "w2"}, err: []string{`--server-node "w2": node is not Ready`}},
-		{name: "named NoExecute", nodes: bad, choice: NodeChoice{Server: "w4"}, err: []string{`node is tainted gpu:NoExecute`}},
-		{name: "selector matches none usable", nodes: bad, choice: NodeChoice{Client: "kubernetes.io/hostname=w2"}, err: []string{`no usable node matches (1 nodes match`}},
-		{name: "bad selector", nodes: bad, choice: NodeChoice{Client: "a=b=c"}, err: []string{"invalid label selector"}},
+		{name: "same name", nodes: []runtime.Object{w1, w2}, choice: Choice{Client: "w1", Server: "w1"}, err: []string{"must run on different nodes"}},
+		{name: "unknown name", nodes: []runtime.Object{w1, w2}, choice: Choice{Client: "nope"}, err: []string{`--client-node "nope": no such node`}},
+		{name: "named not ready", nodes: bad, choice: Choice{Server: "w2"}, err: []string{`--server-node "w2": node is not Ready`}},
+		{name: "named NoExecute", nodes: bad, choice: Choice{Server: "w4"}, err: []string{`node is tainted gpu:NoExecute`}},
+		{name: "selector matches none usable", nodes: bad, choice: Choice{Client: "kubernetes.io/hostname=w2"}, err: []string{`no usable node matches (1 nodes match`}},
+		{name: "bad selector", nodes: bad, choice: Choice{Client: "a=b=c"}, err: []string{"invalid label selector"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,8 +101,8 @@ func TestNodeInternalIP(t *testing.T) {
 		{addrs(v6, v4), "10.0.0.1"},
 		{addrs(v6), "fd00::1"},
 	} {
-		if got := NodeInternalIP(tt.n); got != tt.want {
-			t.Errorf("NodeInternalIP(%v) = %q, want %q", tt.n.Status.Addresses, got, tt.want)
+		if got := InternalIP(tt.n); got != tt.want {
+			t.Errorf("InternalIP(%v) = %q, want %q", tt.n.Status.Addresses, got, tt.want)
 		}
 	}
 }
@@ -121,7 +121,7 @@ func taintKV(key, value string, effect corev1.TaintEffect) func(*corev1.Node) {
 }
 
 // pairString writes pairs as "c>s c>s*" (* marks a reuse).
-func pairString(ps []NodePair) string {
+func pairString(ps []Pair) string {
 	var out []string
 	for _, p := range ps {
 		s := p.Client.Name + ">" + p.Server.Name
@@ -155,7 +155,7 @@ func TestSelectPairs(t *testing.T) {
 	tests := []struct {
 		name   string
 		nodes  []runtime.Object
-		choice NodeChoice
+		choice Choice
 		pl     Placement
 		n      int
 		want   string   // pairString
@@ -175,8 +175,8 @@ func TestSelectPairs(t *testing.T) {
 		{name: "unknown zone against known, cross", nodes: objs(a1, u1), pl: Placement{Zone: ZoneCross}, n: 1, want: "a1>u1", zones: "za/", notes: []string{"node u1 has no topology.kubernetes.io/zone label"}},
 		{name: "missing os and arch labels noted", nodes: objs(bare, u1), n: 1, want: "n1>u1",
 			notes: []string{"node n1 has no kubernetes.io/os label: assumed linux", "node n1 has no kubernetes.io/arch label: assumed to be one of amd64, arm64"}},
-		{name: "client named, same zone", nodes: objs(a1, a2, b1, b2), choice: NodeChoice{Client: "b2"}, n: 2, want: "b2>b1 b2>b1*"},
-		{name: "server selector, ring", nodes: objs(a1, a2, a3), choice: NodeChoice{Server: "kubernetes.io/hostname!=a3"}, n: 4, want: "a1>a2 a2>a1 a3>a1 a3>a2"},
+		{name: "client named, same zone", nodes: objs(a1, a2, b1, b2), choice: Choice{Client: "b2"}, n: 2, want: "b2>b1 b2>b1*"},
+		{name: "server selector, ring", nodes: objs(a1, a2, a3), choice: Choice{Server: "kubernetes.io/hostname!=a3"}, n: 4, want: "a1>a2 a2>a1 a3>a1 a3>a2"},
 		{name: "arch filter", nodes: objs(a1, s390, a2), n: 1, want: "a1>a2"},
 		{name: "arches given", nodes: objs(a1, s390), pl: Placement{Arches: []string{"amd64", "s390x"}}, n: 1, want: "a1>s1"},
 		{name: "tolerated taints", nodes: objs(a1, dedicated), pl: Placement{Tolerations: tolerateAll}, n: 2, want: "a1>d1 d1>a1"},
@@ -186,13 +186,13 @@ func TestSelectPairs(t *testing.T) {
 			err: []string{"1 of 2 nodes usable", "d1 tainted evict:NoExecute", "--client-node/--server-node"}},
 		{name: "wrong arch and os", nodes: objs(a1, s390, win), n: 1,
 			err: []string{"s1 arch s390x: the image has no such platform (it has amd64, arm64)", "win1 os windows: the image is linux only"}},
-		{name: "named wrong arch", nodes: objs(a1, s390), choice: NodeChoice{Server: "s1"}, n: 1, err: []string{`--server-node "s1": node is arch s390x`}},
+		{name: "named wrong arch", nodes: objs(a1, s390), choice: Choice{Server: "s1"}, n: 1, err: []string{`--server-node "s1": node is arch s390x`}},
 		{name: "cross zone, one zone", nodes: objs(a1, a2, a3), pl: Placement{Zone: ZoneCross}, n: 1,
 			err: []string{"--placement cross-zone: no client and server node in different zones (usable nodes by zone: za: a1, a2, a3); use --placement same-zone or any"}},
 		{name: "cross zone, all unknown", nodes: objs(u1, u2), pl: Placement{Zone: ZoneCross}, n: 1, err: []string{"usable nodes by zone: unknown: u1, u2"}},
 		{name: "same zone impossible", nodes: objs(a1, b1, u1), n: 1,
 			err: []string{"--placement same-zone: no client and server node share a zone (usable nodes by zone: unknown: u1; za: a1; zb: b1); use --placement any or cross-zone"}},
-		{name: "same zone impossible with a choice", nodes: objs(a1, a2, b1), choice: NodeChoice{Client: "b1"}, n: 1,
+		{name: "same zone impossible with a choice", nodes: objs(a1, a2, b1), choice: Choice{Client: "b1"}, n: 1,
 			err: []string{"client candidates by zone: zb: b1; server candidates by zone: za: a1, a2; zb: b1"}},
 		{name: "pairs zero", nodes: objs(a1, a2), n: 0, err: []string{"--pairs 0: must be at least 1"}},
 		{name: "bad policy", nodes: objs(a1, a2), pl: Placement{Zone: "nearby"}, n: 1, err: []string{`--placement "nearby": unknown policy`}},
@@ -253,8 +253,8 @@ func TestNodeFacts(t *testing.T) {
 		{legacy, map[string]string{"arch": "arm64", "instance_type": "n1-standard-4", "zone": "z1", "region": "r1"}},
 		{node("w3"), map[string]string{}},
 	} {
-		if got := NodeFacts(tt.n); !maps.Equal(got, tt.want) {
-			t.Errorf("NodeFacts(%s) = %v, want %v", tt.n.Name, got, tt.want)
+		if got := Facts(tt.n); !maps.Equal(got, tt.want) {
+			t.Errorf("Facts(%s) = %v, want %v", tt.n.Name, got, tt.want)
 		}
 	}
 }
@@ -262,7 +262,7 @@ func TestNodeFacts(t *testing.T) {
 // selectNodes chooses the client and the server node with the default
 // Placement (same zone, linux, amd64 or arm64, no taint tolerated): it is
 // the first pair of SelectPairs(ctx, cs, c, Placement{}, 1).
-func selectNodes(ctx context.Context, cs kubernetes.Interface, c NodeChoice) (client, server *corev1.Node, err error) {
+func selectNodes(ctx context.Context, cs kubernetes.Interface, c Choice) (client, server *corev1.Node, err error) {
 	pairs, err := SelectPairs(ctx, cs, c, Placement{}, 1)
 	if err != nil {
 		return nil, nil, err

@@ -1,4 +1,4 @@
-package kube
+package cni
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func ciliumCfg(kv ...string) *corev1.ConfigMap {
 	return configMap("kube-system", "cilium-config", data)
 }
 
-func TestDetectCNIMode(t *testing.T) {
+func TestDetectMode(t *testing.T) {
 	tests := []struct {
 		name     string
 		cni      string
@@ -201,8 +201,8 @@ func TestDetectCNIMode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			info := CNIInfo{Name: tt.cni, Version: "v1", Evidence: []string{"pods"}}
-			DetectCNIMode(context.Background(), fake.NewClientset(tt.objs...), &info)
+			info := Info{Name: tt.cni, Version: "v1", Evidence: []string{"pods"}}
+			DetectMode(context.Background(), fake.NewClientset(tt.objs...), &info)
 			if info.Mode != tt.mode {
 				t.Errorf("mode %q, want %q (evidence %q)", info.Mode, tt.mode, info.Evidence)
 			}
@@ -210,7 +210,7 @@ func TestDetectCNIMode(t *testing.T) {
 				t.Errorf("settings %v, want %v", info.Settings, tt.settings)
 			}
 			if info.Name != tt.cni || info.Version != "v1" || len(info.Evidence) < 2 || info.Evidence[0] != "pods" {
-				t.Errorf("info %+v: name, version or evidence of IdentifyCNI changed, or no evidence added", info)
+				t.Errorf("info %+v: name, version or evidence of Identify changed, or no evidence added", info)
 			}
 			i := 0
 			for _, e := range info.Evidence[1:] {
@@ -226,10 +226,10 @@ func TestDetectCNIMode(t *testing.T) {
 }
 
 // A CNI that could not be named gets no mode and no evidence about it.
-func TestDetectCNIModeNoName(t *testing.T) {
+func TestDetectModeNoName(t *testing.T) {
 	for _, name := range []string{"", "unknown"} {
-		info := CNIInfo{Name: name}
-		DetectCNIMode(context.Background(), fake.NewClientset(), &info)
+		info := Info{Name: name}
+		DetectMode(context.Background(), fake.NewClientset(), &info)
 		if info.Mode != "" || info.Settings != nil || info.Evidence != nil {
 			t.Errorf("info %+v", info)
 		}
@@ -238,7 +238,7 @@ func TestDetectCNIModeNoName(t *testing.T) {
 
 // Errors of the API server are evidence, not failures; a hanging one is
 // cut off by the deadline.
-func TestDetectCNIModeErrors(t *testing.T) {
+func TestDetectModeErrors(t *testing.T) {
 	gr := schema.GroupResource{Resource: "configmaps"}
 	for _, tt := range []struct {
 		name     string
@@ -263,8 +263,8 @@ func TestDetectCNIModeErrors(t *testing.T) {
 				}
 				return true, nil, tt.err
 			})
-			info := CNIInfo{Name: "cilium"}
-			DetectCNIMode(ctx, cs, &info)
+			info := Info{Name: "cilium"}
+			DetectMode(ctx, cs, &info)
 			if info.Mode != "" || info.Settings != nil || len(info.Evidence) != 1 || !strings.HasPrefix(info.Evidence[0], tt.evidence) {
 				t.Errorf("info %+v, want evidence %q", info, tt.evidence)
 			}
@@ -481,14 +481,14 @@ func TestDetectCalicoAndCanalMode(t *testing.T) {
 			[]runtime.Object{configMap("kube-system", "calico-config", map[string]string{})},
 			"calico", "vxlan, nftables dataplane"},
 	} {
-		info := IdentifyCNI(tc.pods, nil)
+		info := Identify(tc.pods, nil)
 		if info.Name != tc.cni || info.agent == nil {
 			t.Fatalf("%s: identified %q, agent %v", tc.name, info.Name, info.agent)
 		}
 		if tc.name == "calico" && info.agent.pod != "kube-system/calico-node-a" {
 			t.Errorf("agent %s, want the first pod by name", info.agent.pod)
 		}
-		DetectCNIMode(context.Background(), fake.NewClientset(tc.objs...), &info)
+		DetectMode(context.Background(), fake.NewClientset(tc.objs...), &info)
 		if info.Mode != tc.mode {
 			t.Errorf("%s: mode %q, want %q (evidence %q)", tc.name, info.Mode, tc.mode, info.Evidence)
 		}

@@ -1,4 +1,4 @@
-package kube
+package preflight
 
 import (
 	"fmt"
@@ -21,9 +21,9 @@ func (r Report) String() string {
 		for _, o := range r.Objects {
 			reason := o.Reason
 			if reason == "" && len(o.Warnings) > 0 {
-				reason = preflightPlural(len(o.Warnings), "warning", "warnings")
+				reason = plural(len(o.Warnings), "warning", "warnings")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", o.Ref(), o.Verdict, preflightDash(o.By), preflightDash(reason))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", o.Ref(), o.Verdict, dash(o.By), dash(reason))
 		}
 		tw.Flush()
 	}
@@ -72,14 +72,14 @@ func (n NamespaceInfo) describe() string {
 	return "exists, " + ps
 }
 
-func preflightDash(s string) string {
+func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
 	return s
 }
 
-func preflightPlural(n int, one, many string) string {
+func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
