@@ -71,7 +71,7 @@ func CreateServices(ctx context.Context, cs kubernetes.Interface, ns string, n i
 	if last := prefix + "-" + strconv.Itoa(n-1); len(validation.IsDNS1035Label(last)) > 0 {
 		return nil, fmt.Errorf("%s: service name %q is not valid: %s (a service name is a DNS-1035 label: lower-case letters, digits, '-', starting with a letter, at most 63 characters)", what, last, validation.IsDNS1035Label(last)[0])
 	}
-	if err := validLabels(labels); err != nil {
+	if err := ValidLabels(labels); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	addrs := make([]string, 0, len(endpoints))
