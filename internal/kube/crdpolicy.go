@@ -347,6 +347,11 @@ func CreateClusterObjects(ctx context.Context, dyn dynamic.Interface, objs []*un
 	return created, bytes, nil
 }
 
+// CreateHint says what to do about a failed create or delete (an object
+// too large, left by an earlier run, or refused for want of RBAC), as a
+// suffix for its error; "" if nothing useful can be said.
+func CreateHint(err error) string { return createHint(err) }
+
 // createHint says what to do about a failed create.
 func createHint(err error) string {
 	switch {

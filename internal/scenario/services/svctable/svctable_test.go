@@ -1,9 +1,10 @@
-package kube
+package svctable
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -14,19 +15,46 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/cnibench/cnibench/internal/kube"
 )
+
+func TestMain(m *testing.M) {
+	pollInterval = 5 * time.Millisecond
+	os.Exit(m.Run())
+}
+
+// testContext is a context whose API calls retry quickly.
+func testContext() context.Context {
+	return kube.WithRetryPolicy(context.Background(), kube.RetryPolicy{CallTimeout: 5 * time.Second, Attempts: 3, Backoff: time.Millisecond, MaxDelay: 5 * time.Millisecond})
+}
 
 // scaleClientset is a fake clientset that implements deletecollection of
 // endpoint slices and gives services a cluster IP.
 func scaleClientset(objs ...runtime.Object) *fake.Clientset {
 	cs := fake.NewClientset(objs...)
 	gvr := discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
-	cs.PrependReactor("delete-collection", "endpointslices", deleteCollectionReactor(cs.Tracker(),
-		map[schema.GroupVersionResource]schema.GroupVersionKind{gvr: discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice")}))
+	cs.PrependReactor("delete-collection", "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		dc := a.(k8stesting.DeleteCollectionAction)
+		sel := dc.GetListRestrictions().Labels
+		l, err := cs.Tracker().List(gvr, discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), dc.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		for _, es := range l.(*discoveryv1.EndpointSliceList).Items {
+			if sel == nil || sel.Matches(labels.Set(es.Labels)) {
+				if err := cs.Tracker().Delete(gvr, es.Namespace, es.Name); err != nil {
+					return true, nil, err
+				}
+			}
+		}
+		return true, nil, nil
+	})
 	var ip atomic.Int32
 	cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		svc := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
@@ -41,7 +69,7 @@ func scaleClientset(objs ...runtime.Object) *fake.Clientset {
 // endpoint slices) of ns.
 func serviceNames(t *testing.T, cs *fake.Clientset, ns string, slicesToo bool) (svcs, eps []string) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := testContext()
 	sl, err := cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -62,11 +90,11 @@ func serviceNames(t *testing.T, cs *fake.Clientset, ns string, slicesToo bool) (
 }
 
 func TestCreateServices(t *testing.T) {
-	ctx := context.Background()
+	ctx := testContext()
 	for _, n := range []int{1, 300} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			cs := scaleClientset()
-			created, err := CreateServices(ctx, cs, "bench", n, "svc", 8080, []string{"10.244.1.5", "10.244.2.7"}, runLabels("r1"), 16)
+			created, err := CreateServices(ctx, cs, "bench", n, "svc", 8080, []string{"10.244.1.5", "10.244.2.7"}, kube.RunLabels("r1"), 16)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,21 +116,21 @@ func TestCreateServices(t *testing.T) {
 			}
 			if svc.Spec.Type != corev1.ServiceTypeClusterIP || svc.Spec.Selector != nil || len(svc.Spec.Ports) != 1 ||
 				svc.Spec.Ports[0].Port != 8080 || svc.Spec.Ports[0].TargetPort.IntVal != 8080 || svc.Spec.Ports[0].Protocol != corev1.ProtocolTCP ||
-				svc.Labels[RunKey] != "r1" {
+				svc.Labels[kube.RunKey] != "r1" {
 				t.Errorf("service %+v", svc)
 			}
 			es, err := cs.DiscoveryV1().EndpointSlices("bench").Get(ctx, "svc-0", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if es.AddressType != discoveryv1.AddressTypeIPv4 || es.Labels[discoveryv1.LabelServiceName] != "svc-0" || es.Labels[RunKey] != "r1" ||
+			if es.AddressType != discoveryv1.AddressTypeIPv4 || es.Labels[discoveryv1.LabelServiceName] != "svc-0" || es.Labels[kube.RunKey] != "r1" ||
 				es.Labels[discoveryv1.LabelManagedBy] != sliceManagedBy || len(es.Endpoints) != 2 || es.Endpoints[1].Addresses[0] != "10.244.2.7" ||
 				!*es.Endpoints[0].Conditions.Ready || len(es.Ports) != 1 || *es.Ports[0].Port != 8080 || *es.Ports[0].Name != svc.Spec.Ports[0].Name ||
 				*es.Ports[0].Protocol != corev1.ProtocolTCP {
 				t.Errorf("endpointslice %+v", es)
 			}
 			// The slices count as ready endpoints of their service.
-			if err := WaitEndpoints(ctx, cs, "bench", fmt.Sprintf("svc-%d", n-1), 2, time.Second); err != nil {
+			if err := kube.WaitEndpoints(ctx, cs, "bench", fmt.Sprintf("svc-%d", n-1), 2, time.Second); err != nil {
 				t.Error(err)
 			}
 		})
@@ -112,7 +140,7 @@ func TestCreateServices(t *testing.T) {
 // An error midway stops the creation and returns exactly what exists,
 // a service whose slice failed included.
 func TestCreateServicesPartial(t *testing.T) {
-	ctx := context.Background()
+	ctx := testContext()
 	for _, kind := range []string{"services", "endpointslices"} {
 		t.Run(kind, func(t *testing.T) {
 			cs := scaleClientset()
@@ -124,7 +152,7 @@ func TestCreateServicesPartial(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			created, err := CreateServices(ctx, cs, "bench", 300, "svc", 80, []string{"10.0.0.1"}, runLabels("r1"), 8)
+			created, err := CreateServices(ctx, cs, "bench", 300, "svc", 80, []string{"10.0.0.1"}, kube.RunLabels("r1"), 8)
 			if err == nil || !strings.Contains(err.Error(), "create services bench/svc-*") || !strings.Contains(err.Error(), "slow down") || strings.Contains(err.Error(), "\n") {
 				t.Errorf("err = %v", err)
 			}
@@ -144,7 +172,7 @@ func TestCreateServicesPartial(t *testing.T) {
 				t.Errorf("%d created: the first error did not stop the rest", len(created))
 			}
 			// The caller deletes what was made by label.
-			if _, err := DeleteServices(ctx, cs, "bench", runSelector("r1"), 8, time.Second); err != nil {
+			if _, err := DeleteServices(ctx, cs, "bench", kube.RunSelector("r1"), 8, time.Second); err != nil {
 				t.Fatal(err)
 			}
 			if svcs, eps := serviceNames(t, cs, "bench", true); len(svcs)+len(eps) != 0 {
@@ -155,7 +183,7 @@ func TestCreateServicesPartial(t *testing.T) {
 }
 
 func TestCreateServicesErrors(t *testing.T) {
-	l := runLabels("r1")
+	l := kube.RunLabels("r1")
 	ep := []string{"10.0.0.1"}
 	tests := []struct {
 		name   string
@@ -181,7 +209,7 @@ func TestCreateServicesErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cs := scaleClientset()
-			created, err := CreateServices(context.Background(), cs, tt.ns, tt.n, tt.prefix, tt.port, tt.eps, tt.labels, 4)
+			created, err := CreateServices(testContext(), cs, tt.ns, tt.n, tt.prefix, tt.port, tt.eps, tt.labels, 4)
 			if err == nil || !strings.Contains(err.Error(), tt.err) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("err = %v, want %q", err, tt.err)
 			}
@@ -190,13 +218,13 @@ func TestCreateServicesErrors(t *testing.T) {
 			}
 		})
 	}
-	if created, err := CreateServices(context.Background(), scaleClientset(), "ns", 0, "s", 80, ep, l, 4); err != nil || created != nil {
+	if created, err := CreateServices(testContext(), scaleClientset(), "ns", 0, "s", 80, ep, l, 4); err != nil || created != nil {
 		t.Errorf("n = 0: %v, %v", created, err)
 	}
 }
 
 func TestDeleteServices(t *testing.T) {
-	ctx := context.Background()
+	ctx := testContext()
 	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "user", Namespace: "bench", Labels: map[string]string{"app": "x"}}}
 	otherSlice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "user-abc", Namespace: "bench", Labels: map[string]string{discoveryv1.LabelServiceName: "user"}}}
 	tests := []struct {
@@ -228,13 +256,13 @@ func TestDeleteServices(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cs := scaleClientset(other, otherSlice)
-			if _, err := CreateServices(ctx, cs, "bench", 20, "svc", 80, []string{"10.0.0.1"}, runLabels("r1"), 4); err != nil {
+			if _, err := CreateServices(ctx, cs, "bench", 20, "svc", 80, []string{"10.0.0.1"}, kube.RunLabels("r1"), 4); err != nil {
 				t.Fatal(err)
 			}
 			if tt.react != nil {
 				tt.react(cs)
 			}
-			removed, err := DeleteServices(ctx, cs, "bench", runSelector("r1"), 4, 50*time.Millisecond)
+			removed, err := DeleteServices(ctx, cs, "bench", kube.RunSelector("r1"), 4, 50*time.Millisecond)
 			if tt.err == "" && err != nil {
 				t.Fatal(err)
 			}
@@ -260,7 +288,7 @@ func TestDeleteServices(t *testing.T) {
 
 func TestForEach(t *testing.T) {
 	var n atomic.Int32
-	failed, err := forEach(context.Background(), 0, 50, false, func(_ context.Context, i int) error {
+	failed, err := forEach(testContext(), 0, 50, false, func(_ context.Context, i int) error {
 		n.Add(1)
 		if i%10 == 0 {
 			return fmt.Errorf("call %d", i)
@@ -270,7 +298,7 @@ func TestForEach(t *testing.T) {
 	if n.Load() != 50 || failed != 5 || err == nil {
 		t.Errorf("go on: %d calls, %d failed, %v", n.Load(), failed, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testContext())
 	cancel()
 	n.Store(0)
 	failed, err = forEach(ctx, 4, 1000, false, func(context.Context, int) error { n.Add(1); return nil })

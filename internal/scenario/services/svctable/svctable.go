@@ -1,4 +1,9 @@
-package kube
+// Package svctable is the services scenario's service table on a
+// cluster's API server: n selectorless ClusterIP services, each with one
+// EndpointSlice of ready endpoints (ServiceObjects), created by workers in
+// bulk (CreateServices) and deleted by label (DeleteServices), every call
+// bounded and retried as kube's calls are.
+package svctable
 
 import (
 	"context"
@@ -19,7 +24,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/cnibench/cnibench/internal/kube"
 )
+
+// pollInterval is how often DeleteServices looks whether the objects are
+// gone, as kube's waits do (tests shorten it).
+var pollInterval = 500 * time.Millisecond
 
 // maxSliceEndpoints is the API server's limit of endpoints in one
 // EndpointSlice.
@@ -45,8 +56,8 @@ type ServiceRef struct {
 // IPv4 addresses, at most 1 000) on that port. Services and slices carry
 // labels (at least one: DeleteServices finds them by it). Up to workers
 // (at least 1) services are created at once, each API call bounded and
-// retried as RetryPolicy says (a retried create that meets the object of
-// its earlier attempt takes it); the client's QPS limit (LoadConfig's 50)
+// retried as kube.RetryPolicy says (a retried create that meets the object of
+// its earlier attempt takes it); the client's QPS limit (kube.LoadConfig's 50)
 // is usually the pace. On the first error nothing more is started and the error is
 // returned with what was created (a service whose slice failed included),
 // in name order; the caller deletes by label (DeleteServices), which also
@@ -71,7 +82,7 @@ func CreateServices(ctx context.Context, cs kubernetes.Interface, ns string, n i
 	if last := prefix + "-" + strconv.Itoa(n-1); len(validation.IsDNS1035Label(last)) > 0 {
 		return nil, fmt.Errorf("%s: service name %q is not valid: %s (a service name is a DNS-1035 label: lower-case letters, digits, '-', starting with a letter, at most 63 characters)", what, last, validation.IsDNS1035Label(last)[0])
 	}
-	if err := ValidLabels(labels); err != nil {
+	if err := kube.ValidLabels(labels); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	addrs := make([]string, 0, len(endpoints))
@@ -100,7 +111,7 @@ func CreateServices(ctx context.Context, cs kubernetes.Interface, ns string, n i
 	if err != nil {
 		return created, fmt.Errorf("%s (%d of %d created): %w", what, len(created), n, err)
 	}
-	logger(ctx).Debug("services created", "namespace", ns, "prefix", prefix, "services", n, "took", time.Since(start))
+	kube.Logger(ctx).Debug("services created", "namespace", ns, "prefix", prefix, "services", n, "took", time.Since(start))
 	return created, nil
 }
 
@@ -151,20 +162,20 @@ func OwnedBy(name string, uid types.UID) []metav1.OwnerReference {
 func createService(ctx context.Context, cs kubernetes.Interface, ns, name string, port int32, eps []discoveryv1.Endpoint, labels map[string]string) (ref ServiceRef, made bool, err error) {
 	svc, slice := ServiceObjects(ns, name, port, eps, labels, "")
 	svcs, esc := cs.CoreV1().Services(ns), cs.DiscoveryV1().EndpointSlices(ns)
-	got, err := createOwn(ctx, "create service "+ns+"/"+name, svc,
+	got, err := kube.CreateOwn(ctx, "create service "+ns+"/"+name, svc,
 		func(ctx context.Context) (*corev1.Service, error) {
 			return svcs.Create(ctx, svc, metav1.CreateOptions{})
 		},
 		func(ctx context.Context) (*corev1.Service, error) { return svcs.Get(ctx, name, metav1.GetOptions{}) })
 	if err != nil {
-		return ServiceRef{}, false, fmt.Errorf("%w%s", err, createHint(err))
+		return ServiceRef{}, false, fmt.Errorf("%w%s", err, kube.CreateHint(err))
 	}
 	ref = ServiceRef{Name: name, ClusterIP: got.Spec.ClusterIP}
 	if got.UID != "" {
 		// The slice goes with its service, whoever deletes it.
 		slice.OwnerReferences = OwnedBy(name, got.UID)
 	}
-	_, err = createOwn(ctx, "create endpointslice "+ns+"/"+name, slice,
+	_, err = kube.CreateOwn(ctx, "create endpointslice "+ns+"/"+name, slice,
 		func(ctx context.Context) (*discoveryv1.EndpointSlice, error) {
 			return esc.Create(ctx, slice, metav1.CreateOptions{})
 		},
@@ -172,7 +183,7 @@ func createService(ctx context.Context, cs kubernetes.Interface, ns, name string
 			return esc.Get(ctx, name, metav1.GetOptions{})
 		})
 	if err != nil {
-		return ref, true, fmt.Errorf("%w%s", err, createHint(err))
+		return ref, true, fmt.Errorf("%w%s", err, kube.CreateHint(err))
 	}
 	return ref, true, nil
 }
@@ -182,7 +193,7 @@ func createService(ctx context.Context, cs kubernetes.Interface, ns, name string
 // DeleteCollection (one by one if the API server refuses it), the services
 // one by one (older API servers have no DeleteCollection for services),
 // workers (at least 1) at a time, each call bounded and retried as
-// RetryPolicy says. It then waits, at most timeout, until none of either is left, and returns
+// kube.RetryPolicy says. It then waits, at most timeout, until none of either is left, and returns
 // how many services it deleted. It goes on after errors and returns the
 // first with their count.
 func DeleteServices(ctx context.Context, cs kubernetes.Interface, ns, labelSelector string, workers int, timeout time.Duration) (removed int, err error) {
@@ -192,11 +203,11 @@ func DeleteServices(ctx context.Context, cs kubernetes.Interface, ns, labelSelec
 	}
 	var errs []error
 	esc := cs.DiscoveryV1().EndpointSlices(ns)
-	err = call(ctx, "delete endpointslices "+labelSelector+" in "+ns, func(ctx context.Context) error {
+	err = kube.Call(ctx, "delete endpointslices "+labelSelector+" in "+ns, func(ctx context.Context) error {
 		return esc.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: labelSelector})
 	})
 	if apierrors.IsMethodNotSupported(err) || apierrors.IsForbidden(err) {
-		logger(ctx).Debug("deletecollection of endpointslices refused, deleting one by one", "namespace", ns, "err", err)
+		kube.Logger(ctx).Debug("deletecollection of endpointslices refused, deleting one by one", "namespace", ns, "err", err)
 		err = deleteEach(ctx, "endpointslice", ns, labelSelector, workers, func(ctx context.Context, opts metav1.ListOptions) ([]string, string, error) {
 			l, err := esc.List(ctx, opts)
 			if err != nil {
@@ -229,7 +240,7 @@ func DeleteServices(ctx context.Context, cs kubernetes.Interface, ns, labelSelec
 		opts := metav1.ListOptions{LabelSelector: labelSelector, Limit: 1}
 		var sl *corev1.ServiceList
 		var el *discoveryv1.EndpointSliceList
-		transient, err := once(ctx, "list services and endpointslices "+labelSelector+" in "+ns, func(ctx context.Context) (err error) {
+		transient, err := kube.Once(ctx, "list services and endpointslices "+labelSelector+" in "+ns, func(ctx context.Context) (err error) {
 			if sl, err = svcs.List(ctx, opts); err != nil {
 				return err
 			}
@@ -262,7 +273,7 @@ func DeleteServices(ctx context.Context, cs kubernetes.Interface, ns, labelSelec
 	if err := errors.Join(errs...); err != nil {
 		return removed, err
 	}
-	logger(ctx).Debug("services deleted", "namespace", ns, "selector", labelSelector, "services", removed)
+	kube.Logger(ctx).Debug("services deleted", "namespace", ns, "selector", labelSelector, "services", removed)
 	return removed, nil
 }
 
@@ -278,7 +289,7 @@ func deleteEach(ctx context.Context, kind, ns, sel string, workers int,
 	for {
 		var page []string
 		var cont string
-		err := call(ctx, "list "+kind+"s "+sel+" in "+ns, func(ctx context.Context) (err error) {
+		err := kube.Call(ctx, "list "+kind+"s "+sel+" in "+ns, func(ctx context.Context) (err error) {
 			page, cont, err = list(ctx, opts)
 			return err
 		})
@@ -292,12 +303,12 @@ func deleteEach(ctx context.Context, kind, ns, sel string, workers int,
 		opts.Continue = cont
 	}
 	failed, first := forEach(ctx, workers, len(all), false, func(ctx context.Context, i int) error {
-		err := call(ctx, "delete "+kind+" "+ns+"/"+all[i], func(ctx context.Context) error { return del(ctx, all[i]) })
+		err := kube.Call(ctx, "delete "+kind+" "+ns+"/"+all[i], func(ctx context.Context) error { return del(ctx, all[i]) })
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil
 		case err != nil:
-			return fmt.Errorf("%w%s", err, createHint(err))
+			return fmt.Errorf("%w%s", err, kube.CreateHint(err))
 		}
 		if done != nil {
 			done()
