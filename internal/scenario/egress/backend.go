@@ -31,7 +31,7 @@ func lookupAny(name string) (filter.Mechanism, error) {
 // without --mechanisms, the baseline, the cluster's policy layer and the
 // raw mechanisms inside a client pod; on the lab its raw mechanisms. co
 // configures the cluster's points.
-func (s *Scenario) SetBackend(name string, co incluster.ClusterOptions) {
+func (s *Scenario) SetBackend(name string, co incluster.Options) {
 	s.backend, s.cluster = name, co.WithDefaults()
 	if name == backendKubernetes && s.defaulted {
 		s.o.Mechanisms = append([]string{"none"}, incluster.PolicyMechanisms...)
@@ -74,7 +74,7 @@ func (s *Scenario) prepareCluster(ctx context.Context, ca *cluster.Access, name 
 		if traversal != filter.TraversalEveryPacket {
 			return nil, fmt.Errorf("%w: %s builds the CNI's own datapath; --filter-traversal applies to the raw mechanisms", scenario.ErrNotServed, name)
 		}
-		return incluster.PrepareClusterPolicy(ctx, ca, name, n, s.o.Seed, s.cluster)
+		return incluster.PreparePolicy(ctx, ca, name, n, s.o.Seed, s.cluster)
 	}
-	return incluster.PrepareClusterRaw(ctx, ca, name, n, s.o.Seed, traversal, s.cluster)
+	return incluster.PrepareRaw(ctx, ca, name, n, s.o.Seed, traversal, s.cluster)
 }

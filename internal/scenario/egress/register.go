@@ -63,7 +63,7 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 		if *wait < time.Second || *wait > 30*time.Minute {
 			return nil, fmt.Errorf("--policy-wait %s: must be between 1s and 30m", *wait)
 		}
-		co := incluster.ClusterOptions{Chunk: *chunk, Wait: *wait}
+		co := incluster.Options{Chunk: *chunk, Wait: *wait}
 		if co.Denied, co.Allowed, err = incluster.ParseOutside(*denied, *allowed); err != nil {
 			return nil, err
 		}

@@ -63,7 +63,7 @@ type Scenario struct {
 	// the latter.
 	backend   string
 	defaulted bool // no --mechanisms: the backend's defaults
-	cluster   incluster.ClusterOptions
+	cluster   incluster.Options
 }
 
 // NewScenario validates o and fills its defaults. Errors name the flag.

@@ -45,7 +45,7 @@ func IsPolicyMechanism(name string) bool {
 	return name == MechNetworkPolicy || name == MechCiliumPolicy || name == MechCalicoNetworkSet
 }
 
-// Cluster bounds (ClusterOptions.MaxRules): a deny set of 10 000 CIDRs is
+// Cluster bounds (Options.MaxRules): a deny set of 10 000 CIDRs is
 // one NetworkPolicy of about 200 KB (one GlobalNetworkSet, one CCNP), which
 // any API server takes; seed 004 saw Cilium fail near 100 000 rules and
 // Calico's agent crash-loop on large GlobalNetworkSets, so more is run
@@ -63,8 +63,8 @@ const (
 	MetricCNIMemory     = "cni_memory_bytes"
 )
 
-// ClusterOptions configure the scenario's points on a cluster.
-type ClusterOptions struct {
+// Options configure the scenario's points on a cluster.
+type Options struct {
 	// Chunk is the most deny CIDRs in one policy object (0:
 	// kube.DefaultPolicyChunk).
 	Chunk int
@@ -82,14 +82,14 @@ type ClusterOptions struct {
 }
 
 // Outside reports whether the points use servers outside the cluster.
-func (o ClusterOptions) Outside() bool { return o.Denied.IsValid() }
+func (o Options) Outside() bool { return o.Denied.IsValid() }
 
 // outsideName names a server outside the cluster where a pod's name goes.
 const outsideName = "outside the cluster"
 
 // targets is ca with the points' two destinations: the run's server pods,
 // or the servers outside the cluster.
-func (o ClusterOptions) targets(ca *cluster.Access) *cluster.Access {
+func (o Options) targets(ca *cluster.Access) *cluster.Access {
 	if !o.Outside() {
 		return ca
 	}
@@ -128,7 +128,7 @@ func ParseOutside(denied, allowed string) (netip.AddrPort, netip.AddrPort, error
 }
 
 // WithDefaults returns o with its zero fields set to their defaults.
-func (o ClusterOptions) WithDefaults() ClusterOptions {
+func (o Options) WithDefaults() Options {
 	if o.Chunk <= 0 {
 		o.Chunk = kube.DefaultPolicyChunk
 	}
@@ -150,11 +150,11 @@ const (
 	watchConfirm  = time.Second
 )
 
-// ClusterDenySet is the deny set of a cluster point with n rules: n−1
+// DenySet is the deny set of a cluster point with n rules: n−1
 // generated CIDRs in 240.0.0.0/4 (Generate with the scenario's seed) and
 // the other server pod's address as a /32, the real destination whose
 // refusal proves enforcement.
-func ClusterDenySet(seed uint64, n int, denied, allowed netip.Addr) ([]netip.Prefix, error) {
+func DenySet(seed uint64, n int, denied, allowed netip.Addr) ([]netip.Prefix, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("rules %d: must be at least 1", n)
 	}
@@ -177,7 +177,7 @@ func ClusterDenySet(seed uint64, n int, denied, allowed netip.Addr) ([]netip.Pre
 
 // PrepareNone is the baseline point on a cluster: nothing loaded, the
 // cells run in the client pod against the allowed server.
-func PrepareNone(ca *cluster.Access, o ClusterOptions) scenario.Prepared {
+func PrepareNone(ca *cluster.Access, o Options) scenario.Prepared {
 	a := o.targets(ca).Allowed
 	return &clusterNone{target: scenario.Target{Client: ca.Client,
 		Args: []string{"--target", net.JoinHostPort(a.IP, strconv.Itoa(a.Port))}}}
@@ -243,8 +243,8 @@ func (e *NotEnforcedError) Error() string {
 
 func (e *NotEnforcedError) Unwrap() error { return scenario.ErrNotEnforced }
 
-// PrepareClusterPolicy sets up one point of a cluster policy mechanism:
-// the deny set (ClusterDenySet) as the mechanism's objects, created while
+// PreparePolicy sets up one point of a cluster policy mechanism:
+// the deny set (DenySet) as the mechanism's objects, created while
 // the client pod probes the denied server pod every 2 ms (agent watch): the
 // set-up time is from the first create until that server stopped
 // answering for good, while the allowed server kept answering. A cluster
@@ -252,7 +252,7 @@ func (e *NotEnforcedError) Unwrap() error { return scenario.ErrNotEnforced }
 // scenario.ErrNeedsCluster's backend.ErrNotSupported); one that accepts the
 // objects but does not enforce them fails it with a NotEnforcedError (the
 // suite records "not enforced"), its objects removed.
-func PrepareClusterPolicy(ctx context.Context, ca *cluster.Access, mech string, n int, seed uint64, o ClusterOptions) (scenario.Prepared, error) {
+func PreparePolicy(ctx context.Context, ca *cluster.Access, mech string, n int, seed uint64, o Options) (scenario.Prepared, error) {
 	o = o.WithDefaults()
 	ca = o.targets(ca)
 	if n > o.MaxRules {
@@ -267,7 +267,7 @@ func PrepareClusterPolicy(ctx context.Context, ca *cluster.Access, mech string, 
 	if err != nil {
 		return nil, fmt.Errorf("the allowed server (%s) has no address: %w", ca.Allowed.Name, err)
 	}
-	cidrs, err := ClusterDenySet(seed, n, denied, allowed)
+	cidrs, err := DenySet(seed, n, denied, allowed)
 	if err != nil {
 		return nil, err
 	}

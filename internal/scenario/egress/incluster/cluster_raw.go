@@ -104,14 +104,14 @@ func firstText(s string) string {
 	return s
 }
 
-// PrepareClusterRaw sets up one raw point on a cluster: a client pod of
+// PrepareRaw sets up one raw point on a cluster: a client pod of
 // its own on the client's node, with NET_ADMIN and BPF for this point
 // only, loads the mechanism on its own egress (`cnibench k8s agent
-// egress-filter`: the deny set of ClusterDenySet, enforcement proven by
+// egress-filter`: the deny set of DenySet, enforcement proven by
 // probing the denied server pod every 2 ms while the allowed one answers)
 // and holds it while the cells run from that pod; Close removes it, proves
 // the release and deletes the pod.
-func PrepareClusterRaw(ctx context.Context, ca *cluster.Access, mech string, n int, seed uint64, traversal string, o ClusterOptions) (scenario.Prepared, error) {
+func PrepareRaw(ctx context.Context, ca *cluster.Access, mech string, n int, seed uint64, traversal string, o Options) (scenario.Prepared, error) {
 	o = o.WithDefaults()
 	ca = o.targets(ca)
 	if n > o.MaxRules {

@@ -91,15 +91,15 @@ func fakeAccess(t *testing.T, enforce bool) (*cluster.Access, *fake.Clientset) {
 func TestClusterDenySet(t *testing.T) {
 	denied, allowed := netip.MustParseAddr("10.0.0.7"), netip.MustParseAddr("10.0.1.5")
 	for _, n := range []int{1, 10, 1000} {
-		set, err := ClusterDenySet(1, n, denied, allowed)
+		set, err := DenySet(1, n, denied, allowed)
 		if err != nil || len(set) != n || set[len(set)-1] != netip.MustParsePrefix("10.0.0.7/32") {
 			t.Errorf("n=%d: %d CIDRs, last %v, err %v", n, len(set), set[len(set)-1:], err)
 		}
 	}
-	if _, err := ClusterDenySet(1, 0, denied, allowed); err == nil {
+	if _, err := DenySet(1, 0, denied, allowed); err == nil {
 		t.Error("0 rules accepted")
 	}
-	if _, err := ClusterDenySet(1, 1, denied, denied); err == nil {
+	if _, err := DenySet(1, 1, denied, denied); err == nil {
 		t.Error("an allowed server inside the deny set accepted")
 	}
 }
@@ -109,7 +109,7 @@ func TestClusterDenySet(t *testing.T) {
 // times the release.
 func TestPrepareClusterPolicyEnforced(t *testing.T) {
 	ca, cs := fakeAccess(t, true)
-	p, err := PrepareClusterPolicy(context.Background(), ca, MechNetworkPolicy, 1000, 7, ClusterOptions{Chunk: 400, Wait: 3 * time.Second})
+	p, err := PreparePolicy(context.Background(), ca, MechNetworkPolicy, 1000, 7, Options{Chunk: 400, Wait: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestPrepareClusterPolicyEnforced(t *testing.T) {
 // a CNI's own resources that the cluster does not serve skip the point.
 func TestPrepareClusterPolicyRefusals(t *testing.T) {
 	ca, cs := fakeAccess(t, false)
-	_, err := PrepareClusterPolicy(context.Background(), ca, MechNetworkPolicy, 10, 7, ClusterOptions{Wait: time.Second})
+	_, err := PreparePolicy(context.Background(), ca, MechNetworkPolicy, 10, 7, Options{Wait: time.Second})
 	var ne *NotEnforcedError
 	if !errors.Is(err, scenario.ErrNotEnforced) || !errors.As(err, &ne) || !strings.Contains(err.Error(), "answered 100 of 100 probes") {
 		t.Errorf("not enforced: %v", err)
@@ -148,12 +148,12 @@ func TestPrepareClusterPolicyRefusals(t *testing.T) {
 	if len(l.Items) != 0 {
 		t.Errorf("%d policies left after a point that was not enforced", len(l.Items))
 	}
-	if _, err := PrepareClusterPolicy(context.Background(), ca, MechNetworkPolicy, 20_000, 7, ClusterOptions{}); !errors.Is(err, scenario.ErrTooLarge) || !strings.Contains(err.Error(), "--cluster-scale") {
+	if _, err := PreparePolicy(context.Background(), ca, MechNetworkPolicy, 20_000, 7, Options{}); !errors.Is(err, scenario.ErrTooLarge) || !strings.Contains(err.Error(), "--cluster-scale") {
 		t.Errorf("too large: %v", err)
 	}
 	for _, m := range []string{MechCiliumPolicy, MechCalicoNetworkSet} {
 		ca.Dynamic = nil
-		if _, err := PrepareClusterPolicy(context.Background(), ca, m, 10, 7, ClusterOptions{}); !errors.Is(err, backend.ErrNotSupported) {
+		if _, err := PreparePolicy(context.Background(), ca, m, 10, 7, Options{}); !errors.Is(err, backend.ErrNotSupported) {
 			t.Errorf("%s without a dynamic client: %v", m, err)
 		}
 	}
@@ -190,7 +190,7 @@ func TestPrepareClusterPolicyAdmission(t *testing.T) {
 			watched++
 			return agentFn(ctx, pl, args, stdin, stdout, stderr)
 		}
-		_, err := PrepareClusterPolicy(context.Background(), ca, MechNetworkPolicy, 10, 7, ClusterOptions{Wait: time.Second})
+		_, err := PreparePolicy(context.Background(), ca, MechNetworkPolicy, 10, 7, Options{Wait: time.Second})
 		r := scenario.Point{Skip: err}.SkipReason()
 		if !errors.Is(err, scenario.ErrRefused) || !errors.Is(err, backend.ErrNotSupported) {
 			t.Fatalf("err %v: not ErrRefused", err)
@@ -215,7 +215,7 @@ func TestPrepareClusterPolicyAdmission(t *testing.T) {
 		dyn.PrependReactor("create", "*", dryRunReactor(apierrors.NewForbidden(schema.GroupResource{Group: "cilium.io", Resource: "ciliumclusterwidenetworkpolicies"}, "x",
 			errors.New(`admission webhook "policy.kyverno.svc" denied the request: cluster-wide policies are reserved to the platform team`))))
 		ca.Dynamic = dyn
-		_, err := PrepareClusterPolicy(context.Background(), ca, MechCiliumPolicy, 10, 7, ClusterOptions{Wait: time.Second})
+		_, err := PreparePolicy(context.Background(), ca, MechCiliumPolicy, 10, 7, Options{Wait: time.Second})
 		r := scenario.Point{Skip: err}.SkipReason()
 		if !errors.Is(err, scenario.ErrRefused) {
 			t.Fatalf("err %v: not ErrRefused", err)
@@ -252,7 +252,7 @@ func TestPrepareClusterPolicyOutside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := PrepareClusterPolicy(context.Background(), ca, MechNetworkPolicy, 10, 7, ClusterOptions{Wait: 3 * time.Second, Denied: denied, Allowed: allowed})
+	p, err := PreparePolicy(context.Background(), ca, MechNetworkPolicy, 10, 7, Options{Wait: 3 * time.Second, Denied: denied, Allowed: allowed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestPrepareClusterPolicyAllowedCut(t *testing.T) {
 				}
 				return json.NewEncoder(stdout).Encode(w)
 			}
-			p, err := PrepareClusterPolicy(context.Background(), ca, MechNetworkPolicy, 10, 7, ClusterOptions{Wait: 3 * time.Second})
+			p, err := PreparePolicy(context.Background(), ca, MechNetworkPolicy, 10, 7, Options{Wait: 3 * time.Second})
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err %v, want %q", err, tt.err)

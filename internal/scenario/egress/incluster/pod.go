@@ -34,7 +34,7 @@ type PodOptions struct {
 	Seed      uint64
 	Traversal string
 	// Denied is the server whose address the deny set covers (a /32 of it,
-	// with Rules−1 generated CIDRs: ClusterDenySet), Allowed one that must
+	// with Rules−1 generated CIDRs: DenySet), Allowed one that must
 	// keep answering.
 	Denied, Allowed netip.AddrPort
 	// Dev is the pod's interface ("": the default route's).
@@ -145,7 +145,7 @@ func RunInPod(ctx context.Context, o PodOptions, stdin io.Reader, stdout io.Writ
 		}
 	}
 	r.Dev = o.Dev
-	cidrs, err := ClusterDenySet(o.Seed, o.Rules, o.Denied.Addr(), o.Allowed.Addr())
+	cidrs, err := DenySet(o.Seed, o.Rules, o.Denied.Addr(), o.Allowed.Addr())
 	if err != nil {
 		return emit(r, err)
 	}
