@@ -3,35 +3,11 @@ package egress
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/scenario"
-	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
-	"github.com/cnibench/cnibench/internal/scenario/egress/incluster"
 	"github.com/cnibench/cnibench/pkg/result"
 )
-
-// fixedTraversal is the one traversal a mechanism is built with whatever
-// --filter-traversal says, "" for those that take the flag: the baseline,
-// BPF mechanisms (no kernel conntrack in front of their map) and a
-// cluster's policy layer (the CNI's own datapath) are every-packet;
-// calico-like is new-connection (its leading accept is Calico's).
-func fixedTraversal(mech string) string {
-	switch {
-	case mech == filter.MechCalicoLike:
-		return filter.TraversalNewConnection
-	case mech == "none" || mech == filter.MechCiliumLike || strings.HasPrefix(mech, "ebpf") || incluster.IsPolicyMechanism(mech):
-		return filter.TraversalEveryPacket
-	}
-	return ""
-}
-
-// limitReasoner is implemented by mechanisms whose MaxRules is a product's
-// limit rather than a measured bound: the "too large" record says whose.
-type limitReasoner interface {
-	LimitReason() string
-}
 
 // LabelUDPHandshake marks the lab's extra udp_stream cell whose flows
 // start with iperf3's handshake (one datagram each way, `cnibench run

@@ -161,6 +161,27 @@ func (s *Scenario) Points() []scenario.Point {
 	return out
 }
 
+// fixedTraversal is the one traversal a mechanism is built with whatever
+// --filter-traversal says, "" for those that take the flag: the baseline,
+// BPF mechanisms (no kernel conntrack in front of their map) and a
+// cluster's policy layer (the CNI's own datapath) are every-packet;
+// calico-like is new-connection (its leading accept is Calico's).
+func fixedTraversal(mech string) string {
+	switch {
+	case mech == filter.MechCalicoLike:
+		return filter.TraversalNewConnection
+	case mech == "none" || mech == filter.MechCiliumLike || strings.HasPrefix(mech, "ebpf") || incluster.IsPolicyMechanism(mech):
+		return filter.TraversalEveryPacket
+	}
+	return ""
+}
+
+// limitReasoner is implemented by mechanisms whose MaxRules is a product's
+// limit rather than a measured bound: the "too large" record says whose.
+type limitReasoner interface {
+	LimitReason() string
+}
+
 // pointParams reads a point's labels back.
 func pointParams(p scenario.Point) (mech string, rules int, traversal string, err error) {
 	mech, traversal = p.Labels[LabelMechanism], p.Labels[LabelTraversal]
