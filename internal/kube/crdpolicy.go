@@ -130,7 +130,7 @@ func Served(ctx context.Context, disc discovery.DiscoveryInterface, gvrs ...sche
 // CIDRs, maxPerObject of them per object. Each object also allows all
 // egress (toEntities [all]), so that a deny-only policy does not put the
 // endpoint into default deny; Cilium unions the denies of all the objects.
-// deny is normalised as in DenyEgressPolicies (IPv4 only, a CIDR inside
+// deny is normalised by NormalizeDeny (IPv4 only, a CIDR inside
 // another dropped); no deny CIDR makes no object. The objects are named
 // name-0, name-1…, labelled labels.
 func CiliumDenyPolicies(name string, endpointLabels map[string]string, deny []netip.Prefix, maxPerObject int, labels map[string]string) ([]*unstructured.Unstructured, error) {
@@ -148,7 +148,7 @@ func CiliumDenyPolicies(name string, endpointLabels map[string]string, deny []ne
 				"description":      fmt.Sprintf("cnibench egress deny %s, part %d of %d", name, i+1, len(chunks)),
 				"endpointSelector": map[string]any{"matchLabels": stringMap(endpointLabels)},
 				"egress":           []any{map[string]any{"toEntities": []any{"all"}}},
-				"egressDeny":       []any{map[string]any{"toCIDR": anyStrings(prefixStrings(c))}},
+				"egressDeny":       []any{map[string]any{"toCIDR": anyStrings(PrefixStrings(c))}},
 			},
 		}}
 		out = append(out, o)
@@ -163,7 +163,7 @@ func CiliumDenyPolicies(name string, endpointLabels map[string]string, deny []ne
 // pod's; not empty) egress to the sets (destination selector DenySetKey ==
 // name) and allows the rest, at order CalicoPolicyOrder. The policy is
 // named "default."+name, the name Calico itself stores for a policy of its
-// default tier. deny is normalised as in DenyEgressPolicies; no deny CIDR
+// default tier. deny is normalised by NormalizeDeny; no deny CIDR
 // makes no object. name must also be a valid label value.
 func CalicoDenyObjects(name string, podLabels map[string]string, deny []netip.Prefix, maxPerObject int, labels map[string]string) ([]*unstructured.Unstructured, error) {
 	what := "calico deny objects " + name
@@ -188,7 +188,7 @@ func CalicoDenyObjects(name string, podLabels map[string]string, deny []netip.Pr
 			"apiVersion": CalicoGlobalNetworkSets.GroupVersion().String(),
 			"kind":       "GlobalNetworkSet",
 			"metadata":   objectMeta(name+"-"+strconv.Itoa(i), setLabels),
-			"spec":       map[string]any{"nets": anyStrings(prefixStrings(c))},
+			"spec":       map[string]any{"nets": anyStrings(PrefixStrings(c))},
 		}})
 	}
 	out = append(out, &unstructured.Unstructured{Object: map[string]any{
@@ -217,13 +217,13 @@ func denyChunks(what, name string, selector map[string]string, deny []netip.Pref
 	if len(selector) == 0 {
 		return nil, fmt.Errorf("%s: no pod labels to select the client by: a cluster-wide policy without them would apply to every endpoint (pass the client pod's labels)", what)
 	}
-	if err := validLabels(selector); err != nil {
+	if err := ValidLabels(selector); err != nil {
 		return nil, fmt.Errorf("%s: pod selector: %w", what, err)
 	}
-	if err := validLabels(labels); err != nil {
+	if err := ValidLabels(labels); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	deny, err := normalizeDeny(deny)
+	deny, err := NormalizeDeny(deny)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -231,7 +231,7 @@ func denyChunks(what, name string, selector map[string]string, deny []netip.Pref
 	for c := range slices.Chunk(deny, maxPerObject) {
 		chunks = append(chunks, c)
 	}
-	if err := validObjectNames(name, len(chunks)); err != nil {
+	if err := ValidObjectNames(name, len(chunks)); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return chunks, nil
@@ -348,6 +348,11 @@ func CreateClusterObjects(ctx context.Context, dyn dynamic.Interface, objs []*un
 	}
 	return created, bytes, nil
 }
+
+// CreateHint says what to do about a failed create or delete (an object
+// too large, left by an earlier run, or refused for want of RBAC), as a
+// suffix for its error; "" if nothing useful can be said.
+func CreateHint(err error) string { return createHint(err) }
 
 // createHint says what to do about a failed create.
 func createHint(err error) string {

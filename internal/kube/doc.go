@@ -1,14 +1,16 @@
 // Package kube is cnibench's Kubernetes plumbing: loading a kubeconfig,
 // creating the run's namespace, secret, pods, services and network
 // policies, executing commands in pods, reading pod metrics, naming the
-// cluster, and cleaning up afterwards; for the scenarios, egress deny sets
-// as NetworkPolicies (egresspolicy.go) or as Cilium's and Calico's own
-// cluster-wide objects through the dynamic client (crdpolicy.go), and
-// services by the thousand (servicescale.go). Beside it: kube/nodes
-// chooses the client and server nodes; kube/cni identifies the CNI, its
-// mode and kube-proxy's; kube/preflight dry-runs a run's objects through
-// the cluster's admission; kube/rbac renders the rights all this needs;
-// kube/agent is what runs inside the pods.
+// cluster, and cleaning up afterwards; for the egress-filter scenario, deny
+// sets as Cilium's and Calico's own cluster-wide objects through the
+// dynamic client (crdpolicy.go). The scenarios' own objects (the egress
+// deny sets as NetworkPolicies, the services scenario's service table) are
+// built in their scenarios' packages on this one's calls (Call, CreateOwn,
+// Once) and checks (objects.go). Beside it: kube/nodes chooses the client
+// and server nodes; kube/cni identifies the CNI, its mode and kube-proxy's;
+// kube/preflight dry-runs a run's objects through the cluster's admission;
+// kube/rbac renders the rights all this needs; kube/agent is what runs
+// inside the pods.
 //
 // Everything is written against kubernetes.Interface (dynamic.Interface
 // for the CNIs' objects) so that it can be tested with the fake clients.
@@ -50,11 +52,12 @@ var pollInterval = 500 * time.Millisecond
 
 // RunLabels returns the labels every object of run runID carries
 // (ManagedByKey and RunKey), for the functions that take labels
-// (DenyEgressPolicies, CreateServices, …); callers may add their own.
+// (CiliumDenyPolicies, the scenarios' objects, …); callers may add their
+// own.
 func RunLabels(runID string) map[string]string { return runLabels(runID) }
 
 // RunSelector is the label selector of run runID's objects (for
-// DeleteServices, DeleteClusterObjects).
+// DeleteClusterObjects, a scenario's deletes by label).
 func RunSelector(runID string) string { return runSelector(runID) }
 
 // runLabels returns the labels of every object of run runID.
@@ -74,8 +77,8 @@ func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
 	return context.WithValue(ctx, loggerKey{}, l)
 }
 
-// Logger returns the logger WithLogger attached to ctx, or one that
-// discards (for kube's sub-packages, which log as kube does).
+// Logger returns the logger WithLogger attached to ctx (one that discards
+// if none), for callers that log beside this package's calls.
 func Logger(ctx context.Context) *slog.Logger { return logger(ctx) }
 
 // logger returns the logger attached to ctx, or one that discards.

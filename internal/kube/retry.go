@@ -129,12 +129,6 @@ func Retryable(err error) bool {
 	return false
 }
 
-// Call is call, for kube's sub-packages: fn, an API call named what,
-// under ctx's RetryPolicy.
-func Call(ctx context.Context, what string, fn func(context.Context) error) error {
-	return call(ctx, what, fn)
-}
-
 // call runs fn, an API call named what ("create pod ns/name"), under ctx's
 // RetryPolicy: each attempt with its own deadline, retryable errors
 // retried with backoff. Its error names what, and, if it retried, the
@@ -142,6 +136,13 @@ func Call(ctx context.Context, what string, fn func(context.Context) error) erro
 // ended), so apierrors' predicates see through it.
 func call(ctx context.Context, what string, fn func(ctx context.Context) error) error {
 	return retry(ctx, what, func(ctx context.Context, _ int) error { return fn(ctx) })
+}
+
+// Call runs fn, an API call named what, under ctx's RetryPolicy as this
+// package's own calls run (call): for kube's sub-packages and callers that
+// make their own calls through a clientset.
+func Call(ctx context.Context, what string, fn func(ctx context.Context) error) error {
+	return call(ctx, what, fn)
 }
 
 // retry is call, telling fn which attempt (from 1) it makes.
@@ -211,6 +212,21 @@ func once(ctx context.Context, what string, fn func(ctx context.Context) error) 
 		return true, err
 	}
 	return false, err
+}
+
+// Once is one look of a caller's wait loop at the cluster, as this
+// package's own waits look (once): one attempt of fn within the policy's
+// CallTimeout; transient says to take the error as "not yet" and look
+// again.
+func Once(ctx context.Context, what string, fn func(ctx context.Context) error) (transient bool, err error) {
+	return once(ctx, what, fn)
+}
+
+// CreateOwn creates an object with create, retried as Call retries; a
+// retry that meets the object its earlier attempt created (same name and
+// run labels) takes it (createOwn).
+func CreateOwn[T metav1.Object](ctx context.Context, what string, want metav1.Object, create, get func(context.Context) (T, error)) (T, error) {
+	return createOwn(ctx, what, want, create, get)
 }
 
 // createOwn creates an object with create, retried as call retries. A

@@ -21,7 +21,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/cnibench/cnibench/internal/nsrun"
-	"github.com/cnibench/cnibench/internal/scenario/egress"
+	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
 )
 
 // egressChildCmd is the hidden subcommand that runs one cnibench load in
@@ -41,7 +41,7 @@ func egressChildMain(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	m, err := egress.Lookup(*mech)
+	m, err := filter.Lookup(*mech)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func egressChildMain(args []string, stdout io.Writer) error {
 		return fmt.Errorf("open netns %s: %w", *nsName, err)
 	}
 	defer ns.Close()
-	cidrs, err := egress.Generate(*seed, *n, netip.MustParseAddr(egressMust))
+	cidrs, err := filter.Generate(*seed, *n, netip.MustParseAddr(egressMust))
 	if err != nil {
 		return err
 	}
@@ -62,11 +62,11 @@ func egressChildMain(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	t := egress.Target{NSPath: filepath.Join(nsrun.RunDir, *nsName), NSFd: int(ns), Dev: egressDev,
+	t := filter.Target{NSPath: filepath.Join(nsrun.RunDir, *nsName), NSFd: int(ns), Dev: egressDev,
 		Do: func(f func() error) error { return nsrun.Do(ns, f) }}
 	ctx := context.Background()
 	start := time.Now()
-	_, info, err := m.Load(ctx, t, cidrs, egress.Options{})
+	_, info, err := m.Load(ctx, t, cidrs, filter.Options{})
 	sec := time.Since(start).Seconds()
 	if err != nil {
 		return err
@@ -126,7 +126,7 @@ func (e *egressNS) close() error {
 type egressFiles struct{ nft, ipset string }
 
 func writeEgressFiles(dir string) (egressFiles, error) {
-	cidrs, err := egress.Generate(egressSeed, egressN, netip.MustParseAddr(egressMust))
+	cidrs, err := filter.Generate(egressSeed, egressN, netip.MustParseAddr(egressMust))
 	if err != nil {
 		return egressFiles{}, err
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cnibench/cnibench/internal/scenario/egress"
+	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestEgressPeerFilesLoad(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
 	testutil.NeedProgram(t, "nft", "ipset", "time")
-	cidrs, err := egress.Generate(egressSeed, 1000, netip.MustParseAddr(egressMust))
+	cidrs, err := filter.Generate(egressSeed, 1000, netip.MustParseAddr(egressMust))
 	if err != nil {
 		t.Fatal(err)
 	}

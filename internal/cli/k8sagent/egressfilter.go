@@ -11,7 +11,8 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 	"github.com/cnibench/cnibench/internal/cli/streams"
-	"github.com/cnibench/cnibench/internal/scenario/egress"
+	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
+	"github.com/cnibench/cnibench/internal/scenario/egress/incluster"
 )
 
 type egressFilterFlags struct {
@@ -37,7 +38,7 @@ func newEgressFilter(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 			"every 2 ms while --allowed keeps answering, prints one JSON line (phase \"loaded\"),\n" +
 			"holds the filter until a line or the end of stdin, then removes it, proves the\n" +
 			"release and prints a second line (phase \"removed\"). Needs NET_ADMIN (and BPF for\n" +
-			"the eBPF mechanisms). Schema " + egress.SchemaPodFilter + ".",
+			"the eBPF mechanisms). Schema " + incluster.SchemaPodFilter + ".",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := f.options()
@@ -46,14 +47,14 @@ func newEgressFilter(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
-			return egress.RunInPod(ctx, o, s.In, s.Out)
+			return incluster.RunInPod(ctx, o, s.In, s.Out)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.Mechanism, "mechanism", "", "the filter mechanism: "+strings.Join(egress.Mechanisms(), ", "))
+	fl.StringVar(&f.Mechanism, "mechanism", "", "the filter mechanism: "+strings.Join(filter.Mechanisms(), ", "))
 	fl.IntVar(&f.Rules, "rules", 0, "deny CIDRs in the set (at least 1)")
 	fl.Uint64Var(&f.Seed, "seed", 1, "seed of the generated CIDRs")
-	fl.StringVar(&f.Traversal, "traversal", egress.TraversalEveryPacket, "every-packet or new-connection")
+	fl.StringVar(&f.Traversal, "traversal", filter.TraversalEveryPacket, "every-packet or new-connection")
 	fl.StringVar(&f.Denied, "denied", "", "IP:PORT of the server the deny set covers (must stop answering)")
 	fl.StringVar(&f.Allowed, "allowed", "", "IP:PORT of a server that must keep answering")
 	fl.StringVar(&f.Dev, "dev", "", "the pod's interface (default: the default route's)")
@@ -61,16 +62,16 @@ func newEgressFilter(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 	return cmd
 }
 
-func (f *egressFilterFlags) options() (egress.PodOptions, error) {
-	o := egress.PodOptions{Mechanism: f.Mechanism, Rules: f.Rules, Seed: f.Seed, Traversal: f.Traversal, Dev: f.Dev, Wait: f.Wait}
+func (f *egressFilterFlags) options() (incluster.PodOptions, error) {
+	o := incluster.PodOptions{Mechanism: f.Mechanism, Rules: f.Rules, Seed: f.Seed, Traversal: f.Traversal, Dev: f.Dev, Wait: f.Wait}
 	var err error
 	switch {
-	case !slices.Contains(egress.Mechanisms(), f.Mechanism) || f.Mechanism == "none":
-		return o, clierr.Usagef("--mechanism %q: must be one of %s (not none)", f.Mechanism, strings.Join(egress.Mechanisms(), ", "))
+	case !slices.Contains(filter.Mechanisms(), f.Mechanism) || f.Mechanism == "none":
+		return o, clierr.Usagef("--mechanism %q: must be one of %s (not none)", f.Mechanism, strings.Join(filter.Mechanisms(), ", "))
 	case f.Rules < 1:
 		return o, clierr.Usagef("--rules %d: must be at least 1", f.Rules)
-	case !slices.Contains(egress.Traversals, f.Traversal):
-		return o, clierr.Usagef("--traversal %q: must be one of %s", f.Traversal, strings.Join(egress.Traversals, ", "))
+	case !slices.Contains(filter.Traversals, f.Traversal):
+		return o, clierr.Usagef("--traversal %q: must be one of %s", f.Traversal, strings.Join(filter.Traversals, ", "))
 	case f.Wait <= 0 || f.Wait > maxWatchWait:
 		return o, clierr.Usagef("--wait %s: must be above 0 and at most %s", f.Wait, maxWatchWait)
 	}

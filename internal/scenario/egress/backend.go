@@ -3,12 +3,12 @@ package egress
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
 
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
+	"github.com/cnibench/cnibench/internal/scenario/egress/incluster"
 )
 
 // backendKubernetes is the cluster backend's name (cluster.Name).
@@ -16,13 +16,13 @@ const backendKubernetes = cluster.Name
 
 // lookupAny resolves a mechanism name: a raw one (a Mechanism), or one of
 // the cluster's policy layer (no Mechanism: the cluster runs it).
-func lookupAny(name string) (Mechanism, error) {
-	if IsPolicyMechanism(name) {
+func lookupAny(name string) (filter.Mechanism, error) {
+	if incluster.IsPolicyMechanism(name) {
 		return nil, nil
 	}
-	m, err := Lookup(name)
+	m, err := filter.Lookup(name)
 	if err != nil {
-		return nil, fmt.Errorf("unknown egress mechanism %q (known: %v and, on a cluster, %v)", name, Mechanisms(), PolicyMechanisms)
+		return nil, fmt.Errorf("unknown egress mechanism %q (known: %v and, on a cluster, %v)", name, filter.Mechanisms(), incluster.PolicyMechanisms)
 	}
 	return m, nil
 }
@@ -31,11 +31,11 @@ func lookupAny(name string) (Mechanism, error) {
 // without --mechanisms, the baseline, the cluster's policy layer and the
 // raw mechanisms inside a client pod; on the lab its raw mechanisms. co
 // configures the cluster's points.
-func (s *Scenario) SetBackend(name string, co ClusterOptions) {
-	s.backend, s.cluster = name, co.withDefaults()
+func (s *Scenario) SetBackend(name string, co incluster.Options) {
+	s.backend, s.cluster = name, co.WithDefaults()
 	if name == backendKubernetes && s.defaulted {
-		s.o.Mechanisms = append([]string{"none"}, PolicyMechanisms...)
-		for _, m := range Mechanisms() {
+		s.o.Mechanisms = append([]string{"none"}, incluster.PolicyMechanisms...)
+		for _, m := range filter.Mechanisms() {
 			if m != "none" {
 				s.o.Mechanisms = append(s.o.Mechanisms, m)
 			}
@@ -47,7 +47,7 @@ func (s *Scenario) SetBackend(name string, co ClusterOptions) {
 		}
 	}
 	if name != backendKubernetes && s.defaulted {
-		s.o.Mechanisms = slices.DeleteFunc(s.o.Mechanisms, IsPolicyMechanism)
+		s.o.Mechanisms = slices.DeleteFunc(s.o.Mechanisms, incluster.IsPolicyMechanism)
 	}
 }
 
@@ -55,7 +55,7 @@ func (s *Scenario) SetBackend(name string, co ClusterOptions) {
 // backend: the lab probes this machine; on a cluster a raw mechanism is
 // probed inside its pod (at Prepare) and every point is bounded by the
 // cluster's limit.
-func (s *Scenario) pointLimits(name string, m Mechanism) (error, int) {
+func (s *Scenario) pointLimits(name string, m filter.Mechanism) (error, int) {
 	if s.backend == backendKubernetes {
 		return nil, s.cluster.MaxRules
 	}
@@ -69,24 +69,12 @@ func (s *Scenario) pointLimits(name string, m Mechanism) (error, int) {
 func (s *Scenario) prepareCluster(ctx context.Context, ca *cluster.Access, name string, n int, traversal string) (scenario.Prepared, error) {
 	switch {
 	case name == "none":
-		a := s.cluster.targets(ca).Allowed
-		return &clusterNone{target: scenario.Target{Client: ca.Client,
-			Args: []string{"--target", net.JoinHostPort(a.IP, strconv.Itoa(a.Port))}}}, nil
-	case IsPolicyMechanism(name):
-		if traversal != TraversalEveryPacket {
+		return incluster.PrepareNone(ca, s.cluster), nil
+	case incluster.IsPolicyMechanism(name):
+		if traversal != filter.TraversalEveryPacket {
 			return nil, fmt.Errorf("%w: %s builds the CNI's own datapath; --filter-traversal applies to the raw mechanisms", scenario.ErrNotServed, name)
 		}
-		return PrepareClusterPolicy(ctx, ca, name, n, s.o.Seed, s.cluster)
+		return incluster.PreparePolicy(ctx, ca, name, n, s.o.Seed, s.cluster)
 	}
-	return PrepareClusterRaw(ctx, ca, name, n, s.o.Seed, traversal, s.cluster)
+	return incluster.PrepareRaw(ctx, ca, name, n, s.o.Seed, traversal, s.cluster)
 }
-
-// clusterNone is the baseline on a cluster: nothing loaded.
-type clusterNone struct{ target scenario.Target }
-
-func (p *clusterNone) Metrics() map[string]float64 { return map[string]float64{} }
-func (p *clusterNone) Config() map[string]string {
-	return map[string]string{"filter_load_method": "none"}
-}
-func (p *clusterNone) Close(context.Context) (map[string]float64, error) { return nil, nil }
-func (p *clusterNone) Target(scenario.Cell) (scenario.Target, error)     { return p.target, nil }

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
+	"github.com/cnibench/cnibench/internal/scenario/egress/incluster"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -29,7 +31,7 @@ func init() {
 
 // flags registers --mechanisms, --rules and --filter-traversal.
 func flags(fs *pflag.FlagSet) scenario.Builder {
-	mechs := fs.String("mechanisms", "", "egress-filter: comma-separated filter mechanisms (default: all: "+strings.Join(Mechanisms(), ",")+")")
+	mechs := fs.String("mechanisms", "", "egress-filter: comma-separated filter mechanisms (default: all: "+strings.Join(filter.Mechanisms(), ",")+")")
 	rules := fs.String("rules", "", "egress-filter: comma-separated deny-set sizes (default: 10,1000 with the quick profile, 10,100,1000,10000,100000,1000000 with standard)")
 	trav := fs.String("filter-traversal", "", "egress-filter: every-packet and/or new-connection (a leading 'ct state established accept'); default every-packet")
 	wait := fs.Duration("policy-wait", time.Minute, "egress-filter on a cluster: how long a point waits for its deny to be enforced (and lifted) before it is 'not enforced'")
@@ -61,15 +63,15 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 		if *wait < time.Second || *wait > 30*time.Minute {
 			return nil, fmt.Errorf("--policy-wait %s: must be between 1s and 30m", *wait)
 		}
-		co := ClusterOptions{Chunk: *chunk, Wait: *wait}
-		if co.Denied, co.Allowed, err = ParseOutside(*denied, *allowed); err != nil {
+		co := incluster.Options{Chunk: *chunk, Wait: *wait}
+		if co.Denied, co.Allowed, err = incluster.ParseOutside(*denied, *allowed); err != nil {
 			return nil, err
 		}
 		if co.Outside() && c.Backend != backendKubernetes {
 			return nil, fmt.Errorf("--egress-denied and --egress-allowed: only for --backend %s (the lab's servers are its own)", backendKubernetes)
 		}
 		if c.ClusterScale {
-			co.MaxRules = ScaleClusterMaxRules
+			co.MaxRules = incluster.ScaleClusterMaxRules
 		}
 		s.SetBackend(c.Backend, co)
 		return s, nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
 )
 
 // The scenario registers itself: its flags, the quick profile's rule
@@ -21,7 +22,7 @@ func TestRegistration(t *testing.T) {
 		want    map[string]string // config subset
 		err     string
 	}{
-		{nil, "quick", map[string]string{"rules": "10,1000", "filter_traversal": "every-packet", "filter_seed": "42", "mechanisms": strings.Join(Mechanisms(), ",")}, ""},
+		{nil, "quick", map[string]string{"rules": "10,1000", "filter_traversal": "every-packet", "filter_seed": "42", "mechanisms": strings.Join(filter.Mechanisms(), ",")}, ""},
 		{nil, "standard", map[string]string{"rules": "10,100,1000,10000,100000,1000000"}, ""},
 		{[]string{"--rules", "5,50", "--mechanisms", "none"}, "quick", map[string]string{"rules": "5,50", "mechanisms": "none"}, ""},
 		{[]string{"--filter-traversal", "new-connection,every-packet"}, "quick", map[string]string{"filter_traversal": "new-connection,every-packet"}, ""},

@@ -13,6 +13,8 @@ import (
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/procfs"
 	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
+	"github.com/cnibench/cnibench/internal/scenario/egress/proof"
 	res "github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -37,7 +39,7 @@ func (s *Scenario) ensureAddrs(ctx context.Context, lx *lab.Access) error {
 		}
 	}
 	sh := &sharedAddrs{topo: lx.Topology}
-	for _, a := range []netip.Addr{DeniedAddr, UpdateAddr} {
+	for _, a := range []netip.Addr{filter.DeniedAddr, UpdateAddr} {
 		rm, err := lx.Topology.AddServerAddress(ctx, lx.Endpoint, a)
 		if err != nil {
 			for _, r := range sh.remove {
@@ -73,7 +75,7 @@ func (s *Scenario) Close(ctx context.Context) error {
 // prepared is one loaded, proven filter.
 type prepared struct {
 	path    backend.Path // the cross-node path the cells run on
-	f       Filter
+	f       filter.Filter
 	metrics map[string]float64
 	config  map[string]string
 	closed  bool
@@ -143,7 +145,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	if err := s.ensureAddrs(ctx, lx); err != nil {
 		return nil, err
 	}
-	cidrs, err := Generate(s.o.Seed, n, DeniedAddr)
+	cidrs, err := filter.Generate(s.o.Seed, n, filter.DeniedAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -153,19 +155,19 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 			return nil, fmt.Errorf("egress-filter: generated deny CIDR %s covers the update address %s", c, UpdateAddr)
 		}
 	}
-	target := Target{NSPath: ep.ClientNode.Path(), NSFd: ep.ClientNode.Fd(), Dev: ep.ClientNodeDev, Do: ep.ClientNode.Do}
-	opts := Options{EstablishedBypass: traversal == TraversalNewConnection}
-	probe := Probe{ClientDo: ep.Client.Do, ServerDo: ep.Server.Do, Denied: DeniedAddr, Allowed: ep.ServerIP,
+	target := filter.Target{NSPath: ep.ClientNode.Path(), NSFd: ep.ClientNode.Fd(), Dev: ep.ClientNodeDev, Do: ep.ClientNode.Do}
+	opts := filter.Options{EstablishedBypass: traversal == filter.TraversalNewConnection}
+	probe := proof.Probe{ClientDo: ep.Client.Do, ServerDo: ep.Server.Do, Denied: filter.DeniedAddr, Allowed: ep.ServerIP,
 		Warmup: probeWarmup(len(cidrs)), Interval: probeInterval}
 	pr := &prepared{path: env.Path, metrics: map[string]float64{}, config: map[string]string{
 		"filter_seed":          strconv.FormatUint(s.o.Seed, 10),
 		"filter_rules":         strconv.Itoa(len(cidrs)),
-		"filter_denied_addr":   DeniedAddr.String(),
+		"filter_denied_addr":   filter.DeniedAddr.String(),
 		"filter_update_prefix": upd.String(),
 		"filter_target":        ep.ClientNode.Name + "/" + ep.ClientNodeDev,
 	}}
 
-	var info LoadInfo
+	var info filter.LoadInfo
 	load := func(ctx context.Context) error {
 		f, li, err := m.Load(ctx, target, cidrs, opts)
 		if err != nil {
@@ -185,12 +187,12 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	}
 
 	rssBefore, inProcRSS := resetPeakRSS()
-	enf, err := MeasureEnforcement(ctx, probe, load)
+	enf, err := proof.MeasureEnforcement(ctx, probe, load)
 	if err == nil && !enf.AllowedOK {
 		err = fmt.Errorf("probes to the allowed address %s did not get through (%d of %d arrived)", ep.ServerIP, enf.AllowedArrived, enf.AllowedSent)
 	}
 	if err != nil {
-		return nil, pr.fail(ctx, fmt.Errorf("prove %s with %d rules drops %s: %w", name, n, DeniedAddr, err))
+		return nil, pr.fail(ctx, fmt.Errorf("prove %s with %d rules drops %s: %w", name, n, filter.DeniedAddr, err))
 	}
 	// The loader's RSS: an external program's peak, or the suite's own peak
 	// growth during an in-process load; the larger when a mechanism does
@@ -217,7 +219,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 		return nil, pr.fail(ctx, fmt.Errorf("read %s counters: %w", name, err))
 	}
 	if st.Dropped == 0 {
-		return nil, pr.fail(ctx, fmt.Errorf("%s with %d rules: probes to %s stopped arriving but the filter's drop counter is 0", name, n, DeniedAddr))
+		return nil, pr.fail(ctx, fmt.Errorf("%s with %d rules: probes to %s stopped arriving but the filter's drop counter is 0", name, n, filter.DeniedAddr))
 	}
 	if st.KernelBytesKnown {
 		pr.metrics[res.FilterKernelBytes] = float64(st.KernelBytes)
@@ -225,12 +227,12 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 
 	up := probe
 	up.Denied = UpdateAddr
-	add, err := MeasureEnforcement(ctx, up, func(ctx context.Context) error { return pr.f.Add(ctx, upd) })
+	add, err := proof.MeasureEnforcement(ctx, up, func(ctx context.Context) error { return pr.f.Add(ctx, upd) })
 	if err != nil {
 		return nil, pr.fail(ctx, fmt.Errorf("prove %s drops %s after adding it to %d rules: %w", name, upd, n, err))
 	}
 	pr.metrics[res.FilterUpdateAddSeconds] = add.Enforced.Seconds()
-	rel, err := MeasureRelease(ctx, up, func(ctx context.Context) error { return pr.f.Remove(ctx, upd) })
+	rel, err := proof.MeasureRelease(ctx, up, func(ctx context.Context) error { return pr.f.Remove(ctx, upd) })
 	if err != nil {
 		return nil, pr.fail(ctx, fmt.Errorf("prove %s lets %s through after removing it from %d rules: %w", name, upd, n+1, err))
 	}
@@ -238,7 +240,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	return pr, nil
 }
 
-func (p *prepared) describe(info LoadInfo) {
+func (p *prepared) describe(info filter.LoadInfo) {
 	p.config["filter_traversal_built"] = info.Traversal
 	p.config["filter_load_method"] = info.Method
 	p.config["filter_load_batches"] = strconv.Itoa(info.Batches)

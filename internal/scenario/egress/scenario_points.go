@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
+	"github.com/cnibench/cnibench/internal/scenario/egress/incluster"
 )
 
 // ScenarioName is the egress-filter scenario's name (--scenario, the
@@ -27,17 +29,11 @@ const (
 // DefaultRules are the rule counts without --rules (issue 10).
 var DefaultRules = []int{10, 100, 1000, 10000, 100000, 1000000}
 
-// Traversals lists the accepted traversal values.
-var Traversals = []string{TraversalEveryPacket, TraversalNewConnection}
-
-// Addresses the scenario gives the server pod (lab.Topology.AddServerAddress).
-// DeniedAddr is inside a generated deny CIDR for every N (Generate's must).
-// UpdateAddr is the address of the one-CIDR update: Generate never uses the
-// last slot of 240.0.0.0/4, which holds it, so no generated set covers it.
-var (
-	DeniedAddr = netip.MustParseAddr("240.0.0.1")
-	UpdateAddr = netip.MustParseAddr("255.255.255.254")
-)
+// UpdateAddr is the second address the scenario gives the server pod
+// (lab.Topology.AddServerAddress), besides filter.DeniedAddr: the address
+// of the one-CIDR update. Generate never uses the last slot of
+// 240.0.0.0/4, which holds it, so no generated set covers it.
+var UpdateAddr = netip.MustParseAddr("255.255.255.254")
 
 // ScenarioOptions configure the egress-filter scenario.
 type ScenarioOptions struct {
@@ -56,7 +52,7 @@ type ScenarioOptions struct {
 // Scenario is the egress-filter scenario (scenario.Scenario).
 type Scenario struct {
 	o    ScenarioOptions
-	mech map[string]Mechanism
+	mech map[string]filter.Mechanism
 
 	mu     sync.Mutex
 	shared *sharedAddrs // the server's extra addresses, once per lab
@@ -67,14 +63,14 @@ type Scenario struct {
 	// the latter.
 	backend   string
 	defaulted bool // no --mechanisms: the backend's defaults
-	cluster   ClusterOptions
+	cluster   incluster.Options
 }
 
 // NewScenario validates o and fills its defaults. Errors name the flag.
 func NewScenario(o ScenarioOptions) (*Scenario, error) {
 	defaulted := len(o.Mechanisms) == 0
 	if defaulted {
-		o.Mechanisms = Mechanisms()
+		o.Mechanisms = filter.Mechanisms()
 	}
 	s, err := newScenario(o, lookupAny)
 	if s != nil {
@@ -84,14 +80,14 @@ func NewScenario(o ScenarioOptions) (*Scenario, error) {
 }
 
 // newScenario is NewScenario with the mechanisms looked up by lookup.
-func newScenario(o ScenarioOptions, lookup func(string) (Mechanism, error)) (*Scenario, error) {
+func newScenario(o ScenarioOptions, lookup func(string) (filter.Mechanism, error)) (*Scenario, error) {
 	if len(o.Rules) == 0 {
 		o.Rules = slices.Clone(DefaultRules)
 	}
 	if len(o.Traversals) == 0 {
-		o.Traversals = []string{TraversalEveryPacket}
+		o.Traversals = []string{filter.TraversalEveryPacket}
 	}
-	s := &Scenario{o: o, mech: map[string]Mechanism{}}
+	s := &Scenario{o: o, mech: map[string]filter.Mechanism{}}
 	for _, name := range o.Mechanisms {
 		m, err := lookup(name)
 		if err != nil {
@@ -108,8 +104,8 @@ func newScenario(o ScenarioOptions, lookup func(string) (Mechanism, error)) (*Sc
 		}
 	}
 	for _, tr := range o.Traversals {
-		if !slices.Contains(Traversals, tr) {
-			return nil, fmt.Errorf("--filter-traversal %q: must be one of %s", tr, strings.Join(Traversals, ", "))
+		if !slices.Contains(filter.Traversals, tr) {
+			return nil, fmt.Errorf("--filter-traversal %q: must be one of %s", tr, strings.Join(filter.Traversals, ", "))
 		}
 	}
 	return s, nil
@@ -165,6 +161,27 @@ func (s *Scenario) Points() []scenario.Point {
 	return out
 }
 
+// fixedTraversal is the one traversal a mechanism is built with whatever
+// --filter-traversal says, "" for those that take the flag: the baseline,
+// BPF mechanisms (no kernel conntrack in front of their map) and a
+// cluster's policy layer (the CNI's own datapath) are every-packet;
+// calico-like is new-connection (its leading accept is Calico's).
+func fixedTraversal(mech string) string {
+	switch {
+	case mech == filter.MechCalicoLike:
+		return filter.TraversalNewConnection
+	case mech == "none" || mech == filter.MechCiliumLike || strings.HasPrefix(mech, "ebpf") || incluster.IsPolicyMechanism(mech):
+		return filter.TraversalEveryPacket
+	}
+	return ""
+}
+
+// limitReasoner is implemented by mechanisms whose MaxRules is a product's
+// limit rather than a measured bound: the "too large" record says whose.
+type limitReasoner interface {
+	LimitReason() string
+}
+
 // pointParams reads a point's labels back.
 func pointParams(p scenario.Point) (mech string, rules int, traversal string, err error) {
 	mech, traversal = p.Labels[LabelMechanism], p.Labels[LabelTraversal]
@@ -206,7 +223,7 @@ const probeInterval = 25 * time.Microsecond
 var bytesPerRule = map[string]int64{
 	"none": 0, "ebpf-hash": 110, "ebpf-lpm": 40, "ipset": 60,
 	"nftables": 600, "iptables-legacy": 800, "iptables": 3000,
-	MechCalicoLike: 60, MechIPSetDefault: 60, MechCiliumLike: 40,
+	filter.MechCalicoLike: 60, filter.MechIPSetDefault: 60, filter.MechCiliumLike: 40,
 }
 
 // generateBytesPerRule is the generated set in the suite (a netip.Prefix

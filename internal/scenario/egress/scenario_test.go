@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
 )
 
 // fakeMech is a mechanism for the point tests: only Name, Probe and
@@ -24,11 +25,11 @@ type fakeMech struct {
 func (m fakeMech) Name() string  { return m.name }
 func (m fakeMech) Probe() error  { return m.probe }
 func (m fakeMech) MaxRules() int { return m.max }
-func (m fakeMech) Load(context.Context, Target, []netip.Prefix, Options) (Filter, LoadInfo, error) {
-	return nil, LoadInfo{}, errors.New("fake")
+func (m fakeMech) Load(context.Context, filter.Target, []netip.Prefix, filter.Options) (filter.Filter, filter.LoadInfo, error) {
+	return nil, filter.LoadInfo{}, errors.New("fake")
 }
 
-func fakeLookup(name string) (Mechanism, error) {
+func fakeLookup(name string) (filter.Mechanism, error) {
 	switch name {
 	case "none":
 		return fakeMech{name: name, max: 10_000_000}, nil
@@ -37,7 +38,7 @@ func fakeLookup(name string) (Mechanism, error) {
 	case "ebpf-lpm":
 		return fakeMech{name: name, max: 10_000_000}, nil
 	case "broken":
-		return fakeMech{name: name, max: 100, probe: fmt.Errorf("%w: ipset program missing", ErrNotSupported)}, nil
+		return fakeMech{name: name, max: 100, probe: fmt.Errorf("%w: ipset program missing", filter.ErrNotSupported)}, nil
 	}
 	return nil, fmt.Errorf("unknown egress mechanism %q", name)
 }
@@ -50,7 +51,7 @@ func TestScenarioPoints(t *testing.T) {
 	}{
 		{
 			name: "too large and traversal",
-			o:    ScenarioOptions{Mechanisms: []string{"iptables"}, Rules: []int{10, 100000}, Traversals: Traversals},
+			o:    ScenarioOptions{Mechanisms: []string{"iptables"}, Rules: []int{10, 100000}, Traversals: filter.Traversals},
 			want: []string{
 				"iptables/10/every-packet: ", "iptables/10/new-connection: ",
 				"iptables/100000/every-packet: too large: iptables holds at most 1000 rules, asked for 100000",
@@ -67,12 +68,12 @@ func TestScenarioPoints(t *testing.T) {
 		},
 		{
 			name: "mechanisms without conntrack run every-packet once",
-			o:    ScenarioOptions{Mechanisms: []string{"none", "ebpf-lpm"}, Rules: []int{10}, Traversals: Traversals},
+			o:    ScenarioOptions{Mechanisms: []string{"none", "ebpf-lpm"}, Rules: []int{10}, Traversals: filter.Traversals},
 			want: []string{"none/10/every-packet: ", "ebpf-lpm/10/every-packet: "},
 		},
 		{
 			name: "new-connection only",
-			o:    ScenarioOptions{Mechanisms: []string{"none", "iptables"}, Rules: []int{10}, Traversals: []string{TraversalNewConnection}},
+			o:    ScenarioOptions{Mechanisms: []string{"none", "iptables"}, Rules: []int{10}, Traversals: []string{filter.TraversalNewConnection}},
 			want: []string{"none/10/every-packet: ", "iptables/10/new-connection: "},
 		},
 	}
@@ -124,7 +125,7 @@ func TestNewScenarioValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := s.Options(); !slices.Equal(o.Rules, DefaultRules) || !slices.Equal(o.Traversals, []string{TraversalEveryPacket}) {
+	if o := s.Options(); !slices.Equal(o.Rules, DefaultRules) || !slices.Equal(o.Traversals, []string{filter.TraversalEveryPacket}) {
 		t.Errorf("defaults: %+v", o)
 	}
 }
@@ -132,7 +133,7 @@ func TestNewScenarioValidation(t *testing.T) {
 // The update address is outside every generated set; the denied one inside.
 func TestProbeAddressesAgainstGenerate(t *testing.T) {
 	for _, n := range []int{1, 10, 1000, 100000} {
-		cidrs, err := Generate(7, n, DeniedAddr)
+		cidrs, err := filter.Generate(7, n, filter.DeniedAddr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +142,7 @@ func TestProbeAddressesAgainstGenerate(t *testing.T) {
 			if c.Contains(UpdateAddr) {
 				t.Errorf("n=%d: %s covers the update address", n, c)
 			}
-			in = in || c.Contains(DeniedAddr)
+			in = in || c.Contains(filter.DeniedAddr)
 		}
 		if !in {
 			t.Errorf("n=%d: no CIDR covers the denied address", n)

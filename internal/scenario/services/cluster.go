@@ -22,10 +22,10 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/engine"
-	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
 	"github.com/cnibench/cnibench/internal/kube/preflight"
 	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/internal/scenario/services/svctable"
 )
 
 // ImplCluster is the implementation label of a point on a Kubernetes
@@ -235,7 +235,7 @@ func ClusterCells() []scenario.Cell {
 //
 // The point:
 //
-//  1. creates n−1 filler services (kube.CreateServices, o.Workers at a
+//  1. creates n−1 filler services (svctable.CreateServices, o.Workers at a
 //     time): selectorless ClusterIP services on the server pod's service
 //     port, each with one EndpointSlice onto the run's cross-node server
 //     pod (ca.Allowed), so that each costs the service proxy what the
@@ -266,7 +266,7 @@ func ClusterCells() []scenario.Cell {
 //
 // Everything the point creates carries ca.Labels plus LabelKeyScenario
 // and LabelKeyPoint; on any error of Prepare, and on Close, it is deleted
-// by those (kube.DeleteServices), nothing left behind (a clean-up cut
+// by those (svctable.DeleteServices), nothing left behind (a clean-up cut
 // short leaves objects with the run's labels, which the run's own
 // clean-up removes). Close times the removal: until the measured VIP
 // stops answering (a second watch, --want refused) and until the API
@@ -423,8 +423,8 @@ func (p *clusterPoint) fillerPrefix() string { return p.prefix + "-f" }
 // fillers are the same shape): an error wrapping cluster.ErrRefused if
 // the cluster refuses them.
 func (p *clusterPoint) admit(ctx context.Context) error {
-	svc, slice := kube.ServiceObjects(p.ca.Namespace, p.measuredName(), int32(p.ca.Allowed.ServicePort),
-		kube.ReadyEndpoints([]string{p.ca.Allowed.IP}), p.labels, "")
+	svc, slice := svctable.ServiceObjects(p.ca.Namespace, p.measuredName(), int32(p.ca.Allowed.ServicePort),
+		svctable.ReadyEndpoints([]string{p.ca.Allowed.IP}), p.labels, "")
 	why := "the services scenario's services"
 	return cluster.Admit(ctx, p.ca.Clientset, []preflight.Object{{Obj: svc, Why: why}, {Obj: slice, Why: why}})
 }
@@ -436,7 +436,7 @@ func (p *clusterPoint) create(ctx context.Context) (agent.Watch, error) {
 	eps := []string{p.ca.Allowed.IP}
 	if fillers := p.n - 1; fillers > 0 {
 		t0 := time.Now()
-		refs, err := kube.CreateServices(ctx, cs, ns, fillers, p.fillerPrefix(), port, eps, p.labels, p.o.Workers)
+		refs, err := svctable.CreateServices(ctx, cs, ns, fillers, p.fillerPrefix(), port, eps, p.labels, p.o.Workers)
 		took := time.Since(t0)
 		if err != nil {
 			return agent.Watch{}, fmt.Errorf("filler services: %w", err)
@@ -450,17 +450,17 @@ func (p *clusterPoint) create(ctx context.Context) (agent.Watch, error) {
 		}
 		var size int
 		for _, r := range refs {
-			// The request bodies as kube.CreateServices sends them; the
+			// The request bodies as svctable.CreateServices sends them; the
 			// slices' owner reference carries the service's UID, 36
 			// characters as the API server makes them.
-			svc, slice := kube.ServiceObjects(ns, r.Name, port, kube.ReadyEndpoints(eps), p.labels, placeholderUID)
+			svc, slice := svctable.ServiceObjects(ns, r.Name, port, svctable.ReadyEndpoints(eps), p.labels, placeholderUID)
 			size += encodedSize(svc) + encodedSize(slice)
 		}
 		p.metrics[MetricClusterAPIObjects] += float64(2 * fillers)
 		p.metrics[MetricClusterAPIBytes] += float64(size)
 	}
 
-	svc, slice := kube.ServiceObjects(ns, p.measuredName(), port, kube.ReadyEndpoints(eps), p.labels, "")
+	svc, slice := svctable.ServiceObjects(ns, p.measuredName(), port, svctable.ReadyEndpoints(eps), p.labels, "")
 	size := encodedSize(svc) // as sent, before the call
 	cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
 	got, err := cs.CoreV1().Services(ns).Create(cctx, svc, metav1.CreateOptions{})
@@ -476,7 +476,7 @@ func (p *clusterPoint) create(ctx context.Context) (agent.Watch, error) {
 	}
 	p.vip = netip.AddrPortFrom(vip, uint16(port)).String()
 	if got.UID != "" {
-		slice.OwnerReferences = kube.OwnedBy(got.Name, got.UID)
+		slice.OwnerReferences = svctable.OwnedBy(got.Name, got.UID)
 	}
 	w, err := p.watch(ctx, agent.WantAnswers, func(ctx context.Context) error {
 		size := encodedSize(slice)

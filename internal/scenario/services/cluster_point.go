@@ -20,9 +20,9 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/engine"
-	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
 	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/internal/scenario/services/svctable"
 )
 
 // apiCallTimeout bounds each API call of the point (kube's own bound).
@@ -69,7 +69,7 @@ func (p *clusterPoint) watch(ctx context.Context, want string, change func(conte
 func (p *clusterPoint) cleanUp(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.deleteBudget())
 	defer cancel()
-	_, err := kube.DeleteServices(cctx, p.ca.Clientset, p.ca.Namespace, p.selector, p.o.Workers, p.o.DeleteTimeout)
+	_, err := svctable.DeleteServices(cctx, p.ca.Clientset, p.ca.Namespace, p.selector, p.o.Workers, p.o.DeleteTimeout)
 	return err
 }
 
@@ -122,7 +122,7 @@ func (p *clusterPoint) Close(ctx context.Context) (map[string]float64, error) {
 	remove := func(ctx context.Context) error {
 		removed = true
 		t0 := time.Now()
-		_, rmErr = kube.DeleteServices(ctx, p.ca.Clientset, p.ca.Namespace, p.selector, p.o.Workers, p.o.DeleteTimeout)
+		_, rmErr = svctable.DeleteServices(ctx, p.ca.Clientset, p.ca.Namespace, p.selector, p.o.Workers, p.o.DeleteTimeout)
 		if rmErr != nil {
 			return rmErr // the watch is interrupted: the VIP may never stop answering
 		}

@@ -502,7 +502,7 @@ func TestPrepareClusterAndClose(t *testing.T) {
 }
 
 // The request bodies counted are the ones the fake API server received,
-// fillers included (their shape is kube.CreateServices').
+// fillers included (their shape is svctable.CreateServices').
 func TestClusterAPIBytesMatchRequests(t *testing.T) {
 	f := newFakeCluster()
 	prep, err := PrepareCluster(context.Background(), scenario.Env{}, f.access(), 120, testOptions())
