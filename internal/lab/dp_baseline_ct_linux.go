@@ -132,21 +132,21 @@ func installHostFirewall(ns *NS, notrack bool) error {
 			Name: h.name, Table: t, Type: nftables.ChainTypeFilter,
 			Hooknum: h.hook, Priority: nftables.ChainPriorityFilter, Policy: h.policy,
 		})
-		c.AddRule(rule(t, ch, RuleCtNew, append(ctStateIn(expr.CtStateBitNEW), &expr.Counter{})...))
-		c.AddRule(rule(t, ch, RuleHostEstablished, append(ctStateIn(expr.CtStateBitESTABLISHED|expr.CtStateBitRELATED),
+		c.AddRule(NftRule(t, ch, RuleCtNew, append(NftCtStateIn(expr.CtStateBitNEW), &expr.Counter{})...))
+		c.AddRule(NftRule(t, ch, RuleHostEstablished, append(NftCtStateIn(expr.CtStateBitESTABLISHED|expr.CtStateBitRELATED),
 			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept})...))
-		c.AddRule(rule(t, ch, RuleHostInvalid, append(ctStateIn(expr.CtStateBitINVALID),
+		c.AddRule(NftRule(t, ch, RuleHostInvalid, append(NftCtStateIn(expr.CtStateBitINVALID),
 			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop})...))
 		if h.hook == nftables.ChainHookInput {
-			c.AddRule(rule(t, ch, RuleHostLoopback,
+			c.AddRule(NftRule(t, ch, RuleHostLoopback,
 				&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
 				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname("lo")},
 				&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept}))
-			c.AddRule(rule(t, ch, RuleHostICMP, append(l4proto(unix.IPPROTO_ICMP),
+			c.AddRule(NftRule(t, ch, RuleHostICMP, append(l4proto(unix.IPPROTO_ICMP),
 				&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept})...))
 		}
 		for _, proto := range []byte{unix.IPPROTO_TCP, unix.IPPROTO_UDP} {
-			c.AddRule(rule(t, ch, RuleHostTestPorts, append(testPorts(h.peer, proto),
+			c.AddRule(NftRule(t, ch, RuleHostTestPorts, append(testPorts(h.peer, proto),
 				&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept})...))
 		}
 	}
@@ -162,7 +162,7 @@ func installHostFirewall(ns *NS, notrack bool) error {
 				Name: h.name, Table: t, Type: nftables.ChainTypeFilter,
 				Hooknum: h.hook, Priority: nftables.ChainPriorityRaw,
 			})
-			c.AddRule(rule(t, ch, h.comment, append(nodeToNode(), &expr.Counter{}, &expr.Notrack{})...))
+			c.AddRule(NftRule(t, ch, h.comment, append(nodeToNode(), &expr.Counter{}, &expr.Notrack{})...))
 		}
 	}
 	if err := c.Flush(); err != nil {
@@ -173,13 +173,13 @@ func installHostFirewall(ns *NS, notrack bool) error {
 
 // nodeToNode matches IPv4 packets from and to the wire subnet.
 func nodeToNode() []expr.Any {
-	return append(ipInPrefix(12, WirePrefix), ipInPrefix(16, WirePrefix)...)
+	return append(NftIPInPrefix(12, WirePrefix), NftIPInPrefix(16, WirePrefix)...)
 }
 
 // testPorts matches proto packets whose other-node address (at peer: 12
 // saddr, 16 daddr) is in the wire subnet, to a port >= testPortMin.
 func testPorts(peer uint32, proto byte) []expr.Any {
-	return append(append(ipInPrefix(peer, WirePrefix), l4proto(proto)...),
+	return append(append(NftIPInPrefix(peer, WirePrefix), l4proto(proto)...),
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 		&expr.Cmp{Op: expr.CmpOpGte, Register: 1, Data: binaryutil.BigEndian.PutUint16(testPortMin)},
 	)

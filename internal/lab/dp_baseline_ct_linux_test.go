@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/lab/labtest"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -53,7 +54,7 @@ func TestBaselineConntrackRegistered(t *testing.T) {
 // dropped on both variants and reachable on the baseline.
 func TestBaselineConntrackPathProof(t *testing.T) {
 	names := []string{"baseline", lab.BaselineConntrack, lab.BaselineConntrackNotrack}
-	l := upLab(t, lab.Options{Datapaths: names})
+	l := labtest.Up(t, lab.Options{Datapaths: names})
 	const conns = 20
 	for _, tc := range []struct {
 		name     string

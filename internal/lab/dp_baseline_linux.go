@@ -19,7 +19,7 @@ func (*baseline) PacketPath() string {
 }
 
 func (*baseline) Probe() error {
-	return probeLink("veth pair", &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}, PeerName: "probe1"})
+	return ProbeLink("veth pair", &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}, PeerName: "probe1"})
 }
 
 func (*baseline) Setup(ctx context.Context, env *Env) (*Topology, error) {

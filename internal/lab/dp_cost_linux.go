@@ -60,7 +60,7 @@ func installCostRules(ns *NS, n int) error {
 		Hooknum: nftables.ChainHookForward, Priority: prio,
 	})
 	for i, a := range costAddrs(n) {
-		c.AddRule(rule(t, ch, RuleCost,
+		c.AddRule(NftRule(t, ch, RuleCost,
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: a.AsSlice()},
 			&expr.Counter{},

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/lab/labtest"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -12,7 +13,7 @@ import (
 // no packet matches one (their counters stay at zero) while the traffic
 // crosses the forward hook (the pod-to-pod rules count it).
 func TestCostDatapath(t *testing.T) {
-	l := upLab(t, lab.Options{Datapaths: []string{lab.CostDatapath}})
+	l := labtest.Up(t, lab.Options{Datapaths: []string{lab.CostDatapath}})
 	if err, ok := l.Skipped()[lab.CostDatapath]; ok {
 		t.Skipf("%s: %v", lab.CostDatapath, err)
 	}

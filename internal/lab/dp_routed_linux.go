@@ -78,7 +78,7 @@ func (r *Routed) Claims() PathClaims {
 }
 
 func (r *Routed) Probe() error {
-	if err := probeLink("veth pair", &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}, PeerName: "probe1"}); err != nil {
+	if err := ProbeLink("veth pair", &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}, PeerName: "probe1"}); err != nil {
 		return err
 	}
 	if err := probeConntrack(); err != nil {
@@ -110,23 +110,23 @@ func (r *Routed) Setup(ctx context.Context, env *Env) (*Topology, error) {
 		}
 		podNS[p.role] = ns
 		if p.role != RoleServer {
-			if err := ns.WriteSysctls(clientSysctls...); err != nil {
+			if err := ns.WriteSysctls(ClientSysctls...); err != nil {
 				return nil, err
 			}
 		}
-		host, err := addVethToPod(node, ns, p.hostIf(), env.WireMTU)
+		host, err := AddVethToPod(node, ns, p.hostIf(), env.WireMTU)
 		if err != nil {
 			return nil, err
 		}
 		podIdx[p.node] = append(podIdx[p.node], host.Attrs().Index)
 		// Pod: /32 address, default route via the fake gateway.
-		if err := addrAdd(ns, PodIf, host32(p.ip)); err != nil {
+		if err := ns.AddrAdd(PodIf, host32(p.ip)); err != nil {
 			return nil, err
 		}
-		if err := routeAdd(ns, host32(CalicoGateway), netip.Addr{}, PodIf, false); err != nil {
+		if err := ns.RouteAdd(host32(CalicoGateway), netip.Addr{}, PodIf, false); err != nil {
 			return nil, err
 		}
-		if err := routeAdd(ns, netip.MustParsePrefix("0.0.0.0/0"), CalicoGateway, PodIf, false); err != nil {
+		if err := ns.RouteAdd(netip.MustParsePrefix("0.0.0.0/0"), CalicoGateway, PodIf, false); err != nil {
 			return nil, err
 		}
 		// Node: proxy ARP answers for the gateway, /32 route to the pod.
@@ -136,10 +136,10 @@ func (r *Routed) Setup(ctx context.Context, env *Env) (*Topology, error) {
 		); err != nil {
 			return nil, err
 		}
-		if err := linkUp(node, p.hostIf()); err != nil {
+		if err := node.LinkUp(p.hostIf()); err != nil {
 			return nil, err
 		}
-		if err := routeAdd(node, host32(p.ip), netip.Addr{}, p.hostIf(), false); err != nil {
+		if err := node.RouteAdd(host32(p.ip), netip.Addr{}, p.hostIf(), false); err != nil {
 			return nil, err
 		}
 		built = append(built, Pod{Role: p.role, Node: p.node, NS: ns, IP: p.ip, HostDev: p.hostIf()})
@@ -147,11 +147,11 @@ func (r *Routed) Setup(ctx context.Context, env *Env) (*Topology, error) {
 	for i, node := range nodes {
 		// Proxy ARP only answers if the node routes the gateway elsewhere
 		// than the asking interface (lab-facts pitfall).
-		if err := routeAdd(node, host32(CalicoGateway), netip.Addr{}, "lo", false); err != nil {
+		if err := node.RouteAdd(host32(CalicoGateway), netip.Addr{}, "lo", false); err != nil {
 			return nil, err
 		}
 		other := 1 - i
-		if err := routeAdd(node, PodCIDRs[other], WireIPs[other], WireIf, false); err != nil {
+		if err := node.RouteAdd(PodCIDRs[other], WireIPs[other], WireIf, false); err != nil {
 			return nil, err
 		}
 		if err := ctx.Err(); err != nil {

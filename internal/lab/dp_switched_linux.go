@@ -75,7 +75,7 @@ func (b *bridged) PacketPath() string {
 }
 
 func (b *bridged) Probe() error {
-	if err := probeLink("Linux bridge", &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}}); err != nil {
+	if err := ProbeLink("Linux bridge", &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}}); err != nil {
 		return err
 	}
 	if err := probeConntrack(); err != nil {
@@ -85,7 +85,7 @@ func (b *bridged) Probe() error {
 		return err
 	}
 	if b.overlay {
-		return probeLink("VXLAN device", &netlink.Vxlan{
+		return ProbeLink("VXLAN device", &netlink.Vxlan{
 			LinkAttrs: netlink.LinkAttrs{Name: "probe1"},
 			VxlanId:   42, Port: 4789, Group: net.IP(WireIPs[1].AsSlice()),
 		})
@@ -122,10 +122,10 @@ func (b *bridged) Setup(ctx context.Context, env *Env) (*Topology, error) {
 		if err := node.handle.LinkAdd(br); err != nil {
 			return nil, fmt.Errorf("create bridge %s in %s: %w", BridgeIf, node.Name, err)
 		}
-		if err := addrAdd(node, BridgeIf, netip.PrefixFrom(gatewayIP(i), PodCIDRs[i].Bits())); err != nil {
+		if err := node.AddrAdd(BridgeIf, netip.PrefixFrom(gatewayIP(i), PodCIDRs[i].Bits())); err != nil {
 			return nil, err
 		}
-		if err := linkUp(node, BridgeIf); err != nil {
+		if err := node.LinkUp(BridgeIf); err != nil {
 			return nil, err
 		}
 	}
@@ -138,11 +138,11 @@ func (b *bridged) Setup(ctx context.Context, env *Env) (*Topology, error) {
 		}
 		podNS[p.role] = ns
 		if p.role != RoleServer {
-			if err := ns.WriteSysctls(clientSysctls...); err != nil {
+			if err := ns.WriteSysctls(ClientSysctls...); err != nil {
 				return nil, err
 			}
 		}
-		host, err := addVethToPod(node, ns, p.hostIf(), mtu)
+		host, err := AddVethToPod(node, ns, p.hostIf(), mtu)
 		if err != nil {
 			return nil, err
 		}
@@ -153,20 +153,20 @@ func (b *bridged) Setup(ctx context.Context, env *Env) (*Topology, error) {
 		if err := node.handle.LinkSetMaster(host, br); err != nil {
 			return nil, fmt.Errorf("attach %s to bridge %s in %s: %w", p.hostIf(), BridgeIf, node.Name, err)
 		}
-		if err := linkUp(node, p.hostIf()); err != nil {
+		if err := node.LinkUp(p.hostIf()); err != nil {
 			return nil, err
 		}
-		if err := addrAdd(ns, PodIf, netip.PrefixFrom(p.ip, PodCIDRs[p.node].Bits())); err != nil {
+		if err := ns.AddrAdd(PodIf, netip.PrefixFrom(p.ip, PodCIDRs[p.node].Bits())); err != nil {
 			return nil, err
 		}
-		if err := routeAdd(ns, netip.MustParsePrefix("0.0.0.0/0"), gatewayIP(p.node), PodIf, false); err != nil {
+		if err := ns.RouteAdd(netip.MustParsePrefix("0.0.0.0/0"), gatewayIP(p.node), PodIf, false); err != nil {
 			return nil, err
 		}
 	}
 	for i, node := range nodes {
 		other := 1 - i
 		if !b.overlay {
-			if err := routeAdd(node, PodCIDRs[other], WireIPs[other], WireIf, false); err != nil {
+			if err := node.RouteAdd(PodCIDRs[other], WireIPs[other], WireIf, false); err != nil {
 				return nil, err
 			}
 			continue
@@ -181,19 +181,19 @@ func (b *bridged) Setup(ctx context.Context, env *Env) (*Topology, error) {
 			VtepDevIndex: wire.Attrs().Index,
 			SrcAddr:      net.IP(WireIPs[i].AsSlice()),
 			Group:        net.IP(WireIPs[other].AsSlice()), // unicast: the remote VTEP
-			Port:         vxlanPort,
+			Port:         VXLANPort,
 			Learning:     true,
 		}
 		if err := node.handle.LinkAdd(vx); err != nil {
 			return nil, fmt.Errorf("create vxlan %s in %s: %w", VXLANIf, node.Name, err)
 		}
-		if err := addrAdd(node, VXLANIf, netip.PrefixFrom(OverlayIPs[i], OverlayNet.Bits())); err != nil {
+		if err := node.AddrAdd(VXLANIf, netip.PrefixFrom(OverlayIPs[i], OverlayNet.Bits())); err != nil {
 			return nil, err
 		}
-		if err := linkUp(node, VXLANIf); err != nil {
+		if err := node.LinkUp(VXLANIf); err != nil {
 			return nil, err
 		}
-		if err := routeAdd(node, PodCIDRs[other], OverlayIPs[other], VXLANIf, false); err != nil {
+		if err := node.RouteAdd(PodCIDRs[other], OverlayIPs[other], VXLANIf, false); err != nil {
 			return nil, err
 		}
 	}

@@ -210,8 +210,8 @@ func allowExtraInNft(node *NS, addr netip.Addr) error {
 	}
 	x := host32(addr)
 	both := [][]expr.Any{
-		append(ipInPrefix(12, PodSupernet), ipInPrefix(16, x)...),
-		append(ipInPrefix(12, x), ipInPrefix(16, PodSupernet)...),
+		append(NftIPInPrefix(12, PodSupernet), NftIPInPrefix(16, x)...),
+		append(NftIPInPrefix(12, x), NftIPInPrefix(16, PodSupernet)...),
 	}
 	for _, ch := range chains {
 		var verdict expr.Any
@@ -225,7 +225,7 @@ func allowExtraInNft(node *NS, addr netip.Addr) error {
 		}
 		for _, match := range both {
 			exprs := append(append([]expr.Any{}, match...), &expr.Counter{}, verdict)
-			c.AddRule(rule(ch.Table, ch, ruleExtraPrefix+addr.String(), exprs...))
+			c.AddRule(NftRule(ch.Table, ch, ruleExtraPrefix+addr.String(), exprs...))
 		}
 	}
 	if err := c.Flush(); err != nil {

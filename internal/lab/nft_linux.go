@@ -69,12 +69,12 @@ func installConntrackRules(ns *NS, r nftRules) error {
 		Name: "forward", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter, Policy: &drop,
 	})
-	c.AddRule(rule(t, fwd, RuleCtNew, append(ctStateIn(expr.CtStateBitNEW), &expr.Counter{})...))
-	c.AddRule(rule(t, fwd, RuleEstablished, append(ctStateIn(expr.CtStateBitESTABLISHED|expr.CtStateBitRELATED),
+	c.AddRule(NftRule(t, fwd, RuleCtNew, append(NftCtStateIn(expr.CtStateBitNEW), &expr.Counter{})...))
+	c.AddRule(NftRule(t, fwd, RuleEstablished, append(NftCtStateIn(expr.CtStateBitESTABLISHED|expr.CtStateBitRELATED),
 		&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept})...))
-	c.AddRule(rule(t, fwd, RuleInvalid, append(ctStateIn(expr.CtStateBitINVALID),
+	c.AddRule(NftRule(t, fwd, RuleInvalid, append(NftCtStateIn(expr.CtStateBitINVALID),
 		&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop})...))
-	c.AddRule(rule(t, fwd, RulePodToPod, append(podToPod(), &expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept})...))
+	c.AddRule(NftRule(t, fwd, RulePodToPod, append(podToPod(), &expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept})...))
 	if r.notrack {
 		for _, h := range []struct {
 			name, comment, vxlan string
@@ -87,9 +87,9 @@ func installConntrackRules(ns *NS, r nftRules) error {
 				Name: h.name, Table: t, Type: nftables.ChainTypeFilter,
 				Hooknum: h.hook, Priority: nftables.ChainPriorityRaw,
 			})
-			c.AddRule(rule(t, ch, h.comment, append(podToPod(), &expr.Counter{}, &expr.Notrack{})...))
+			c.AddRule(NftRule(t, ch, h.comment, append(podToPod(), &expr.Counter{}, &expr.Notrack{})...))
 			if r.notrackVXLAN {
-				c.AddRule(rule(t, ch, h.vxlan, append(udpDport(vxlanPort), &expr.Counter{}, &expr.Notrack{})...))
+				c.AddRule(NftRule(t, ch, h.vxlan, append(udpDport(VXLANPort), &expr.Counter{}, &expr.Notrack{})...))
 			}
 		}
 	}
@@ -145,7 +145,7 @@ func probeConntrack() error {
 			Name: "forward", Table: t, Type: nftables.ChainTypeFilter,
 			Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter,
 		})
-		c.AddRule(rule(t, ch, RuleEstablished, append(ctStateIn(expr.CtStateBitESTABLISHED), &expr.Notrack{})...))
+		c.AddRule(NftRule(t, ch, RuleEstablished, append(NftCtStateIn(expr.CtStateBitESTABLISHED), &expr.Notrack{})...))
 		if err := c.Flush(); err != nil {
 			return &UnsupportedError{Feature: "nftables conntrack and notrack", Reason: err.Error()}
 		}
@@ -153,15 +153,18 @@ func probeConntrack() error {
 	})
 }
 
-func rule(t *nftables.Table, ch *nftables.Chain, comment string, exprs ...expr.Any) *nftables.Rule {
+// NftRule builds a rule of chain ch in table t from exprs, with comment
+// as its comment: NftCounters reports a rule's counter under that name.
+func NftRule(t *nftables.Table, ch *nftables.Chain, comment string, exprs ...expr.Any) *nftables.Rule {
 	return &nftables.Rule{
 		Table: t, Chain: ch, Exprs: exprs,
 		UserData: userdata.AppendString(nil, userdata.TypeComment, comment),
 	}
 }
 
-// ctStateIn matches packets whose conntrack state has any of bits.
-func ctStateIn(bits uint32) []expr.Any {
+// NftCtStateIn matches packets whose conntrack state has any of bits
+// (expr.CtStateBit*).
+func NftCtStateIn(bits uint32) []expr.Any {
 	return []expr.Any{
 		&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
 		&expr.Bitwise{
@@ -172,8 +175,9 @@ func ctStateIn(bits uint32) []expr.Any {
 	}
 }
 
-// vxlanPort is the VXLAN UDP port the lab uses.
-const vxlanPort = 4789
+// VXLANPort is the UDP port of every VXLAN device the lab creates (the
+// IANA port).
+const VXLANPort = 4789
 
 // udpDport matches UDP packets to port.
 func udpDport(port uint16) []expr.Any {
@@ -187,12 +191,12 @@ func udpDport(port uint16) []expr.Any {
 
 // podToPod matches IPv4 packets from and to the pod supernet.
 func podToPod() []expr.Any {
-	return append(ipInPrefix(12, PodSupernet), ipInPrefix(16, PodSupernet)...)
+	return append(NftIPInPrefix(12, PodSupernet), NftIPInPrefix(16, PodSupernet)...)
 }
 
-// ipInPrefix matches the IPv4 address at offset (12 saddr, 16 daddr) of the
+// NftIPInPrefix matches the IPv4 address at offset (12 saddr, 16 daddr) of the
 // network header against p.
-func ipInPrefix(offset uint32, p netip.Prefix) []expr.Any {
+func NftIPInPrefix(offset uint32, p netip.Prefix) []expr.Any {
 	mask := ipNet(p).Mask
 	return []expr.Any{
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},

@@ -120,17 +120,19 @@ func (e *Env) NewNS(ctx context.Context, role string) (*NS, error) {
 	return ns, nil
 }
 
-// nodeSysctls are set in every node: forwarding, and fast reuse of
-// TIME_WAIT ports (node1 is the baseline's client).
-var nodeSysctls = [][2]string{
+// NodeSysctls are set in every node namespace (write them with
+// WriteSysctls before creating devices): forwarding, and fast reuse of
+// TIME_WAIT ports (node1 is the baseline's client). Copy before appending.
+var NodeSysctls = [][2]string{
 	{"net/ipv4/ip_forward", "1"},
 	{"net/ipv4/tcp_tw_reuse", "1"},
 }
 
-// clientSysctls are set in client pods: tcp_crr opens tens of thousands of
-// connections per second; icmp_echo sends from an ICMP datagram socket, which
-// the kernel grants only to groups in ping_group_range (root's included).
-var clientSysctls = [][2]string{
+// ClientSysctls are set in every namespace a benchmark client runs in:
+// tcp_crr opens tens of thousands of connections per second; icmp_echo
+// sends from an ICMP datagram socket, which the kernel grants only to
+// groups in ping_group_range (root's included). Copy before appending.
+var ClientSysctls = [][2]string{
 	{"net/ipv4/tcp_tw_reuse", "1"},
 	{"net/ipv4/ping_group_range", "0 2147483647"},
 }
@@ -144,7 +146,7 @@ func buildNodes(ctx context.Context, env *Env) ([2]*NS, error) {
 		if err != nil {
 			return nodes, err
 		}
-		if err := ns.WriteSysctls(nodeSysctls...); err != nil {
+		if err := ns.WriteSysctls(NodeSysctls...); err != nil {
 			return nodes, err
 		}
 		nodes[i] = ns
@@ -162,10 +164,10 @@ func buildNodes(ctx context.Context, env *Env) ([2]*NS, error) {
 		return nodes, fmt.Errorf("create wire veth %s in %s (peer in %s): %w", WireIf, nodes[0].Name, nodes[1].Name, err)
 	}
 	for i, n := range nodes {
-		if err := addrAdd(n, WireIf, netip.PrefixFrom(WireIPs[i], WirePrefix.Bits())); err != nil {
+		if err := n.AddrAdd(WireIf, netip.PrefixFrom(WireIPs[i], WirePrefix.Bits())); err != nil {
 			return nodes, err
 		}
-		if err := linkUp(n, WireIf); err != nil {
+		if err := n.LinkUp(WireIf); err != nil {
 			return nodes, err
 		}
 	}
@@ -175,9 +177,11 @@ func buildNodes(ctx context.Context, env *Env) ([2]*NS, error) {
 	return nodes, nil
 }
 
-// addVethToPod creates a veth pair with hostName in node and PodIf in the pod,
-// both with the given MTU, and sets both ends up.
-func addVethToPod(node, podNS *NS, hostName string, mtu int) (netlink.Link, error) {
+// AddVethToPod connects a pod namespace to its node: a veth pair with
+// hostName in node and PodIf in podNS, both with the given MTU. It sets the
+// pod's end up and returns the node's end, still down, for the caller to
+// address and set up.
+func AddVethToPod(node, podNS *NS, hostName string, mtu int) (netlink.Link, error) {
 	v := &netlink.Veth{
 		LinkAttrs:     netlink.LinkAttrs{Name: hostName, MTU: mtu},
 		PeerName:      PodIf,
@@ -187,7 +191,7 @@ func addVethToPod(node, podNS *NS, hostName string, mtu int) (netlink.Link, erro
 	if err := node.handle.LinkAdd(v); err != nil {
 		return nil, fmt.Errorf("create veth %s in %s (peer %s in %s): %w", hostName, node.Name, PodIf, podNS.Name, err)
 	}
-	if err := linkUp(podNS, PodIf); err != nil {
+	if err := podNS.LinkUp(PodIf); err != nil {
 		return nil, err
 	}
 	l, err := node.handle.LinkByName(hostName)
@@ -197,7 +201,8 @@ func addVethToPod(node, podNS *NS, hostName string, mtu int) (netlink.Link, erro
 	return l, nil
 }
 
-func linkUp(ns *NS, name string) error {
+// LinkUp sets the device name of ns up.
+func (ns *NS) LinkUp(name string) error {
 	l, err := ns.handle.LinkByName(name)
 	if err != nil {
 		return fmt.Errorf("find %s in %s: %w", name, ns.Name, err)
@@ -208,7 +213,9 @@ func linkUp(ns *NS, name string) error {
 	return nil
 }
 
-func addrAdd(ns *NS, ifName string, p netip.Prefix) error {
+// AddrAdd adds address p (the address and its prefix length) to the
+// device ifName of ns.
+func (ns *NS) AddrAdd(ifName string, p netip.Prefix) error {
 	l, err := ns.handle.LinkByName(ifName)
 	if err != nil {
 		return fmt.Errorf("find %s in %s: %w", ifName, ns.Name, err)
@@ -220,8 +227,10 @@ func addrAdd(ns *NS, ifName string, p netip.Prefix) error {
 	return nil
 }
 
-// routeAdd adds dst via gw (invalid gw: directly connected) on dev ifName.
-func routeAdd(ns *NS, dst netip.Prefix, gw netip.Addr, ifName string, onlink bool) error {
+// RouteAdd adds a route in ns to dst via gw (invalid gw: directly
+// connected, link scope) on device ifName; onlink sets the onlink flag
+// (a gateway outside every prefix of the device).
+func (ns *NS) RouteAdd(dst netip.Prefix, gw netip.Addr, ifName string, onlink bool) error {
 	l, err := ns.handle.LinkByName(ifName)
 	if err != nil {
 		return fmt.Errorf("find %s in %s: %w", ifName, ns.Name, err)
@@ -267,9 +276,10 @@ func inScratchNS(f func(h *netlink.Handle) error) error {
 	})
 }
 
-// probeLink checks that the kernel can create a link of l's type, in a
-// scratch namespace.
-func probeLink(feature string, l netlink.Link) error {
+// ProbeLink checks, in a scratch namespace, that the kernel can create a
+// link of l's type (for a datapath's Probe): an *UnsupportedError naming
+// feature when it cannot.
+func ProbeLink(feature string, l netlink.Link) error {
 	return inScratchNS(func(h *netlink.Handle) error {
 		if err := h.LinkAdd(l); err != nil {
 			if errors.Is(err, unix.EPERM) {
