@@ -261,3 +261,12 @@ func Describe(name string) string {
 	}
 	return ""
 }
+
+// CounterReporter is implemented by datapaths that count what they did (per
+// node), for tests and reports. Keys look like "node1.redirect_peer".
+// The eBPF host-routing datapaths report redirect_peer, redirect_host,
+// redirect_neigh, pass, pass_fib and drop, and unless bare ct_new,
+// ct_established, ct_reply and policy_denied.
+type CounterReporter interface {
+	Counters() (map[string]uint64, error)
+}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	_ "github.com/cnibench/cnibench/internal/lab/datapaths" // the standard datapaths register themselves
 	"github.com/cnibench/cnibench/internal/lab/labtest"
 	"github.com/cnibench/cnibench/internal/testutil"
 )

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/nsrun"
@@ -40,29 +41,23 @@ var (
 // UDP (8) + VXLAN (8) + inner Ethernet (14).
 const VXLANOverhead = 50
 
-// pod is one pod of the standard topology.
-type pod struct {
-	role string
-	node int // 0 = node1, 1 = node2
-	ip   netip.Addr
-}
-
-// hostIf is the name of the pod's veth end in the node.
-func (p pod) hostIf() string { return "veth-" + p.role }
-
 // pods of every pod datapath: a client on each node and the server on node2.
-var pods = []pod{
-	{role: RoleClient1, node: 0, ip: netip.MustParseAddr("198.19.1.10")},
-	{role: RoleClient2, node: 1, ip: netip.MustParseAddr("198.19.2.10")},
-	{role: RoleServer, node: 1, ip: netip.MustParseAddr("198.19.2.20")},
+var pods = []PodSpec{
+	{Role: RoleClient1, Node: 0, IP: netip.MustParseAddr("198.19.1.10")},
+	{Role: RoleClient2, Node: 1, IP: netip.MustParseAddr("198.19.2.10")},
+	{Role: RoleServer, Node: 1, IP: netip.MustParseAddr("198.19.2.20")},
 }
+
+// StandardPods are the pods every pod datapath builds (a client on each
+// node, the server on node2), in that order; a copy.
+func StandardPods() []PodSpec { return slices.Clone(pods) }
 
 // validatePods checks extra pods against the standard ones.
 func validatePods(specs []PodSpec) error {
 	seen := map[string]bool{}
 	ips := map[netip.Addr]bool{}
 	for _, p := range pods {
-		seen[p.role], ips[p.ip] = true, true
+		seen[p.Role], ips[p.IP] = true, true
 	}
 	for _, p := range specs {
 		if len(p.Role) == 0 || len(p.Role) > 8 || strings.Trim(p.Role, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
@@ -71,7 +66,7 @@ func validatePods(specs []PodSpec) error {
 		if p.Node != 0 && p.Node != 1 {
 			return fmt.Errorf("extra pod %s: node %d, want 0 or 1", p.Role, p.Node)
 		}
-		if !PodCIDRs[p.Node].Contains(p.IP) || p.IP == gatewayIP(p.Node) || p.IP == PodCIDRs[p.Node].Addr() {
+		if !PodCIDRs[p.Node].Contains(p.IP) || p.IP == GatewayIP(p.Node) || p.IP == PodCIDRs[p.Node].Addr() {
 			return fmt.Errorf("extra pod %s: address %v is not a pod address of node %d (%v)", p.Role, p.IP, p.Node+1, PodCIDRs[p.Node])
 		}
 		if seen[p.Role] || ips[p.IP] {
@@ -82,16 +77,17 @@ func validatePods(specs []PodSpec) error {
 	return nil
 }
 
-// gatewayIP is the bridge address of a node's pod subnet (bridge, vxlan).
-func gatewayIP(node int) netip.Addr { return PodCIDRs[node].Addr().Next() }
+// GatewayIP is the bridge address of a node's pod subnet (the pods'
+// default gateway in the bridged datapaths).
+func GatewayIP(node int) netip.Addr { return PodCIDRs[node].Addr().Next() }
 
-// podEndpoints returns the cross-node and same-node paths of the standard
-// pod topology.
-func podEndpoints(podNS map[string]*NS) []Endpoint {
+// PodEndpoints returns the cross-node and same-node paths of the standard
+// pods (StandardPods), given their namespaces by role.
+func PodEndpoints(podNS map[string]*NS) []Endpoint {
 	server := pods[2]
 	return []Endpoint{
-		{Kind: CrossNode, Client: podNS[RoleClient1], Server: podNS[RoleServer], ServerIP: server.ip},
-		{Kind: SameNode, Client: podNS[RoleClient2], Server: podNS[RoleServer], ServerIP: server.ip},
+		{Kind: CrossNode, Client: podNS[RoleClient1], Server: podNS[RoleServer], ServerIP: server.IP},
+		{Kind: SameNode, Client: podNS[RoleClient2], Server: podNS[RoleServer], ServerIP: server.IP},
 	}
 }
 
@@ -137,9 +133,10 @@ var ClientSysctls = [][2]string{
 	{"net/ipv4/ping_group_range", "0 2147483647"},
 }
 
-// buildNodes creates node1 and node2 joined by the wire, with addresses
-// WireIPs, forwarding on, wire MTU env.WireMTU and wire mode env.Wire.
-func buildNodes(ctx context.Context, env *Env) ([2]*NS, error) {
+// BuildNodes creates node1 and node2 joined by the wire, with addresses
+// WireIPs, forwarding on, wire MTU env.WireMTU and wire mode env.Wire: the
+// ground every datapath but a scenario's own builds on.
+func BuildNodes(ctx context.Context, env *Env) ([2]*NS, error) {
 	var nodes [2]*NS
 	for i, role := range []string{RoleNode1, RoleNode2} {
 		ns, err := env.NewNS(ctx, role)
@@ -258,8 +255,8 @@ func ipNet(p netip.Prefix) *net.IPNet {
 	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }
 
-// host32 is the /32 prefix of a.
-func host32(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
+// Host32 is the host prefix of a (/32 for IPv4).
+func Host32(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
 
 // inScratchNS runs f on a locked thread moved into a new, anonymous network
 // namespace, with a netlink handle there. The thread is never unlocked, so

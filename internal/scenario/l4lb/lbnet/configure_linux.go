@@ -236,7 +236,7 @@ func (l *LB) addTunnels(external bool) error {
 		LinkAttrs: netlink.LinkAttrs{Name: lab.VXLANIf, MTU: l.wireMTU, HardwareAddr: tunMACs[0]},
 		FlowBased: true, Port: lab.VXLANPort,
 	}
-	lbAddr := host32(TunnelIP)
+	lbAddr := lab.Host32(TunnelIP)
 	if !external {
 		ext, err := ifindex(l.lbNode, extIf)
 		if err != nil {

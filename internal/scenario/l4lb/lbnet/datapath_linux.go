@@ -271,9 +271,6 @@ func nicLike(ns *lab.NS, ifName, mode string) error {
 	return nil
 }
 
-// host32 is the /32 prefix of a.
-func host32(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
-
 // buildBackend connects backend pod i to worker i, Calico style: a /32
 // address, a default route via 169.254.1.1 answered by proxy ARP on the
 // worker's side of the veth, a /32 route to the pod on the worker.
@@ -283,10 +280,10 @@ func (l *LB) buildBackend(i int) error {
 	if _, err := lab.AddVethToPod(w, pod, hostIf, l.wireMTU); err != nil {
 		return err
 	}
-	if err := pod.AddrAdd(lab.PodIf, host32(ip)); err != nil {
+	if err := pod.AddrAdd(lab.PodIf, lab.Host32(ip)); err != nil {
 		return err
 	}
-	if err := pod.RouteAdd(host32(lab.CalicoGateway), netip.Addr{}, lab.PodIf, false); err != nil {
+	if err := pod.RouteAdd(lab.Host32(lab.CalicoGateway), netip.Addr{}, lab.PodIf, false); err != nil {
 		return err
 	}
 	if err := pod.RouteAdd(netip.MustParsePrefix("0.0.0.0/0"), lab.CalicoGateway, lab.PodIf, false); err != nil {
@@ -301,10 +298,10 @@ func (l *LB) buildBackend(i int) error {
 	if err := w.LinkUp(hostIf); err != nil {
 		return err
 	}
-	if err := w.RouteAdd(host32(ip), netip.Addr{}, hostIf, false); err != nil {
+	if err := w.RouteAdd(lab.Host32(ip), netip.Addr{}, hostIf, false); err != nil {
 		return err
 	}
 	// Proxy ARP answers only if the gateway is routed elsewhere than the
 	// asking interface (lab-facts pitfall).
-	return w.RouteAdd(host32(lab.CalicoGateway), netip.Addr{}, "lo", false)
+	return w.RouteAdd(lab.Host32(lab.CalicoGateway), netip.Addr{}, "lo", false)
 }

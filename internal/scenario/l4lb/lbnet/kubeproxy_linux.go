@@ -73,7 +73,7 @@ func (l *LB) applyKubeProxy(m Mode) error {
 		if m.Transport == VXLAN {
 			via, dev = WorkerTunIPs[i], lab.VXLANIf
 		}
-		if err := l.lbNode.RouteAdd(host32(be), via, dev, false); err != nil {
+		if err := l.lbNode.RouteAdd(lab.Host32(be), via, dev, false); err != nil {
 			return err
 		}
 	}
@@ -114,7 +114,7 @@ func (l *LB) applyKubeProxy(m Mode) error {
 			}
 			c.AddRule(lab.NftRule(t, svcChain, "kp-endpoint", append(pick, &expr.Verdict{Kind: expr.VerdictGoto, Chain: sep.Name})...))
 		}
-		c.AddRule(lab.NftRule(t, svc, ruleKPService, append(append(lab.NftIPInPrefix(16, host32(VIP)), tcpDport(p)...),
+		c.AddRule(lab.NftRule(t, svc, ruleKPService, append(append(lab.NftIPInPrefix(16, lab.Host32(VIP)), tcpDport(p)...),
 			&expr.Verdict{Kind: expr.VerdictJump, Chain: svcChain.Name})...))
 	}
 	accept := nftables.ChainPolicyAccept
@@ -148,7 +148,7 @@ func kpFirewallRule(t *nftables.Table, ch *nftables.Chain) *nftables.Rule {
 	allow := allowPrefixes[0]
 	notAllowed := lab.NftIPInPrefix(12, allow)
 	notAllowed[len(notAllowed)-1].(*expr.Cmp).Op = expr.CmpOpNeq
-	return lab.NftRule(t, ch, ruleKPFirewall, append(append(lab.NftIPInPrefix(16, host32(VIP)), notAllowed...),
+	return lab.NftRule(t, ch, ruleKPFirewall, append(append(lab.NftIPInPrefix(16, lab.Host32(VIP)), notAllowed...),
 		&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop})...)
 }
 

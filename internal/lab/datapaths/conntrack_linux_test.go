@@ -1,4 +1,4 @@
-package lab_test
+package datapaths_test
 
 import (
 	"errors"
