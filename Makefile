@@ -161,7 +161,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRespParser$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSNMP$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCTStats$$' -fuzztime $(FUZZTIME) ./internal/lab/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseL4LBMode$$' -fuzztime $(FUZZTIME) ./internal/lab/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseMode$$' -fuzztime $(FUZZTIME) ./internal/scenario/l4lb/lbnet/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWrk$$' -fuzztime $(FUZZTIME) ./bench/parse/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseIPSetMemory$$' -fuzztime $(FUZZTIME) ./internal/nf/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDropCounter$$' -fuzztime $(FUZZTIME) ./internal/nf/

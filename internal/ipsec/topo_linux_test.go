@@ -64,7 +64,7 @@ func newNodePair(t *testing.T, wire, pod [2]string) *nodePair {
 }
 
 // newRoutedPair builds the lab's veth-routing layout (internal/lab,
-// dp_routed_linux.go) instead: each pod in its own namespace behind a veth
+// datapath/routed_linux.go) instead: each pod in its own namespace behind a veth
 // (pod[i]/32, default route via a link-local gateway that the node's proxy
 // ARP answers), the node forwarding, with a /32 route to its pod and the
 // other node's pod CIDR routed via its wire address from the start — and,

@@ -179,9 +179,11 @@ func OptIn(name string) bool {
 }
 
 // RegisterHidden adds a datapath that NewDatapath and Describe know but
-// Names does not list: a topology that only a scenario brings up (e.g.
-// the l4lb scenario's load-balancer node and workers), never a cell of
-// the datapath matrix.
+// Names does not list: a topology that only a scenario brings up (e.g. a
+// load-balancer node with workers and external clients), never a cell of
+// the datapath matrix. Such a datapath lives with its scenario and
+// registers from its package's init, so it exists wherever the scenario
+// is linked.
 func RegisterHidden(f Factory) { register(f, true, false) }
 
 func register(f Factory, hidden, optIn bool) {
@@ -258,4 +260,13 @@ func Describe(name string) string {
 		}
 	}
 	return ""
+}
+
+// CounterReporter is implemented by datapaths that count what they did (per
+// node), for tests and reports. Keys look like "node1.redirect_peer".
+// The eBPF host-routing datapaths report redirect_peer, redirect_host,
+// redirect_neigh, pass, pass_fib and drop, and unless bare ct_new,
+// ct_established, ct_reply and policy_denied.
+type CounterReporter interface {
+	Counters() (map[string]uint64, error)
 }

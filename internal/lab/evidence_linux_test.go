@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/lab/labtest"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestEvidence(t *testing.T) {
 	names := []string{"baseline", "veth-routing", "veth-routing-notrack", "bridge", "bridge-notrack", "vxlan", "vxlan-notrack",
 		"ebpf-host-routing", "ebpf-host-routing-bare"}
-	l := upLab(t, lab.Options{Datapaths: names})
+	l := labtest.Up(t, lab.Options{Datapaths: names})
 	const conns = 5
 	payload := bytes.Repeat([]byte("x"), 64<<10)
 	for _, name := range l.Datapaths() {

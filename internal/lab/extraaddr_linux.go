@@ -100,7 +100,7 @@ func (t *Topology) AddServerAddress(ctx context.Context, ep Endpoint, addr netip
 	if err != nil {
 		return nil, fmt.Errorf("find %s in %s: %w", PodIf, server.Name, err)
 	}
-	a := &netlink.Addr{IPNet: ipNet(host32(addr))}
+	a := &netlink.Addr{IPNet: ipNet(Host32(addr))}
 	if err := server.handle.AddrAdd(link, a); err != nil {
 		return nil, fmt.Errorf("add address %s to %s in %s: %w", addr, PodIf, server.Name, err)
 	}
@@ -160,7 +160,7 @@ func copyRoute(node *NS, like, addr netip.Addr) (*netlink.Route, error) {
 	if rs[0].Type != unix.RTN_UNICAST {
 		return nil, fmt.Errorf("route to %s in %s is of type %d, not a unicast route: %w", like, node.Name, rs[0].Type, errNeedsRouted)
 	}
-	r := &netlink.Route{LinkIndex: rs[0].LinkIndex, Dst: ipNet(host32(addr))}
+	r := &netlink.Route{LinkIndex: rs[0].LinkIndex, Dst: ipNet(Host32(addr))}
 	if rs[0].Gw != nil {
 		r.Gw = rs[0].Gw
 	} else {
@@ -208,10 +208,10 @@ func allowExtraInNft(node *NS, addr netip.Addr) error {
 	if err != nil {
 		return err
 	}
-	x := host32(addr)
+	x := Host32(addr)
 	both := [][]expr.Any{
-		append(ipInPrefix(12, PodSupernet), ipInPrefix(16, x)...),
-		append(ipInPrefix(12, x), ipInPrefix(16, PodSupernet)...),
+		append(NftIPInPrefix(12, PodSupernet), NftIPInPrefix(16, x)...),
+		append(NftIPInPrefix(12, x), NftIPInPrefix(16, PodSupernet)...),
 	}
 	for _, ch := range chains {
 		var verdict expr.Any
@@ -225,7 +225,7 @@ func allowExtraInNft(node *NS, addr netip.Addr) error {
 		}
 		for _, match := range both {
 			exprs := append(append([]expr.Any{}, match...), &expr.Counter{}, verdict)
-			c.AddRule(rule(ch.Table, ch, ruleExtraPrefix+addr.String(), exprs...))
+			c.AddRule(NftRule(ch.Table, ch, ruleExtraPrefix+addr.String(), exprs...))
 		}
 	}
 	if err := c.Flush(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/lab/labtest"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -44,7 +45,7 @@ func TestValidateExtraAddr(t *testing.T) {
 // 240/4 address, checks the client pods reach it (UDP echo), removes it and
 // checks nothing is left; other datapaths refuse with ErrNotSupported.
 func TestAddServerAddress(t *testing.T) {
-	l := upLab(t, lab.Options{Datapaths: []string{"veth-routing", "veth-routing-notrack", "ebpf-host-routing", "bridge"}})
+	l := labtest.Up(t, lab.Options{Datapaths: []string{"veth-routing", "veth-routing-notrack", "ebpf-host-routing", "bridge"}})
 	extra := netip.MustParseAddr("240.1.2.3")
 	ctx := context.Background()
 	for _, name := range l.Datapaths() {

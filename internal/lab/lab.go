@@ -52,13 +52,17 @@ type Options struct {
 	ExtraPods []PodSpec
 }
 
-// PodSpec is an extra pod: its role (namespace name part), node (0 or 1)
-// and address, inside that node's pod CIDR.
+// PodSpec is a pod to build (a standard one, or an extra one): its role
+// (namespace name part), node (0 or 1) and address, inside that node's pod
+// CIDR.
 type PodSpec struct {
 	Role string
 	Node int
 	IP   netip.Addr
 }
+
+// HostIf is the name of the pod's veth end in its node.
+func (p PodSpec) HostIf() string { return "veth-" + p.Role }
 
 // Pod is a pod a datapath built.
 type Pod struct {

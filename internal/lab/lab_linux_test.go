@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,55 +16,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	_ "github.com/cnibench/cnibench/internal/lab/datapaths" // the standard datapaths register themselves
+	"github.com/cnibench/cnibench/internal/lab/labtest"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
-
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-// upLab brings a lab up and registers its teardown, checking that nothing
-// of the run is left afterwards.
-func upLab(t *testing.T, opts lab.Options) *lab.Lab {
-	t.Helper()
-	testutil.SkipUnlessRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	l := lab.New(testLogger(t))
-	if err := l.Up(ctx, opts); err != nil {
-		t.Fatalf("lab up: %v", err)
-	}
-	runID := l.RunID()
-	t.Cleanup(func() {
-		if err := l.Down(context.Background()); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-		assertNothingLeft(t, runID)
-	})
-	return l
-}
-
-func assertNothingLeft(t *testing.T, runID string) {
-	t.Helper()
-	matches, err := filepath.Glob(filepath.Join(lab.NetnsDir, lab.Prefix+runID+"-*"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(matches) > 0 {
-		t.Errorf("run %s left namespaces: %v", runID, matches)
-	}
-	if _, err := os.Stat(lab.StatePath(runID)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("run %s left its state file %s (stat: %v)", runID, lab.StatePath(runID), err)
-	}
-}
 
 // TestDatapaths builds every datapath in one lab and checks each path:
 // TCP both ways, path MTU, full-size DF datagrams.
@@ -77,7 +30,7 @@ func TestDatapaths(t *testing.T) {
 			names = append(names, n)
 		}
 	}
-	l := upLab(t, lab.Options{Datapaths: names})
+	l := labtest.Up(t, lab.Options{Datapaths: names})
 	for name, err := range l.Skipped() {
 		if !errors.Is(err, lab.ErrNotSupported) {
 			t.Errorf("datapath %s skipped with an error that is not ErrNotSupported: %v", name, err)
@@ -164,7 +117,7 @@ func clientAddr(t *testing.T, client *lab.NS, server netip.Addr) netip.Addr {
 // TestStartInNamespace checks that NS.Start runs a child in the namespace
 // and that Down kills it.
 func TestStartInNamespace(t *testing.T) {
-	l := upLab(t, lab.Options{Datapaths: []string{"baseline"}})
+	l := labtest.Up(t, lab.Options{Datapaths: []string{"baseline"}})
 	ep, err := l.Endpoint("baseline", lab.NodeToNode)
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +168,7 @@ func TestUpFailureLeavesNothing(t *testing.T) {
 			}
 			defer cancel()
 			runID := "t" + strings.ReplaceAll(strings.ReplaceAll(name, " ", ""), "-", "")[:6]
-			l := lab.New(testLogger(t))
+			l := lab.New(labtest.Logger(t))
 			err := l.Up(c, lab.Options{Datapaths: tc.datapaths, RunID: runID})
 			if err == nil {
 				_ = l.Down(ctx)
@@ -224,7 +177,7 @@ func TestUpFailureLeavesNothing(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q, want it to contain %q", err, tc.want)
 			}
-			assertNothingLeft(t, runID)
+			labtest.AssertNothingLeft(t, runID)
 		})
 	}
 }
@@ -264,7 +217,7 @@ func (d *testDP) Setup(ctx context.Context, env *lab.Env) (*lab.Topology, error)
 // empty although the same conntrack-engaging rules as veth-routing are
 // installed.
 func TestEBPFHostRoutingBypass(t *testing.T) {
-	l := upLab(t, lab.Options{Datapaths: []string{"ebpf-host-routing"}})
+	l := labtest.Up(t, lab.Options{Datapaths: []string{"ebpf-host-routing"}})
 	if err, ok := l.Skipped()["ebpf-host-routing"]; ok {
 		t.Skip(err)
 	}
@@ -314,7 +267,7 @@ func TestEBPFHostRoutingBypass(t *testing.T) {
 // file) it is leaked, and Cleanup removes its namespaces and kills what
 // still runs in them.
 func TestStatusAndCleanup(t *testing.T) {
-	l := upLab(t, lab.Options{Datapaths: []string{"baseline"}})
+	l := labtest.Up(t, lab.Options{Datapaths: []string{"baseline"}})
 	runID := l.RunID()
 	ctx := context.Background()
 	find := func() lab.RunStatus {
@@ -366,7 +319,7 @@ func TestStatusAndCleanup(t *testing.T) {
 	if err != nil || len(res.Removed) != 1 {
 		t.Errorf("Cleanup of a leaked lab: %+v, %v", res, err)
 	}
-	assertNothingLeft(t, runID)
+	labtest.AssertNothingLeft(t, runID)
 	select {
 	case err := <-waited:
 		if err == nil {
@@ -380,7 +333,7 @@ func TestStatusAndCleanup(t *testing.T) {
 // TestJumboMTU: the wire MTU option reaches every hop, and vxlan lowers its
 // pods' MTU by the encapsulation overhead.
 func TestJumboMTU(t *testing.T) {
-	l := upLab(t, lab.Options{Datapaths: []string{"vxlan", "veth-routing"}, MTU: 9000})
+	l := labtest.Up(t, lab.Options{Datapaths: []string{"vxlan", "veth-routing"}, MTU: 9000})
 	for name, want := range map[string]int{"vxlan": 9000 - lab.VXLANOverhead, "veth-routing": 9000} {
 		_, topo, err := l.Datapath(name)
 		if err != nil {

@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/lab/labtest"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
 // TestResetState: conntrack entries left by earlier connections are gone
 // after ResetState, and the TIME_WAIT sockets they left are counted.
 func TestResetState(t *testing.T) {
-	l := upLab(t, lab.Options{Datapaths: []string{"veth-routing"}})
+	l := labtest.Up(t, lab.Options{Datapaths: []string{"veth-routing"}})
 	ep, err := l.Endpoint("veth-routing", lab.CrossNode)
 	if err != nil {
 		t.Fatal(err)

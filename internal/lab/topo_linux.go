@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/nsrun"
@@ -40,29 +41,23 @@ var (
 // UDP (8) + VXLAN (8) + inner Ethernet (14).
 const VXLANOverhead = 50
 
-// pod is one pod of the standard topology.
-type pod struct {
-	role string
-	node int // 0 = node1, 1 = node2
-	ip   netip.Addr
-}
-
-// hostIf is the name of the pod's veth end in the node.
-func (p pod) hostIf() string { return "veth-" + p.role }
-
 // pods of every pod datapath: a client on each node and the server on node2.
-var pods = []pod{
-	{role: RoleClient1, node: 0, ip: netip.MustParseAddr("198.19.1.10")},
-	{role: RoleClient2, node: 1, ip: netip.MustParseAddr("198.19.2.10")},
-	{role: RoleServer, node: 1, ip: netip.MustParseAddr("198.19.2.20")},
+var pods = []PodSpec{
+	{Role: RoleClient1, Node: 0, IP: netip.MustParseAddr("198.19.1.10")},
+	{Role: RoleClient2, Node: 1, IP: netip.MustParseAddr("198.19.2.10")},
+	{Role: RoleServer, Node: 1, IP: netip.MustParseAddr("198.19.2.20")},
 }
+
+// StandardPods are the pods every pod datapath builds (a client on each
+// node, the server on node2), in that order; a copy.
+func StandardPods() []PodSpec { return slices.Clone(pods) }
 
 // validatePods checks extra pods against the standard ones.
 func validatePods(specs []PodSpec) error {
 	seen := map[string]bool{}
 	ips := map[netip.Addr]bool{}
 	for _, p := range pods {
-		seen[p.role], ips[p.ip] = true, true
+		seen[p.Role], ips[p.IP] = true, true
 	}
 	for _, p := range specs {
 		if len(p.Role) == 0 || len(p.Role) > 8 || strings.Trim(p.Role, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
@@ -71,7 +66,7 @@ func validatePods(specs []PodSpec) error {
 		if p.Node != 0 && p.Node != 1 {
 			return fmt.Errorf("extra pod %s: node %d, want 0 or 1", p.Role, p.Node)
 		}
-		if !PodCIDRs[p.Node].Contains(p.IP) || p.IP == gatewayIP(p.Node) || p.IP == PodCIDRs[p.Node].Addr() {
+		if !PodCIDRs[p.Node].Contains(p.IP) || p.IP == GatewayIP(p.Node) || p.IP == PodCIDRs[p.Node].Addr() {
 			return fmt.Errorf("extra pod %s: address %v is not a pod address of node %d (%v)", p.Role, p.IP, p.Node+1, PodCIDRs[p.Node])
 		}
 		if seen[p.Role] || ips[p.IP] {
@@ -82,16 +77,17 @@ func validatePods(specs []PodSpec) error {
 	return nil
 }
 
-// gatewayIP is the bridge address of a node's pod subnet (bridge, vxlan).
-func gatewayIP(node int) netip.Addr { return PodCIDRs[node].Addr().Next() }
+// GatewayIP is the bridge address of a node's pod subnet (the pods'
+// default gateway in the bridged datapaths).
+func GatewayIP(node int) netip.Addr { return PodCIDRs[node].Addr().Next() }
 
-// podEndpoints returns the cross-node and same-node paths of the standard
-// pod topology.
-func podEndpoints(podNS map[string]*NS) []Endpoint {
+// PodEndpoints returns the cross-node and same-node paths of the standard
+// pods (StandardPods), given their namespaces by role.
+func PodEndpoints(podNS map[string]*NS) []Endpoint {
 	server := pods[2]
 	return []Endpoint{
-		{Kind: CrossNode, Client: podNS[RoleClient1], Server: podNS[RoleServer], ServerIP: server.ip},
-		{Kind: SameNode, Client: podNS[RoleClient2], Server: podNS[RoleServer], ServerIP: server.ip},
+		{Kind: CrossNode, Client: podNS[RoleClient1], Server: podNS[RoleServer], ServerIP: server.IP},
+		{Kind: SameNode, Client: podNS[RoleClient2], Server: podNS[RoleServer], ServerIP: server.IP},
 	}
 }
 
@@ -120,31 +116,34 @@ func (e *Env) NewNS(ctx context.Context, role string) (*NS, error) {
 	return ns, nil
 }
 
-// nodeSysctls are set in every node: forwarding, and fast reuse of
-// TIME_WAIT ports (node1 is the baseline's client).
-var nodeSysctls = [][2]string{
+// NodeSysctls are set in every node namespace (write them with
+// WriteSysctls before creating devices): forwarding, and fast reuse of
+// TIME_WAIT ports (node1 is the baseline's client). Copy before appending.
+var NodeSysctls = [][2]string{
 	{"net/ipv4/ip_forward", "1"},
 	{"net/ipv4/tcp_tw_reuse", "1"},
 }
 
-// clientSysctls are set in client pods: tcp_crr opens tens of thousands of
-// connections per second; icmp_echo sends from an ICMP datagram socket, which
-// the kernel grants only to groups in ping_group_range (root's included).
-var clientSysctls = [][2]string{
+// ClientSysctls are set in every namespace a benchmark client runs in:
+// tcp_crr opens tens of thousands of connections per second; icmp_echo
+// sends from an ICMP datagram socket, which the kernel grants only to
+// groups in ping_group_range (root's included). Copy before appending.
+var ClientSysctls = [][2]string{
 	{"net/ipv4/tcp_tw_reuse", "1"},
 	{"net/ipv4/ping_group_range", "0 2147483647"},
 }
 
-// buildNodes creates node1 and node2 joined by the wire, with addresses
-// WireIPs, forwarding on, wire MTU env.WireMTU and wire mode env.Wire.
-func buildNodes(ctx context.Context, env *Env) ([2]*NS, error) {
+// BuildNodes creates node1 and node2 joined by the wire, with addresses
+// WireIPs, forwarding on, wire MTU env.WireMTU and wire mode env.Wire: the
+// ground every datapath but a scenario's own builds on.
+func BuildNodes(ctx context.Context, env *Env) ([2]*NS, error) {
 	var nodes [2]*NS
 	for i, role := range []string{RoleNode1, RoleNode2} {
 		ns, err := env.NewNS(ctx, role)
 		if err != nil {
 			return nodes, err
 		}
-		if err := ns.WriteSysctls(nodeSysctls...); err != nil {
+		if err := ns.WriteSysctls(NodeSysctls...); err != nil {
 			return nodes, err
 		}
 		nodes[i] = ns
@@ -162,10 +161,10 @@ func buildNodes(ctx context.Context, env *Env) ([2]*NS, error) {
 		return nodes, fmt.Errorf("create wire veth %s in %s (peer in %s): %w", WireIf, nodes[0].Name, nodes[1].Name, err)
 	}
 	for i, n := range nodes {
-		if err := addrAdd(n, WireIf, netip.PrefixFrom(WireIPs[i], WirePrefix.Bits())); err != nil {
+		if err := n.AddrAdd(WireIf, netip.PrefixFrom(WireIPs[i], WirePrefix.Bits())); err != nil {
 			return nodes, err
 		}
-		if err := linkUp(n, WireIf); err != nil {
+		if err := n.LinkUp(WireIf); err != nil {
 			return nodes, err
 		}
 	}
@@ -175,9 +174,11 @@ func buildNodes(ctx context.Context, env *Env) ([2]*NS, error) {
 	return nodes, nil
 }
 
-// addVethToPod creates a veth pair with hostName in node and PodIf in the pod,
-// both with the given MTU, and sets both ends up.
-func addVethToPod(node, podNS *NS, hostName string, mtu int) (netlink.Link, error) {
+// AddVethToPod connects a pod namespace to its node: a veth pair with
+// hostName in node and PodIf in podNS, both with the given MTU. It sets the
+// pod's end up and returns the node's end, still down, for the caller to
+// address and set up.
+func AddVethToPod(node, podNS *NS, hostName string, mtu int) (netlink.Link, error) {
 	v := &netlink.Veth{
 		LinkAttrs:     netlink.LinkAttrs{Name: hostName, MTU: mtu},
 		PeerName:      PodIf,
@@ -187,7 +188,7 @@ func addVethToPod(node, podNS *NS, hostName string, mtu int) (netlink.Link, erro
 	if err := node.handle.LinkAdd(v); err != nil {
 		return nil, fmt.Errorf("create veth %s in %s (peer %s in %s): %w", hostName, node.Name, PodIf, podNS.Name, err)
 	}
-	if err := linkUp(podNS, PodIf); err != nil {
+	if err := podNS.LinkUp(PodIf); err != nil {
 		return nil, err
 	}
 	l, err := node.handle.LinkByName(hostName)
@@ -197,7 +198,8 @@ func addVethToPod(node, podNS *NS, hostName string, mtu int) (netlink.Link, erro
 	return l, nil
 }
 
-func linkUp(ns *NS, name string) error {
+// LinkUp sets the device name of ns up.
+func (ns *NS) LinkUp(name string) error {
 	l, err := ns.handle.LinkByName(name)
 	if err != nil {
 		return fmt.Errorf("find %s in %s: %w", name, ns.Name, err)
@@ -208,7 +210,9 @@ func linkUp(ns *NS, name string) error {
 	return nil
 }
 
-func addrAdd(ns *NS, ifName string, p netip.Prefix) error {
+// AddrAdd adds address p (the address and its prefix length) to the
+// device ifName of ns.
+func (ns *NS) AddrAdd(ifName string, p netip.Prefix) error {
 	l, err := ns.handle.LinkByName(ifName)
 	if err != nil {
 		return fmt.Errorf("find %s in %s: %w", ifName, ns.Name, err)
@@ -220,8 +224,10 @@ func addrAdd(ns *NS, ifName string, p netip.Prefix) error {
 	return nil
 }
 
-// routeAdd adds dst via gw (invalid gw: directly connected) on dev ifName.
-func routeAdd(ns *NS, dst netip.Prefix, gw netip.Addr, ifName string, onlink bool) error {
+// RouteAdd adds a route in ns to dst via gw (invalid gw: directly
+// connected, link scope) on device ifName; onlink sets the onlink flag
+// (a gateway outside every prefix of the device).
+func (ns *NS) RouteAdd(dst netip.Prefix, gw netip.Addr, ifName string, onlink bool) error {
 	l, err := ns.handle.LinkByName(ifName)
 	if err != nil {
 		return fmt.Errorf("find %s in %s: %w", ifName, ns.Name, err)
@@ -249,8 +255,8 @@ func ipNet(p netip.Prefix) *net.IPNet {
 	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }
 
-// host32 is the /32 prefix of a.
-func host32(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
+// Host32 is the host prefix of a (/32 for IPv4).
+func Host32(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
 
 // inScratchNS runs f on a locked thread moved into a new, anonymous network
 // namespace, with a netlink handle there. The thread is never unlocked, so
@@ -267,9 +273,10 @@ func inScratchNS(f func(h *netlink.Handle) error) error {
 	})
 }
 
-// probeLink checks that the kernel can create a link of l's type, in a
-// scratch namespace.
-func probeLink(feature string, l netlink.Link) error {
+// ProbeLink checks, in a scratch namespace, that the kernel can create a
+// link of l's type (for a datapath's Probe): an *UnsupportedError naming
+// feature when it cannot.
+func ProbeLink(feature string, l netlink.Link) error {
 	return inScratchNS(func(h *netlink.Handle) error {
 		if err := h.LinkAdd(l); err != nil {
 			if errors.Is(err, unix.EPERM) {

@@ -51,15 +51,8 @@ func configureWire(nodes [2]*NS, mode string) error {
 	}
 	for _, n := range nodes {
 		err := n.ethtool(func(fd int) error {
-			f, err := getFeatures(fd, WireIf)
+			want, err := setNICLike(fd, WireIf)
 			if err != nil {
-				return err
-			}
-			want := map[string]bool{"rx-gro": true}
-			for _, name := range wireFeaturesOff(f.names, f.fixed) {
-				want[name] = false
-			}
-			if err := setFeatures(fd, WireIf, want); err != nil {
 				return err
 			}
 			got, err := getFeatures(fd, WireIf)
@@ -78,6 +71,31 @@ func configureWire(nodes [2]*NS, mode string) error {
 		}
 	}
 	return nil
+}
+
+// SetNICLike gives the device ifName of n the NIC-like wire's behaviour
+// (WireNIC: software GSO on transmit, GRO on receive), as the lab gives it
+// to the wire between its nodes, for a datapath's own devices that stand
+// for NICs. Unlike the wire, the outcome is not checked.
+func (n *NS) SetNICLike(ifName string) error {
+	return n.ethtool(func(fd int) error {
+		_, err := setNICLike(fd, ifName)
+		return err
+	})
+}
+
+// setNICLike switches the NIC-like features of ifName (through the ethtool
+// socket fd) and returns what it asked for.
+func setNICLike(fd int, ifName string) (map[string]bool, error) {
+	f, err := getFeatures(fd, ifName)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{"rx-gro": true}
+	for _, name := range wireFeaturesOff(f.names, f.fixed) {
+		want[name] = false
+	}
+	return want, setFeatures(fd, ifName, want)
 }
 
 // LinkStats are a device's packet and byte counters.

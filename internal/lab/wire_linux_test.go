@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/lab/labtest"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -23,7 +24,7 @@ func TestWireModes(t *testing.T) {
 		{lab.WireNIC, "vxlan"},
 	} {
 		t.Run(tc.wire+"/"+tc.datapath, func(t *testing.T) {
-			l := upLab(t, lab.Options{Datapaths: []string{tc.datapath}, Wire: tc.wire})
+			l := labtest.Up(t, lab.Options{Datapaths: []string{tc.datapath}, Wire: tc.wire})
 			if st := l.State(); st.Wire != tc.wire {
 				t.Errorf("state records wire %q, want %q", st.Wire, tc.wire)
 			}

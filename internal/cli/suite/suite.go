@@ -18,6 +18,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/lab"
+	_ "github.com/cnibench/cnibench/internal/lab/datapaths" // the standard datapaths register themselves
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/suite"

@@ -7,12 +7,13 @@ import (
 
 	"github.com/cnibench/cnibench/internal/bpf/nscpu"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/scenario/l4lb/lbnet"
 )
 
 // snapshot is what a cell's metrics are differences of.
 type snapshot struct {
 	at       time.Time
-	counters lab.LBCounters
+	counters lbnet.Counters
 	ct       lab.CTStats // the LB node's conntrack statistics (kubeproxy)
 	cpu      map[uint64]nscpu.Usage
 	procs    []time.Duration // backend i's process CPU time
@@ -48,7 +49,7 @@ const (
 // cellMetrics are the differences of two snapshots. CPU is % of one core
 // over the wall time between them: receive processing charged to the
 // node's namespaces, plus (workers) the backend processes.
-func cellMetrics(before, after snapshot, r lab.RefusalResult, lbNode []uint64, workers [2][]uint64) map[string]float64 {
+func cellMetrics(before, after snapshot, r lbnet.RefusalResult, lbNode []uint64, workers [2][]uint64) map[string]float64 {
 	m := map[string]float64{
 		MetricLBForward:     float64(after.counters.Forward - before.counters.Forward),
 		MetricLBReverse:     float64(after.counters.Reverse - before.counters.Reverse),
@@ -88,24 +89,24 @@ func cellMetrics(before, after snapshot, r lab.RefusalResult, lbNode []uint64, w
 // did); with the firewall on the refused client never connected and its
 // attempts were dropped, with it off nothing was dropped and its attempts
 // were answered.
-func checkCell(mode lab.L4LBMode, m map[string]float64) error {
+func checkCell(mode lbnet.Mode, m map[string]float64) error {
 	var errs []error
 	if m[MetricLBForward] == 0 {
 		errs = append(errs, errors.New("the LB translated no packet"))
 	}
 	switch mode.LB {
-	case lab.L4LBSNAT:
+	case lbnet.SNAT:
 		if m[MetricLBReverse] == 0 {
 			errs = append(errs, errors.New("snat: the LB translated no reply"))
 		}
-	case lab.L4LBKubeProxy:
+	case lbnet.KubeProxy:
 		if m[MetricLBReverse] == 0 {
 			errs = append(errs, errors.New("kubeproxy: the LB forwarded no reply"))
 		}
 		if m[MetricKPDNAT] == 0 || m[MetricCTVIPEntries] == 0 {
 			errs = append(errs, fmt.Errorf("kubeproxy: %v connections DNATed, %v conntrack entries with the VIP, want both > 0", m[MetricKPDNAT], m[MetricCTVIPEntries]))
 		}
-	case lab.L4LBDSR:
+	case lbnet.DSR:
 		if m[MetricLBReverse] != 0 {
 			errs = append(errs, fmt.Errorf("dsr: %v replies went back through the LB", m[MetricLBReverse]))
 		}
@@ -136,7 +137,7 @@ func checkCell(mode lab.L4LBMode, m map[string]float64) error {
 }
 
 // addFloodMetrics adds the flood's metrics (none without a flood).
-func addFloodMetrics(m map[string]float64, r lab.SYNFloodResult) {
+func addFloodMetrics(m map[string]float64, r lbnet.SYNFloodResult) {
 	if r.Rate == 0 {
 		return
 	}

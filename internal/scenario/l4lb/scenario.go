@@ -5,7 +5,7 @@
 // directly), LB-to-worker transport (direct, vxlan) and host firewall
 // (off; on: only the benchmark client's prefix is allowed, a second
 // client is refused). It runs on its own topology, the hidden lab
-// datapath "l4lb" (internal/lab/dp_l4lb*.go, internal/bpf/nslb).
+// datapath "l4lb" (its sub-package lbnet, internal/bpf/nslb).
 //
 // Every cell proves its mode while it runs: the LB translated the
 // client's packets, in dsr it translated no reply (the workers did) and in
@@ -25,8 +25,8 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/engine"
-	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/internal/scenario/l4lb/lbnet"
 )
 
 // ScenarioName is the scenario's name (--scenario, the scenario label).
@@ -72,7 +72,7 @@ const (
 
 // Options configure the scenario.
 type Options struct {
-	// Modes are mode labels (lab.L4LBMode.String(), e.g. dsr-vxlan-fw);
+	// Modes are mode labels (lbnet.Mode.String(), e.g. dsr-vxlan-fw);
 	// empty: every IPv4 mode, and the IPv6 point (skipped here).
 	Modes []string
 	// CPUs are the receive-processing placements (CPUShared, CPUSplit),
@@ -86,7 +86,7 @@ type Options struct {
 
 // pointSpec is one point: a mode, a CPU placement and a flood rate.
 type pointSpec struct {
-	mode  lab.L4LBMode
+	mode  lbnet.Mode
 	split bool
 	flood int
 }
@@ -94,7 +94,7 @@ type pointSpec struct {
 // Scenario is the l4lb scenario (scenario.Scenario).
 type Scenario struct {
 	o     Options
-	modes []lab.L4LBMode
+	modes []lbnet.Mode
 	cpus  []string
 	state
 }
@@ -118,11 +118,11 @@ func New(o Options) (*Scenario, error) {
 		}
 	}
 	if len(o.Modes) == 0 {
-		s.modes = append(lab.L4LBModes(), lab.L4LBMode{LB: lab.L4LBDSR, Transport: lab.L4LBDirect, IPv6: true})
+		s.modes = append(lbnet.Modes(), lbnet.Mode{LB: lbnet.DSR, Transport: lbnet.Direct, IPv6: true})
 		return s, nil
 	}
 	for _, name := range o.Modes {
-		m, err := lab.ParseL4LBMode(name)
+		m, err := lbnet.ParseMode(name)
 		if err != nil {
 			return nil, fmt.Errorf("--lb-modes %q: %v (e.g. snat-direct, dsr-vxlan-fw, kubeproxy-vxlan)", name, err)
 		}
@@ -138,11 +138,11 @@ func New(o Options) (*Scenario, error) {
 func (s *Scenario) Name() string { return ScenarioName }
 
 // Datapath implements scenario.OwnDatapath.
-func (s *Scenario) Datapath() string { return lab.L4LBDatapathName }
+func (s *Scenario) Datapath() string { return lbnet.DatapathName }
 
 // PointLabels are the labels of mode m's point with the CPUs shared and
 // no flood.
-func PointLabels(m lab.L4LBMode) map[string]string { return pointSpec{mode: m}.labels() }
+func PointLabels(m lbnet.Mode) map[string]string { return pointSpec{mode: m}.labels() }
 
 func (ps pointSpec) labels() map[string]string {
 	m := ps.mode
@@ -194,7 +194,7 @@ func specOf(p scenario.Point) pointSpec {
 	l := p.Labels
 	flood, _ := strconv.Atoi(l[LabelSYNFlood]) // written by labels: always a number
 	return pointSpec{
-		mode:  lab.L4LBMode{LB: l[LabelLBMode], Transport: l[LabelTransport], Firewall: l[LabelFirewall] == "on", IPv6: l[LabelIPFamily] == "ipv6"},
+		mode:  lbnet.Mode{LB: l[LabelLBMode], Transport: l[LabelTransport], Firewall: l[LabelFirewall] == "on", IPv6: l[LabelIPFamily] == "ipv6"},
 		split: l[LabelLBCPU] == CPUSplit, flood: flood,
 	}
 }
@@ -228,11 +228,11 @@ func (s *Scenario) Config() map[string]string {
 	}
 	return map[string]string{
 		"lb_modes":          strings.Join(ms, ","),
-		"lb_vip":            lab.L4LBVIP.String(),
+		"lb_vip":            lbnet.VIP.String(),
 		"scenario_cells":    fmt.Sprintf("per mode: http ×%d clients keep-alive off (VIP:%d), tcp_stream ×1 and tcp_rr ×1 (service mode, VIP:%d), from the external client", HTTPClients, HTTPPort, RRPort),
-		"lb_refused_client": lab.L4LBClientFWIP.String() + " connects to the VIP during every cell (16 attempts/s, 250 ms each), firewall off or on",
+		"lb_refused_client": lbnet.ClientFWIP.String() + " connects to the VIP during every cell (16 attempts/s, 250 ms each), firewall off or on",
 		"lb_cpu":            strings.Join(s.cpus, ","),
-		"lb_syn_flood":      fmt.Sprintf("%d SYN/s from %s to VIP:%d during every cell of each firewall-on mode's flooded point (raw socket, random source ports; 0: none)", s.o.SYNFlood, lab.L4LBClientFWIP, lab.L4LBPort),
+		"lb_syn_flood":      fmt.Sprintf("%d SYN/s from %s to VIP:%d during every cell of each firewall-on mode's flooded point (raw socket, random source ports; 0: none)", s.o.SYNFlood, lbnet.ClientFWIP, lbnet.Port),
 		"node_cpu_method":   "BPF accounting of receive processing per network namespace (internal/bpf/nscpu: a node's own namespace plus its pods'), plus the CPU time of the processes in its pods; over the client's whole run (warm-up included)",
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/procfs"
 	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/internal/scenario/l4lb/lbnet"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -34,7 +35,7 @@ type state struct {
 }
 
 // ensure starts the backends' servers and the accountant once.
-func (s *Scenario) ensure(ctx context.Context, env scenario.Env, lb *lab.L4LB) error {
+func (s *Scenario) ensure(ctx context.Context, env scenario.Env, lb *lbnet.LB) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.servers == nil {
@@ -86,8 +87,8 @@ func (s *Scenario) Close(context.Context) error {
 type prepared struct {
 	s    *Scenario
 	env  scenario.Env
-	lb   *lab.L4LB
-	mode lab.L4LBMode
+	lb   *lbnet.LB
+	mode lbnet.Mode
 	spec pointSpec
 	// floodCPU is the flood sender's CPU (-1: not pinned).
 	floodCPU int
@@ -106,11 +107,11 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	if err != nil {
 		return nil, fmt.Errorf("l4lb: %w", err)
 	}
-	d, ok := lx.Datapath.(*lab.L4LBDatapath)
-	if !ok || d.L4LB() == nil {
-		return nil, fmt.Errorf("l4lb: runs on the %s datapath, not %T", lab.L4LBDatapathName, lx.Datapath)
+	d, ok := lx.Datapath.(*lbnet.Datapath)
+	if !ok || d.LB() == nil {
+		return nil, fmt.Errorf("l4lb: runs on the %s datapath, not %T", lbnet.DatapathName, lx.Datapath)
 	}
-	lb := d.L4LB()
+	lb := d.LB()
 	if err := s.ensure(ctx, env, lb); err != nil {
 		return nil, err
 	}
@@ -186,7 +187,7 @@ func (p *prepared) snapshot() (snapshot, error) {
 		return sn, err
 	}
 	sn.counters = c
-	if p.mode.LB == lab.L4LBKubeProxy {
+	if p.mode.LB == lbnet.KubeProxy {
 		if sn.ct, err = lab.ConntrackStats(p.lb.LBNode()); err != nil {
 			return sn, err
 		}
@@ -215,7 +216,7 @@ func (p *prepared) BeginCell(c scenario.Cell) (func() (map[string]float64, error
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	type probeResult struct {
-		r   lab.RefusalResult
+		r   lbnet.RefusalResult
 		err error
 	}
 	done := make(chan probeResult, 1)
@@ -240,7 +241,7 @@ func (p *prepared) BeginCell(c scenario.Cell) (func() (map[string]float64, error
 		}
 		m := cellMetrics(before, after, pr.r, p.lbNode, p.workers)
 		addFloodMetrics(m, fr)
-		if p.mode.LB == lab.L4LBKubeProxy {
+		if p.mode.LB == lbnet.KubeProxy {
 			n, err := p.lb.ConntrackVIPEntries()
 			if err != nil {
 				return nil, err

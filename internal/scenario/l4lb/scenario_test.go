@@ -12,6 +12,7 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/scenario"
+	"github.com/cnibench/cnibench/internal/scenario/l4lb/lbnet"
 )
 
 func TestPoints(t *testing.T) {
@@ -45,12 +46,12 @@ func TestPoints(t *testing.T) {
 		t.Errorf("bad mode: %v", err)
 	}
 	for _, c := range s.Cells(pts[0]) {
-		args, err := targetArgs(c, lab.L4LBVIP)
-		if err != nil || !strings.Contains(strings.Join(args, " "), lab.L4LBVIP.String()) {
+		args, err := targetArgs(c, lbnet.VIP)
+		if err != nil || !strings.Contains(strings.Join(args, " "), lbnet.VIP.String()) {
 			t.Errorf("%+v: %v %v", c, args, err)
 		}
 	}
-	if _, err := targetArgs(scenario.Cell{Test: engine.UDPStream}, lab.L4LBVIP); err == nil {
+	if _, err := targetArgs(scenario.Cell{Test: engine.UDPStream}, lbnet.VIP); err == nil {
 		t.Error("udp_stream got a target")
 	}
 }
@@ -114,7 +115,7 @@ func TestParseCPUList(t *testing.T) {
 }
 
 func TestCheckCell(t *testing.T) {
-	snat, dsrFW := lab.L4LBMode{LB: lab.L4LBSNAT, Transport: lab.L4LBDirect}, lab.L4LBMode{LB: lab.L4LBDSR, Transport: lab.L4LBVXLAN, Firewall: true}
+	snat, dsrFW := lbnet.Mode{LB: lbnet.SNAT, Transport: lbnet.Direct}, lbnet.Mode{LB: lbnet.DSR, Transport: lbnet.VXLAN, Firewall: true}
 	m := func(kv ...float64) map[string]float64 {
 		keys := []string{MetricLBForward, MetricLBReverse, MetricWorkerRevNAT, MetricRefusedTried, MetricRefusedOK, MetricRefusedReset, MetricFirewallDrops}
 		out := map[string]float64{}
@@ -123,7 +124,7 @@ func TestCheckCell(t *testing.T) {
 		}
 		return out
 	}
-	kp := lab.L4LBMode{LB: lab.L4LBKubeProxy, Transport: lab.L4LBVXLAN}
+	kp := lbnet.Mode{LB: lbnet.KubeProxy, Transport: lbnet.VXLAN}
 	with := func(base map[string]float64, kv ...any) map[string]float64 {
 		for i := 0; i+1 < len(kv); i += 2 {
 			base[kv[i].(string)] = float64(kv[i+1].(int))
@@ -132,7 +133,7 @@ func TestCheckCell(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		mode lab.L4LBMode
+		mode lbnet.Mode
 		m    map[string]float64
 		want string
 	}{
@@ -172,7 +173,7 @@ func TestCellMetricsCPU(t *testing.T) {
 	after := snapshot{at: t0.Add(time.Second),
 		cpu:   map[uint64]nscpu.Usage{1: {SoftirqNs: 200e6}, 2: {SoftirqNs: 100e6}, 3: {SoftirqNs: 50e6}, 4: {SoftirqNs: 10e6}},
 		procs: []time.Duration{300 * time.Millisecond, 0}}
-	got := cellMetrics(before, after, lab.RefusalResult{Attempts: 3}, []uint64{1}, [2][]uint64{{2, 3}, {4}})
+	got := cellMetrics(before, after, lbnet.RefusalResult{Attempts: 3}, []uint64{1}, [2][]uint64{{2, 3}, {4}})
 	want := map[string]float64{MetricLBCPU: 20, MetricWorker1CPU: 45, MetricWorker2CPU: 1, MetricWorkersCPU: 46, MetricRefusedTried: 3}
 	for k, v := range want {
 		if d := got[k] - v; d > 1e-9 || d < -1e-9 {
@@ -180,7 +181,7 @@ func TestCellMetricsCPU(t *testing.T) {
 		}
 	}
 	// Without the accountant: no CPU metric, the counters still there.
-	got = cellMetrics(snapshot{at: t0}, snapshot{at: t0.Add(time.Second)}, lab.RefusalResult{}, nil, [2][]uint64{})
+	got = cellMetrics(snapshot{at: t0}, snapshot{at: t0.Add(time.Second)}, lbnet.RefusalResult{}, nil, [2][]uint64{})
 	if _, ok := got[MetricLBCPU]; ok {
 		t.Error("CPU reported without accounting")
 	}

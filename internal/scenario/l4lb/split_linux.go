@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/scenario/l4lb/lbnet"
 )
 
 // placeCPUs applies the point's CPU placement. split: the backends must
@@ -21,7 +21,7 @@ func (p *prepared) placeCPUs() error {
 	if !p.spec.split {
 		p.config["lb_cpu_placement"] = "shared: no receive steering (a veth's packet is processed on the CPU that sent it)"
 		if p.lb.CPUSplit().On {
-			return p.lb.SetCPUSplit(lab.L4LBCPUSplit{})
+			return p.lb.SetCPUSplit(lbnet.CPUSplit{})
 		}
 		return nil
 	}
@@ -56,7 +56,7 @@ func (p *prepared) placeCPUs() error {
 	if lbCPU < 0 {
 		return fmt.Errorf("--lb-cpu split needs a second CPU besides %d: use --lb-cpu shared", others)
 	}
-	if err := p.lb.SetCPUSplit(lab.L4LBCPUSplit{On: true, LB: lbCPU, Others: others}); err != nil {
+	if err := p.lb.SetCPUSplit(lbnet.CPUSplit{On: true, LB: lbCPU, Others: others}); err != nil {
 		return fmt.Errorf("--lb-cpu split: %w", err)
 	}
 	p.floodCPU = others
@@ -70,13 +70,13 @@ func (p *prepared) placeCPUs() error {
 
 // startFlood starts the point's SYN flood (nothing without one); the
 // function it returns stops it and returns what was sent.
-func (p *prepared) startFlood() func() (lab.SYNFloodResult, error) {
+func (p *prepared) startFlood() func() (lbnet.SYNFloodResult, error) {
 	if p.spec.flood == 0 {
-		return func() (lab.SYNFloodResult, error) { return lab.SYNFloodResult{}, nil }
+		return func() (lbnet.SYNFloodResult, error) { return lbnet.SYNFloodResult{}, nil }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	type floodResult struct {
-		r   lab.SYNFloodResult
+		r   lbnet.SYNFloodResult
 		err error
 	}
 	done := make(chan floodResult, 1)
@@ -84,7 +84,7 @@ func (p *prepared) startFlood() func() (lab.SYNFloodResult, error) {
 		r, err := p.lb.SYNFlood(ctx, p.spec.flood, p.floodCPU)
 		done <- floodResult{r, err}
 	}()
-	return func() (lab.SYNFloodResult, error) {
+	return func() (lbnet.SYNFloodResult, error) {
 		cancel()
 		fr := <-done
 		if fr.err != nil {

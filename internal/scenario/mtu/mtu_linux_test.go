@@ -12,6 +12,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/lab"
+	_ "github.com/cnibench/cnibench/internal/lab/datapaths" // the standard datapaths register themselves
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/testutil"
 )

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	_ "github.com/cnibench/cnibench/internal/lab/datapaths" // the standard datapaths register themselves
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/scenario/proxies"
 	"github.com/cnibench/cnibench/internal/suite"

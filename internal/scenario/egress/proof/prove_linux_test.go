@@ -14,6 +14,7 @@ import (
 	"github.com/google/nftables/expr"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	_ "github.com/cnibench/cnibench/internal/lab/datapaths" // the standard datapaths register themselves
 	"github.com/cnibench/cnibench/internal/scenario/egress/proof"
 	"github.com/cnibench/cnibench/internal/testutil"
 )

@@ -1,4 +1,4 @@
-package lab
+package lbnet
 
 import (
 	"context"
@@ -16,15 +16,15 @@ import (
 // schedule (Go's timers are not finer than tens of microseconds).
 const synFloodTick = 500 * time.Microsecond
 
-// SYNFlood sends TCP SYNs from ClientFW (L4LBClientFWIP, random source
-// ports and sequence numbers) to VIP:L4LBPort at rate a second until ctx
+// SYNFlood sends TCP SYNs from ClientFW (ClientFWIP, random source
+// ports and sequence numbers) to VIP:Port at rate a second until ctx
 // ends, through a raw socket made in ClientFW's namespace, and returns
 // what it sent. The sender is one goroutine on a thread of its own, pinned
 // to cpu when cpu >= 0; every synFloodTick it sends what the schedule
 // (rate × elapsed) says is due, so a sender that cannot keep up sends as
 // fast as it can and Achieved says how fast that was. The socket is closed
 // on return.
-func (l *L4LB) SYNFlood(ctx context.Context, rate, cpu int) (SYNFloodResult, error) {
+func (l *LB) SYNFlood(ctx context.Context, rate, cpu int) (SYNFloodResult, error) {
 	res := SYNFloodResult{Rate: rate}
 	if rate <= 0 {
 		return res, fmt.Errorf("syn flood: rate %d, want > 0", rate)
@@ -61,7 +61,7 @@ func (l *L4LB) SYNFlood(ctx context.Context, rate, cpu int) (SYNFloodResult, err
 
 // synFloodLoop sends on schedule until ctx ends, filling res.
 func synFloodLoop(ctx context.Context, fd, rate int, res *SYNFloodResult) error {
-	to := &unix.SockaddrInet4{Addr: L4LBVIP.As4()}
+	to := &unix.SockaddrInet4{Addr: VIP.As4()}
 	pkt := make([]byte, 40)
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
@@ -70,7 +70,7 @@ func synFloodLoop(ctx context.Context, fd, rate int, res *SYNFloodResult) error 
 		// At most one tick's worth of catching up past the schedule's
 		// budget per check, so that ctx's end stops it promptly.
 		for n := 0; res.Sent+res.SendErrors < due && n < 4096; n++ {
-			synPacket(pkt, L4LBClientFWIP.As4(), L4LBVIP.As4(), uint16(1024+rand.IntN(64512)), L4LBPort, rand.Uint32())
+			synPacket(pkt, ClientFWIP.As4(), VIP.As4(), uint16(1024+rand.IntN(64512)), Port, rand.Uint32())
 			if err := unix.Sendto(fd, pkt, 0, to); err != nil {
 				if errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EAGAIN) {
 					res.SendErrors++

@@ -1,4 +1,4 @@
-package lab
+package lbnet
 
 import (
 	"errors"
@@ -12,12 +12,14 @@ import (
 	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // The kubeproxy LB mode: kube-proxy's iptables-mode rules for a
 // LoadBalancer service whose endpoints are on other nodes, written in
 // nftables (the shape iptables-nft gives them) in the LB node's table
-// NftTable:
+// lab.NftTable:
 //
 //	prerouting  raw    kp-firewall  ip daddr VIP ip saddr != CLIENTS counter drop   (firewall on)
 //	prerouting  dstnat kp-services  ip daddr VIP tcp dport P jump kp-svc-P          (KUBE-SERVICES)
@@ -45,8 +47,8 @@ const (
 // kpMasqMark is kube-proxy's masquerade mark (KUBE-MARK-MASQ).
 const kpMasqMark = 0x4000
 
-// l4lbPodNet holds the backends (both workers' pod CIDRs).
-var l4lbPodNet = netip.MustParsePrefix("198.19.0.0/16")
+// podNet holds the backends (both workers' pod CIDRs).
+var podNet = netip.MustParsePrefix("198.19.0.0/16")
 
 // kpFirewallChain is the chain the firewall's rule lives in (flushed to
 // turn it off).
@@ -60,18 +62,18 @@ func kpFirewallChain(t *nftables.Table) *nftables.Chain {
 // applyKubeProxy sets up the kubeproxy mode (the caller released the
 // previous mode): routes, forwarding, the VXLAN device with vxlan, and the
 // rules.
-func (l *L4LB) applyKubeProxy(m L4LBMode) error {
-	if m.Transport == L4LBVXLAN {
+func (l *LB) applyKubeProxy(m Mode) error {
+	if m.Transport == VXLAN {
 		if err := l.addTunnels(false); err != nil {
 			return err
 		}
 	}
-	for i, be := range L4LBBackendIPs {
-		via, dev := L4LBWorkerIPs[i], l4lbExtIf
-		if m.Transport == L4LBVXLAN {
-			via, dev = L4LBWorkerTunIPs[i], VXLANIf
+	for i, be := range BackendIPs {
+		via, dev := WorkerIPs[i], extIf
+		if m.Transport == VXLAN {
+			via, dev = WorkerTunIPs[i], lab.VXLANIf
 		}
-		if err := routeAdd(l.lbNode, host32(be), via, dev, false); err != nil {
+		if err := l.lbNode.RouteAdd(lab.Host32(be), via, dev, false); err != nil {
 			return err
 		}
 	}
@@ -82,7 +84,7 @@ func (l *L4LB) applyKubeProxy(m L4LBMode) error {
 	if err != nil {
 		return fmt.Errorf("nftables connection in %s: %w", l.lbNode.Name, err)
 	}
-	t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: NftTable})
+	t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: lab.NftTable})
 	fw := c.AddChain(kpFirewallChain(t))
 	if m.Firewall {
 		c.AddRule(kpFirewallRule(t, fw))
@@ -91,13 +93,13 @@ func (l *L4LB) applyKubeProxy(m L4LBMode) error {
 		Name: "kp-services", Table: t, Type: nftables.ChainTypeNAT,
 		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityNATDest,
 	})
-	for _, p := range L4LBPorts {
+	for _, p := range Ports {
 		svcChain := c.AddChain(&nftables.Chain{Name: fmt.Sprintf("kp-svc-%d", p), Table: t})
-		n := len(L4LBBackendIPs)
-		for i, be := range L4LBBackendIPs {
+		n := len(BackendIPs)
+		for i, be := range BackendIPs {
 			sep := c.AddChain(&nftables.Chain{Name: fmt.Sprintf("kp-sep-%d-%d", p, i), Table: t})
-			c.AddRule(rule(t, sep, "kp-mark-masq", setMarkBits(kpMasqMark)...))
-			c.AddRule(rule(t, sep, ruleKPDNAT, &expr.Counter{},
+			c.AddRule(lab.NftRule(t, sep, "kp-mark-masq", setMarkBits(kpMasqMark)...))
+			c.AddRule(lab.NftRule(t, sep, ruleKPDNAT, &expr.Counter{},
 				&expr.Immediate{Register: 1, Data: be.AsSlice()},
 				&expr.Immediate{Register: 2, Data: binaryutil.BigEndian.PutUint16(p)},
 				&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegProtoMin: 2, Specified: true}))
@@ -110,9 +112,9 @@ func (l *L4LB) applyKubeProxy(m L4LBMode) error {
 					&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)},
 				}
 			}
-			c.AddRule(rule(t, svcChain, "kp-endpoint", append(pick, &expr.Verdict{Kind: expr.VerdictGoto, Chain: sep.Name})...))
+			c.AddRule(lab.NftRule(t, svcChain, "kp-endpoint", append(pick, &expr.Verdict{Kind: expr.VerdictGoto, Chain: sep.Name})...))
 		}
-		c.AddRule(rule(t, svc, ruleKPService, append(append(ipInPrefix(16, host32(L4LBVIP)), tcpDport(p)...),
+		c.AddRule(lab.NftRule(t, svc, ruleKPService, append(append(lab.NftIPInPrefix(16, lab.Host32(VIP)), tcpDport(p)...),
 			&expr.Verdict{Kind: expr.VerdictJump, Chain: svcChain.Name})...))
 	}
 	accept := nftables.ChainPolicyAccept
@@ -120,14 +122,14 @@ func (l *L4LB) applyKubeProxy(m L4LBMode) error {
 		Name: "kp-forward", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter, Policy: &accept,
 	})
-	c.AddRule(rule(t, fwd, ruleKPInvalid, append(ctStateIn(expr.CtStateBitINVALID), &expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop})...))
-	c.AddRule(rule(t, fwd, ruleKPFwd, append(ipInPrefix(16, l4lbPodNet), &expr.Counter{})...))
-	c.AddRule(rule(t, fwd, ruleKPRev, append(ipInPrefix(12, l4lbPodNet), &expr.Counter{})...))
+	c.AddRule(lab.NftRule(t, fwd, ruleKPInvalid, append(lab.NftCtStateIn(expr.CtStateBitINVALID), &expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop})...))
+	c.AddRule(lab.NftRule(t, fwd, ruleKPFwd, append(lab.NftIPInPrefix(16, podNet), &expr.Counter{})...))
+	c.AddRule(lab.NftRule(t, fwd, ruleKPRev, append(lab.NftIPInPrefix(12, podNet), &expr.Counter{})...))
 	post := c.AddChain(&nftables.Chain{
 		Name: "kp-postrouting", Table: t, Type: nftables.ChainTypeNAT,
 		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityNATSource,
 	})
-	c.AddRule(rule(t, post, ruleKPMasq,
+	c.AddRule(lab.NftRule(t, post, ruleKPMasq,
 		&expr.Meta{Key: expr.MetaKeyMARK, Register: 1},
 		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
 			Mask: binaryutil.NativeEndian.PutUint32(kpMasqMark), Xor: binaryutil.NativeEndian.PutUint32(0)},
@@ -143,10 +145,10 @@ func (l *L4LB) applyKubeProxy(m L4LBMode) error {
 // kpFirewallRule drops service packets from outside the allowed prefix
 // before conntrack sees them.
 func kpFirewallRule(t *nftables.Table, ch *nftables.Chain) *nftables.Rule {
-	allow := l4lbAllowPrefixes[0]
-	notAllowed := ipInPrefix(12, allow)
+	allow := allowPrefixes[0]
+	notAllowed := lab.NftIPInPrefix(12, allow)
 	notAllowed[len(notAllowed)-1].(*expr.Cmp).Op = expr.CmpOpNeq
-	return rule(t, ch, ruleKPFirewall, append(append(ipInPrefix(16, host32(L4LBVIP)), notAllowed...),
+	return lab.NftRule(t, ch, ruleKPFirewall, append(append(lab.NftIPInPrefix(16, lab.Host32(VIP)), notAllowed...),
 		&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop})...)
 }
 
@@ -172,8 +174,8 @@ func tcpDport(port uint16) []expr.Any {
 
 // setKubeProxyFirewall adds or removes the firewall's rule; the drops it
 // counted so far are kept in kpFWBase.
-func (l *L4LB) setKubeProxyFirewall(on bool) error {
-	cnt, err := NftCounters(l.lbNode)
+func (l *LB) setKubeProxyFirewall(on bool) error {
+	cnt, err := lab.NftCounters(l.lbNode)
 	if err != nil {
 		return err
 	}
@@ -181,7 +183,7 @@ func (l *L4LB) setKubeProxyFirewall(on bool) error {
 	if err != nil {
 		return fmt.Errorf("nftables connection in %s: %w", l.lbNode.Name, err)
 	}
-	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: NftTable}
+	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: lab.NftTable}
 	ch := kpFirewallChain(t)
 	c.FlushChain(ch)
 	if on {
@@ -195,12 +197,12 @@ func (l *L4LB) setKubeProxyFirewall(on bool) error {
 }
 
 // kubeProxyCounters reads the kubeproxy mode's rule counters.
-func (l *L4LB) kubeProxyCounters() (LBCounters, error) {
-	cnt, err := NftCounters(l.lbNode)
+func (l *LB) kubeProxyCounters() (Counters, error) {
+	cnt, err := lab.NftCounters(l.lbNode)
 	if err != nil {
-		return LBCounters{}, err
+		return Counters{}, err
 	}
-	return LBCounters{
+	return Counters{
 		Forward: cnt[ruleKPFwd], Reverse: cnt[ruleKPRev], NewFlows: cnt[ruleKPDNAT],
 		KubeProxyDNAT: cnt[ruleKPDNAT], KubeProxyMasq: cnt[ruleKPMasq],
 		FirewallDrops: l.kpFWBase + cnt[ruleKPFirewall],
@@ -210,20 +212,20 @@ func (l *L4LB) kubeProxyCounters() (LBCounters, error) {
 // releaseKubeProxy removes what applyKubeProxy added but the VXLAN device
 // (release deletes it): the table, the routes, forwarding. Missing pieces
 // are not errors (a failed apply).
-func (l *L4LB) releaseKubeProxy() error {
+func (l *LB) releaseKubeProxy() error {
 	var errs []error
 	c, err := nftables.New(nftables.WithNetNSFd(l.lbNode.Fd()))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("nftables connection in %s: %w", l.lbNode.Name, err))
-	} else if _, err := c.ListTableOfFamily(NftTable, nftables.TableFamilyIPv4); err == nil {
-		c.DelTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: NftTable})
+	} else if _, err := c.ListTableOfFamily(lab.NftTable, nftables.TableFamilyIPv4); err == nil {
+		c.DelTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: lab.NftTable})
 		if err := c.Flush(); err != nil {
-			errs = append(errs, fmt.Errorf("delete table %s in %s: %w", NftTable, l.lbNode.Name, err))
+			errs = append(errs, fmt.Errorf("delete table %s in %s: %w", lab.NftTable, l.lbNode.Name, err))
 		}
 	}
-	for _, be := range L4LBBackendIPs {
-		r := &netlink.Route{Dst: ipNet(host32(be))}
-		if err := l.lbNode.handle.RouteDel(r); err != nil && !errors.Is(err, unix.ESRCH) {
+	for _, be := range BackendIPs {
+		r := &netlink.Route{Dst: &net.IPNet{IP: net.IP(be.AsSlice()), Mask: net.CIDRMask(32, 32)}}
+		if err := l.lbNode.Handle().RouteDel(r); err != nil && !errors.Is(err, unix.ESRCH) {
 			errs = append(errs, fmt.Errorf("delete route to %v in %s: %w", be, l.lbNode.Name, err))
 		}
 	}
@@ -237,15 +239,15 @@ func (l *L4LB) releaseKubeProxy() error {
 // original destination is the VIP (kubeproxy: one per connection the
 // rules translated and the kernel still tracks, TIME_WAIT included; 0 in
 // the BPF modes, whose LB never engages conntrack).
-func (l *L4LB) ConntrackVIPEntries() (int, error) {
-	flows, err := l.lbNode.handle.ConntrackTableList(netlink.ConntrackTable, netlink.FAMILY_V4)
+func (l *LB) ConntrackVIPEntries() (int, error) {
+	flows, err := l.lbNode.Handle().ConntrackTableList(netlink.ConntrackTable, netlink.FAMILY_V4)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOENT) {
 			return 0, nil
 		}
 		return 0, fmt.Errorf("list conntrack in %s: %w", l.lbNode.Name, err)
 	}
-	vip := net.IP(L4LBVIP.AsSlice())
+	vip := net.IP(VIP.AsSlice())
 	n := 0
 	for _, f := range flows {
 		if f.Forward.DstIP.Equal(vip) {

@@ -1,4 +1,4 @@
-package lab
+package lbnet
 
 import (
 	"fmt"
@@ -7,45 +7,41 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
-// The l4lb lab (hidden datapath "l4lb", seed 003): a north-south L4 load
-// balancer in front of two workers, with the clients outside the cluster.
-// Every namespace is on one external L2 segment (a bridge in the "switch"
-// namespace), so that in dsr the workers can answer the clients without
-// the LB. See internal/bpf/nslb/README.md for the modes and packet walks.
+// DatapathName is the hidden datapath's registry name.
+const DatapathName = "l4lb"
 
-// L4LBDatapathName is the hidden datapath's registry name.
-const L4LBDatapathName = "l4lb"
-
-// Load-balancing modes (L4LBMode.LB) and transports (L4LBMode.Transport).
+// Load-balancing modes (Mode.LB) and transports (Mode.Transport).
 const (
-	// L4LBSNAT: the LB DNATs to the backend and SNATs to itself; replies
+	// SNAT: the LB DNATs to the backend and SNATs to itself; replies
 	// come back through it.
-	L4LBSNAT = "snat"
-	// L4LBDSR: the client's address is kept and the worker answers the
+	SNAT = "snat"
+	// DSR: the client's address is kept and the worker answers the
 	// client directly (L2 direct return).
-	L4LBDSR = "dsr"
-	// L4LBDirect: the LB hands packets to the worker on the shared segment
+	DSR = "dsr"
+	// Direct: the LB hands packets to the worker on the shared segment
 	// (next-hop MAC).
-	L4LBDirect = "direct"
-	// L4LBVXLAN: the LB encapsulates in VXLAN to the worker.
-	L4LBVXLAN = "vxlan"
-	// L4LBKubeProxy: no BPF on the LB: kube-proxy's iptables-mode rules
+	Direct = "direct"
+	// VXLAN: the LB encapsulates in VXLAN to the worker.
+	VXLAN = "vxlan"
+	// KubeProxy: no BPF on the LB: kube-proxy's iptables-mode rules
 	// (in nftables) DNAT the VIP to a backend picked at random and
 	// masquerade to the LB's address; the kernel's conntrack translates
 	// the replies back and the LB's stack forwards (seed 003's test 1).
-	L4LBKubeProxy = "kubeproxy"
+	KubeProxy = "kubeproxy"
 )
 
-// l4lbLBs are the LB modes, in L4LBModes' order.
-var l4lbLBs = []string{L4LBSNAT, L4LBDSR, L4LBKubeProxy}
+// lbModes are the LB modes, in Modes' order.
+var lbModes = []string{SNAT, DSR, KubeProxy}
 
-// L4LBMode is the load balancer's configuration (L4LB.Configure).
-type L4LBMode struct {
-	LB        string // L4LBSNAT, L4LBDSR or L4LBKubeProxy
-	Transport string // L4LBDirect or L4LBVXLAN
-	// Firewall turns the host firewall on: only L4LBClientPrefix reaches
+// Mode is the load balancer's configuration (LB.Configure).
+type Mode struct {
+	LB        string // SNAT, DSR or KubeProxy
+	Transport string // Direct or VXLAN
+	// Firewall turns the host firewall on: only ClientPrefix reaches
 	// the services. It is enforced where the client's address is still
 	// visible: at the LB's ingress in snat (the workers only ever see the
 	// LB's address), at the workers' ingress in dsr, in the LB's
@@ -55,31 +51,31 @@ type L4LBMode struct {
 	IPv6 bool
 }
 
-// L4LBModes lists every IPv4 mode, snat before dsr before kubeproxy,
+// Modes lists every IPv4 mode, snat before dsr before kubeproxy,
 // direct before vxlan, firewall off before on.
-func L4LBModes() []L4LBMode {
-	var out []L4LBMode
-	for _, lb := range l4lbLBs {
-		for _, tr := range []string{L4LBDirect, L4LBVXLAN} {
+func Modes() []Mode {
+	var out []Mode
+	for _, lb := range lbModes {
+		for _, tr := range []string{Direct, VXLAN} {
 			for _, fw := range []bool{false, true} {
-				out = append(out, L4LBMode{LB: lb, Transport: tr, Firewall: fw})
+				out = append(out, Mode{LB: lb, Transport: tr, Firewall: fw})
 			}
 		}
 	}
 	return out
 }
 
-// Validate checks m. An IPv6 mode is an error wrapping ErrNotSupported
+// Validate checks m. An IPv6 mode is an error wrapping lab.ErrNotSupported
 // (the caller records it as skipped).
-func (m L4LBMode) Validate() error {
-	if !slices.Contains(l4lbLBs, m.LB) {
-		return fmt.Errorf("l4lb mode %q: want %s, %s or %s", m.LB, L4LBSNAT, L4LBDSR, L4LBKubeProxy)
+func (m Mode) Validate() error {
+	if !slices.Contains(lbModes, m.LB) {
+		return fmt.Errorf("l4lb mode %q: want %s, %s or %s", m.LB, SNAT, DSR, KubeProxy)
 	}
-	if m.Transport != L4LBDirect && m.Transport != L4LBVXLAN {
-		return fmt.Errorf("l4lb transport %q: want %s or %s", m.Transport, L4LBDirect, L4LBVXLAN)
+	if m.Transport != Direct && m.Transport != VXLAN {
+		return fmt.Errorf("l4lb transport %q: want %s or %s", m.Transport, Direct, VXLAN)
 	}
 	if m.IPv6 {
-		return &UnsupportedError{
+		return &lab.UnsupportedError{
 			Feature: "IPv6 l4lb service",
 			Reason:  "the lab disables IPv6 in every namespace it creates (Env.NewNS), so no IPv6 VIP, address or route exists",
 		}
@@ -88,8 +84,8 @@ func (m L4LBMode) Validate() error {
 }
 
 // String is the mode's label: LB-TRANSPORT, then "-fw" with the firewall
-// and "-ipv6" for IPv6, e.g. "dsr-vxlan-fw". ParseL4LBMode reads it back.
-func (m L4LBMode) String() string {
+// and "-ipv6" for IPv6, e.g. "dsr-vxlan-fw". ParseMode reads it back.
+func (m Mode) String() string {
 	s := m.LB + "-" + m.Transport
 	if m.Firewall {
 		s += "-fw"
@@ -100,14 +96,14 @@ func (m L4LBMode) String() string {
 	return s
 }
 
-// ParseL4LBMode parses a mode label (String's form). It checks the syntax
+// ParseMode parses a mode label (String's form). It checks the syntax
 // and the names; Validate says whether the lab can run it.
-func ParseL4LBMode(s string) (L4LBMode, error) {
+func ParseMode(s string) (Mode, error) {
 	parts := strings.Split(s, "-")
 	if len(parts) < 2 || len(parts) > 4 {
-		return L4LBMode{}, fmt.Errorf("l4lb mode %q: want LB-TRANSPORT[-fw][-ipv6], e.g. dsr-vxlan-fw", s)
+		return Mode{}, fmt.Errorf("l4lb mode %q: want LB-TRANSPORT[-fw][-ipv6], e.g. dsr-vxlan-fw", s)
 	}
-	m := L4LBMode{LB: parts[0], Transport: parts[1]}
+	m := Mode{LB: parts[0], Transport: parts[1]}
 	rest := parts[2:]
 	if len(rest) > 0 && rest[0] == "fw" {
 		m.Firewall, rest = true, rest[1:]
@@ -116,38 +112,38 @@ func ParseL4LBMode(s string) (L4LBMode, error) {
 		m.IPv6, rest = true, rest[1:]
 	}
 	if len(rest) > 0 {
-		return L4LBMode{}, fmt.Errorf("l4lb mode %q: unknown part %q (want fw, then ipv6)", s, rest[0])
+		return Mode{}, fmt.Errorf("l4lb mode %q: unknown part %q (want fw, then ipv6)", s, rest[0])
 	}
 	v := m
 	v.IPv6 = false // only the names are checked here
 	if err := v.Validate(); err != nil {
-		return L4LBMode{}, fmt.Errorf("l4lb mode %q: %w", s, err)
+		return Mode{}, fmt.Errorf("l4lb mode %q: %w", s, err)
 	}
 	return m, nil
 }
 
 // PacketPath describes, for reports, what a client's packet and its reply
 // cross in mode m.
-func (m L4LBMode) PacketPath() string {
+func (m Mode) PacketPath() string {
 	fw := ""
 	if m.Firewall {
 		fw = " (firewall: allow list)"
 	}
 	var fwd, back string
 	switch {
-	case m.LB == L4LBKubeProxy && m.Transport == L4LBDirect:
+	case m.LB == KubeProxy && m.Transport == Direct:
 		fwd = "client ext0 -> switch -> lb ext0 -> nft prerouting" + fw + " -> conntrack -> nat prerouting (kube-proxy chains: random endpoint, mark, DNAT) -> IP forward -> nat postrouting (masquerade) -> ext0 -> switch -> worker ext0 -> IP stack -> veth -> backend pod"
 		back = "backend -> worker IP stack -> ext0 -> switch -> lb ext0 -> conntrack (un-masquerade) -> IP forward -> conntrack (un-DNAT: source back to the VIP) -> ext0 -> switch -> client"
-	case m.LB == L4LBKubeProxy:
+	case m.LB == KubeProxy:
 		fwd = "client ext0 -> switch -> lb ext0 -> nft prerouting" + fw + " -> conntrack -> nat prerouting (kube-proxy chains: random endpoint, mark, DNAT) -> IP forward (route via the worker's tunnel address) -> nat postrouting (masquerade to the LB's tunnel address) -> lb vxlan0 (encap) -> ext0 -> switch -> worker ext0 -> vxlan0 (decap) -> IP stack -> veth -> backend pod"
 		back = "backend -> worker IP stack -> vxlan0 (encap) -> ext0 -> switch -> lb ext0 -> vxlan0 (decap) -> conntrack (un-masquerade) -> IP forward -> conntrack (un-DNAT) -> ext0 -> switch -> client"
-	case m.LB == L4LBSNAT && m.Transport == L4LBDirect:
+	case m.LB == SNAT && m.Transport == Direct:
 		fwd = "client ext0 -> switch -> lb ext0 TCX ingress BPF" + fw + " (Maglev, ct, DNAT+SNAT, redirect_neigh) -> switch -> worker ext0 -> IP stack -> veth -> backend pod"
 		back = "backend -> worker IP stack -> ext0 -> switch -> lb ext0 TCX ingress BPF (reverse NAT, redirect_neigh) -> switch -> client"
-	case m.LB == L4LBSNAT:
+	case m.LB == SNAT:
 		fwd = "client ext0 -> switch -> lb ext0 TCX ingress BPF" + fw + " (Maglev, ct, DNAT+SNAT, tunnel key, redirect) -> lb vxlan0 (encap) -> ext0 -> switch -> worker ext0 -> vxlan0 (decap) -> IP stack -> veth -> backend pod"
 		back = "backend -> worker IP stack -> vxlan0 (encap) -> ext0 -> switch -> lb ext0 -> vxlan0 (decap) TCX ingress BPF (reverse NAT, redirect_neigh) -> ext0 -> switch -> client"
-	case m.Transport == L4LBDirect:
+	case m.Transport == Direct:
 		fwd = "client ext0 -> switch -> lb ext0 TCX ingress BPF (Maglev, ct, next hop = worker, redirect_neigh) -> switch -> worker ext0 TCX ingress BPF" + fw + " (DNAT VIP -> local backend) -> IP stack -> veth -> backend pod"
 		back = "backend -> worker veth TCX ingress BPF (source back to the VIP) -> IP stack -> ext0 -> switch -> client (the LB never sees it)"
 	default:
@@ -162,56 +158,56 @@ func (m L4LBMode) PacketPath() string {
 // /24s so that the firewall can tell them apart by prefix. The VIPs and
 // the tunnel addresses are outside it.
 var (
-	L4LBExtNet         = netip.MustParsePrefix("198.18.64.0/22")
-	L4LBClientIP       = netip.MustParseAddr("198.18.64.10")
-	L4LBClientPrefix   = netip.MustParsePrefix("198.18.64.0/24")
-	L4LBClientFWIP     = netip.MustParseAddr("198.18.65.10")
-	L4LBClientFWPrefix = netip.MustParsePrefix("198.18.65.0/24")
-	L4LBNodeIP         = netip.MustParseAddr("198.18.67.1")
-	L4LBWorkerIPs      = [2]netip.Addr{netip.MustParseAddr("198.18.67.11"), netip.MustParseAddr("198.18.67.12")}
-	// L4LBVIPNet is routed by the clients to the LB; L4LBVIP is the
+	ExtNet         = netip.MustParsePrefix("198.18.64.0/22")
+	ClientIP       = netip.MustParseAddr("198.18.64.10")
+	ClientPrefix   = netip.MustParsePrefix("198.18.64.0/24")
+	ClientFWIP     = netip.MustParseAddr("198.18.65.10")
+	ClientFWPrefix = netip.MustParsePrefix("198.18.65.0/24")
+	NodeIP         = netip.MustParseAddr("198.18.67.1")
+	WorkerIPs      = [2]netip.Addr{netip.MustParseAddr("198.18.67.11"), netip.MustParseAddr("198.18.67.12")}
+	// VIPNet is routed by the clients to the LB; VIP is the
 	// service address.
-	L4LBVIPNet = netip.MustParsePrefix("198.18.68.0/24")
-	L4LBVIP    = netip.MustParseAddr("198.18.68.1")
-	// L4LBTunnelNet holds the VXLAN devices' addresses (vxlan transport);
+	VIPNet = netip.MustParsePrefix("198.18.68.0/24")
+	VIP    = netip.MustParseAddr("198.18.68.1")
+	// TunnelNet holds the VXLAN devices' addresses (vxlan transport);
 	// the LB's is its SNAT source in snat+vxlan, so that the backends'
 	// replies return through the tunnel.
-	L4LBTunnelNet     = netip.MustParsePrefix("198.18.69.0/24")
-	L4LBTunnelIP      = netip.MustParseAddr("198.18.69.1")
-	L4LBWorkerTunIPs  = [2]netip.Addr{netip.MustParseAddr("198.18.69.11"), netip.MustParseAddr("198.18.69.12")}
-	L4LBBackendIPs    = [2]netip.Addr{netip.MustParseAddr("198.19.1.10"), netip.MustParseAddr("198.19.2.10")}
-	L4LBPorts         = []uint16{L4LBPort, 8080, 12871}
-	l4lbAllowPrefixes = []netip.Prefix{L4LBClientPrefix}
+	TunnelNet     = netip.MustParsePrefix("198.18.69.0/24")
+	TunnelIP      = netip.MustParseAddr("198.18.69.1")
+	WorkerTunIPs  = [2]netip.Addr{netip.MustParseAddr("198.18.69.11"), netip.MustParseAddr("198.18.69.12")}
+	BackendIPs    = [2]netip.Addr{netip.MustParseAddr("198.19.1.10"), netip.MustParseAddr("198.19.2.10")}
+	Ports         = []uint16{Port, 8080, 12871}
+	allowPrefixes = []netip.Prefix{ClientPrefix}
 )
 
-// L4LBPort is the service port tests and RefusalProbe use; L4LBPorts are
+// Port is the service port tests and RefusalProbe use; Ports are
 // every TCP port the VIP serves (80, the services scenario's HTTP port
 // 8080 and the engine's service-mode port 12871), each to the same port on
 // the backends.
-const L4LBPort = 80
+const Port = 80
 
-// L4LBVNI is the VXLAN network identifier between the LB and the workers.
-const L4LBVNI = 42
+// VNI is the VXLAN network identifier between the LB and the workers.
+const VNI = 42
 
 // Roles of the l4lb lab's namespaces.
 const (
-	L4LBRoleSwitch   = "switch"
-	L4LBRoleClient   = "client"
-	L4LBRoleClientFW = "clientfw"
-	L4LBRoleLB       = "lb"
+	RoleSwitch   = "switch"
+	RoleClient   = "client"
+	RoleClientFW = "clientfw"
+	RoleLB       = "lb"
 )
 
-// L4LBWorkerRoles and L4LBBackendRoles name the workers and their backend
+// WorkerRoles and BackendRoles name the workers and their backend
 // pods (backend i runs on worker i).
 var (
-	L4LBWorkerRoles  = [2]string{"worker1", "worker2"}
-	L4LBBackendRoles = [2]string{"be1", "be2"}
+	WorkerRoles  = [2]string{"worker1", "worker2"}
+	BackendRoles = [2]string{"be1", "be2"}
 )
 
-// LBCounters are the l4lb lab's counters (of the programs of the current
+// Counters are the l4lb lab's counters (of the programs of the current
 // LB mode and transport: Configure with another mode or transport starts
 // them again from 0).
-type LBCounters struct {
+type Counters struct {
 	// Forward counts client->backend packets the LB translated and sent to
 	// a worker; Reverse backend->client replies the LB translated back
 	// (snat and kubeproxy: it stays 0 in dsr, where replies bypass the
@@ -247,14 +243,14 @@ type RefusalResult struct {
 	Duration time.Duration
 }
 
-// L4LBCPUSplit places the l4lb lab's receive processing with RPS (receive
+// CPUSplit places the l4lb lab's receive processing with RPS (receive
 // packet steering, /sys/class/net/DEV/queues/rx-*/rps_cpus): with On,
 // every packet a device of the LB node receives is processed on CPU LB,
 // every packet a device of any other member (clients, switch, workers,
 // backends) receives on CPU Others. Off writes 0 (no steering: a veth's
 // packet is processed on the CPU that sent it). It moves softirq work
 // only: processes stay where the scheduler or their pinning puts them.
-type L4LBCPUSplit struct {
+type CPUSplit struct {
 	On         bool
 	LB, Others int
 }

@@ -1,4 +1,4 @@
-package lab
+package datapaths
 
 import (
 	"context"
@@ -8,11 +8,13 @@ import (
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 func init() {
-	RegisterOptIn(func() Datapath { return &baselineCT{} })
-	RegisterOptIn(func() Datapath { return &baselineCT{notrack: true} })
+	lab.RegisterOptIn(func() lab.Datapath { return &baselineCT{} })
+	lab.RegisterOptIn(func() lab.Datapath { return &baselineCT{notrack: true} })
 }
 
 // Names of the baseline's conntrack variants (opt-in: --datapaths names them).
@@ -76,8 +78,8 @@ func (b *baselineCT) PacketPath() string {
 // Claims states the conntrack state of the node-to-node traffic. The
 // ct state new counters live in the input and output chains of the lab's
 // nft table, which the evidence reads as it reads the forward chain's.
-func (b *baselineCT) Claims() PathClaims {
-	return PathClaims{Conntrack: !b.notrack, NftForward: true}
+func (b *baselineCT) Claims() lab.PathClaims {
+	return lab.PathClaims{Conntrack: !b.notrack, NftForward: true}
 }
 
 func (b *baselineCT) Probe() error {
@@ -87,7 +89,7 @@ func (b *baselineCT) Probe() error {
 	return probeConntrack()
 }
 
-func (b *baselineCT) Setup(ctx context.Context, env *Env) (*Topology, error) {
+func (b *baselineCT) Setup(ctx context.Context, env *lab.Env) (*lab.Topology, error) {
 	topo, err := b.baseline.Setup(ctx, env)
 	if err != nil {
 		return nil, err
@@ -112,12 +114,12 @@ func (b *baselineCT) Setup(ctx context.Context, env *Env) (*Topology, error) {
 // notrack, raw-priority prerouting and output chains mark every packet
 // between the wire addresses NOTRACK, so the port rules accept them
 // untracked.
-func installHostFirewall(ns *NS, notrack bool) error {
+func installHostFirewall(ns *lab.NS, notrack bool) error {
 	c, err := nftables.New(nftables.WithNetNSFd(ns.Fd()))
 	if err != nil {
 		return fmt.Errorf("nftables connection in %s: %w", ns.Name, err)
 	}
-	t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: NftTable})
+	t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: lab.NftTable})
 	drop, accept := nftables.ChainPolicyDrop, nftables.ChainPolicyAccept
 	for _, h := range []struct {
 		name   string
@@ -132,21 +134,21 @@ func installHostFirewall(ns *NS, notrack bool) error {
 			Name: h.name, Table: t, Type: nftables.ChainTypeFilter,
 			Hooknum: h.hook, Priority: nftables.ChainPriorityFilter, Policy: h.policy,
 		})
-		c.AddRule(rule(t, ch, RuleCtNew, append(ctStateIn(expr.CtStateBitNEW), &expr.Counter{})...))
-		c.AddRule(rule(t, ch, RuleHostEstablished, append(ctStateIn(expr.CtStateBitESTABLISHED|expr.CtStateBitRELATED),
+		c.AddRule(lab.NftRule(t, ch, lab.RuleCtNew, append(lab.NftCtStateIn(expr.CtStateBitNEW), &expr.Counter{})...))
+		c.AddRule(lab.NftRule(t, ch, RuleHostEstablished, append(lab.NftCtStateIn(expr.CtStateBitESTABLISHED|expr.CtStateBitRELATED),
 			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept})...))
-		c.AddRule(rule(t, ch, RuleHostInvalid, append(ctStateIn(expr.CtStateBitINVALID),
+		c.AddRule(lab.NftRule(t, ch, RuleHostInvalid, append(lab.NftCtStateIn(expr.CtStateBitINVALID),
 			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop})...))
 		if h.hook == nftables.ChainHookInput {
-			c.AddRule(rule(t, ch, RuleHostLoopback,
+			c.AddRule(lab.NftRule(t, ch, RuleHostLoopback,
 				&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
 				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname("lo")},
 				&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept}))
-			c.AddRule(rule(t, ch, RuleHostICMP, append(l4proto(unix.IPPROTO_ICMP),
+			c.AddRule(lab.NftRule(t, ch, RuleHostICMP, append(l4proto(unix.IPPROTO_ICMP),
 				&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept})...))
 		}
 		for _, proto := range []byte{unix.IPPROTO_TCP, unix.IPPROTO_UDP} {
-			c.AddRule(rule(t, ch, RuleHostTestPorts, append(testPorts(h.peer, proto),
+			c.AddRule(lab.NftRule(t, ch, RuleHostTestPorts, append(testPorts(h.peer, proto),
 				&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept})...))
 		}
 	}
@@ -162,7 +164,7 @@ func installHostFirewall(ns *NS, notrack bool) error {
 				Name: h.name, Table: t, Type: nftables.ChainTypeFilter,
 				Hooknum: h.hook, Priority: nftables.ChainPriorityRaw,
 			})
-			c.AddRule(rule(t, ch, h.comment, append(nodeToNode(), &expr.Counter{}, &expr.Notrack{})...))
+			c.AddRule(lab.NftRule(t, ch, h.comment, append(nodeToNode(), &expr.Counter{}, &expr.Notrack{})...))
 		}
 	}
 	if err := c.Flush(); err != nil {
@@ -173,13 +175,13 @@ func installHostFirewall(ns *NS, notrack bool) error {
 
 // nodeToNode matches IPv4 packets from and to the wire subnet.
 func nodeToNode() []expr.Any {
-	return append(ipInPrefix(12, WirePrefix), ipInPrefix(16, WirePrefix)...)
+	return append(lab.NftIPInPrefix(12, lab.WirePrefix), lab.NftIPInPrefix(16, lab.WirePrefix)...)
 }
 
 // testPorts matches proto packets whose other-node address (at peer: 12
 // saddr, 16 daddr) is in the wire subnet, to a port >= testPortMin.
 func testPorts(peer uint32, proto byte) []expr.Any {
-	return append(append(ipInPrefix(peer, WirePrefix), l4proto(proto)...),
+	return append(append(lab.NftIPInPrefix(peer, lab.WirePrefix), l4proto(proto)...),
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 		&expr.Cmp{Op: expr.CmpOpGte, Register: 1, Data: binaryutil.BigEndian.PutUint16(testPortMin)},
 	)

@@ -1,4 +1,4 @@
-package lab
+package datapaths
 
 import (
 	"context"
@@ -7,10 +7,12 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 func init() {
-	RegisterOptIn(func() Datapath { return newCost(CostRules) })
+	lab.RegisterOptIn(func() lab.Datapath { return newCost(CostRules) })
 }
 
 // CostDatapath is the name of the datapath with an injected per-packet cost.
@@ -40,7 +42,7 @@ func newCost(n int) *Routed {
 	cfg.Description = fmt.Sprintf("veth-routing plus %d never-matching nft rules every forwarded packet is compared with: a controlled per-packet cost (the regression gate's injected slowdown)", n)
 	cfg.PacketPath = fmt.Sprintf("client pod eth0 -> veth -> node1 IP stack (nft forward: %d cost rules, conntrack) -> wire0 -> "+
 		"node2 IP stack (nft forward: %d cost rules, conntrack) -> veth -> server pod eth0", n, n)
-	cfg.NodeReady = func(_ context.Context, _ *Env, node RoutedNode) error {
+	cfg.NodeReady = func(_ context.Context, _ *lab.Env, node RoutedNode) error {
 		return installCostRules(node.NS, n)
 	}
 	return &Routed{cfg: cfg}
@@ -48,19 +50,19 @@ func newCost(n int) *Routed {
 
 // installCostRules adds a forward-hook chain, before the filter chain, of n
 // rules "ip daddr 198.18.x.y drop" that no lab packet matches.
-func installCostRules(ns *NS, n int) error {
+func installCostRules(ns *lab.NS, n int) error {
 	c, err := nftables.New(nftables.WithNetNSFd(ns.Fd()))
 	if err != nil {
 		return fmt.Errorf("nftables connection in %s: %w", ns.Name, err)
 	}
-	t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: NftTable})
+	t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: lab.NftTable})
 	prio := nftables.ChainPriorityRef(*nftables.ChainPriorityFilter - 10)
 	ch := c.AddChain(&nftables.Chain{
 		Name: "cost", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookForward, Priority: prio,
 	})
 	for i, a := range costAddrs(n) {
-		c.AddRule(rule(t, ch, RuleCost,
+		c.AddRule(lab.NftRule(t, ch, RuleCost,
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: a.AsSlice()},
 			&expr.Counter{},
@@ -90,12 +92,12 @@ func costAddrs(n int) []netip.Addr {
 
 // CostRuleCount returns how many cost rules ns carries and how many
 // packets matched any of them (0 when the chain works as meant).
-func CostRuleCount(ns *NS) (rules int, matched uint64, err error) {
+func CostRuleCount(ns *lab.NS) (rules int, matched uint64, err error) {
 	c, err := nftables.New(nftables.WithNetNSFd(ns.Fd()))
 	if err != nil {
 		return 0, 0, fmt.Errorf("nftables connection in %s: %w", ns.Name, err)
 	}
-	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: NftTable}
+	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: lab.NftTable}
 	rs, err := c.GetRules(t, &nftables.Chain{Name: "cost", Table: t})
 	if err != nil {
 		return 0, 0, fmt.Errorf("list the cost chain in %s: %w", ns.Name, err)

@@ -1,4 +1,4 @@
-package lab_test
+package datapaths_test
 
 import (
 	"net"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/lab/datapaths"
+	"github.com/cnibench/cnibench/internal/lab/labtest"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -19,8 +21,8 @@ func TestBaselineConntrackRegistered(t *testing.T) {
 		name      string
 		conntrack bool
 	}{
-		{lab.BaselineConntrack, true},
-		{lab.BaselineConntrackNotrack, false},
+		{datapaths.BaselineConntrack, true},
+		{datapaths.BaselineConntrackNotrack, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !slices.Contains(lab.Names(), tc.name) {
@@ -52,8 +54,8 @@ func TestBaselineConntrackRegistered(t *testing.T) {
 // path, and that the host firewall is real: a port below the test ports is
 // dropped on both variants and reachable on the baseline.
 func TestBaselineConntrackPathProof(t *testing.T) {
-	names := []string{"baseline", lab.BaselineConntrack, lab.BaselineConntrackNotrack}
-	l := upLab(t, lab.Options{Datapaths: names})
+	names := []string{"baseline", datapaths.BaselineConntrack, datapaths.BaselineConntrackNotrack}
+	l := labtest.Up(t, lab.Options{Datapaths: names})
 	const conns = 20
 	for _, tc := range []struct {
 		name     string
@@ -61,8 +63,8 @@ func TestBaselineConntrackPathProof(t *testing.T) {
 		firewall bool
 	}{
 		{"baseline", false, false},
-		{lab.BaselineConntrack, true, true},
-		{lab.BaselineConntrackNotrack, false, true},
+		{datapaths.BaselineConntrack, true, true},
+		{datapaths.BaselineConntrackNotrack, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err, ok := l.Skipped()[tc.name]; ok {
@@ -114,10 +116,10 @@ func TestBaselineConntrackPathProof(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Logf("node2 nft counters %v", c)
-				if tc.tracked && c[lab.RuleHostEstablished] == 0 {
+				if tc.tracked && c[datapaths.RuleHostEstablished] == 0 {
 					t.Error("node2: the ct established rule never matched")
 				}
-				if !tc.tracked && (c[lab.RuleNotrackNode] == 0 || c[lab.RuleHostTestPorts] == 0) {
+				if !tc.tracked && (c[datapaths.RuleNotrackNode] == 0 || c[datapaths.RuleHostTestPorts] == 0) {
 					t.Error("node2: the notrack or test-port rule never matched")
 				}
 			}

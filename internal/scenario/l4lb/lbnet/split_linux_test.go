@@ -1,4 +1,4 @@
-package lab_test
+package lbnet_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/lab/labtest"
+	"github.com/cnibench/cnibench/internal/scenario/l4lb/lbnet"
 )
 
 // l4lbFloodRate is the modest rate the flood tests ask for, SYN/s.
@@ -35,17 +37,17 @@ func TestL4LBFloodAndSplit(t *testing.T) {
 	if err := unix.SchedGetaffinity(0, &allowed); err != nil || !allowed.IsSet(0) || !allowed.IsSet(1) {
 		t.Skipf("needs CPUs 0 and 1 (affinity %v, %v)", allowed, err)
 	}
-	l := upLab(t, lab.Options{Datapaths: []string{lab.L4LBDatapathName}})
-	if err, ok := l.Skipped()[lab.L4LBDatapathName]; ok {
+	l := labtest.Up(t, lab.Options{Datapaths: []string{lbnet.DatapathName}})
+	if err, ok := l.Skipped()[lbnet.DatapathName]; ok {
 		t.Skip(err)
 	}
-	lb, err := lab.L4LBOf(l)
+	lb, err := lbnet.Of(l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	flood := func(t *testing.T, d time.Duration) (lab.SYNFloodResult, uint64, [2]lab.SoftnetCPU) {
+	flood := func(t *testing.T, d time.Duration) (lbnet.SYNFloodResult, uint64, [2]lbnet.SoftnetCPU) {
 		t.Helper()
 		before, err := lb.FirewallDrops()
 		if err != nil {
@@ -64,9 +66,9 @@ func TestL4LBFloodAndSplit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ds [2]lab.SoftnetCPU
+		var ds [2]lbnet.SoftnetCPU
 		for i := range ds {
-			ds[i] = lab.SoftnetCPU{CPU: i, Processed: s1[i].Processed - s0[i].Processed, ReceivedRPS: s1[i].ReceivedRPS - s0[i].ReceivedRPS}
+			ds[i] = lbnet.SoftnetCPU{CPU: i, Processed: s1[i].Processed - s0[i].Processed, ReceivedRPS: s1[i].ReceivedRPS - s0[i].ReceivedRPS}
 		}
 		t.Logf("flood %+v (achieved %.0f/s), drops %d, softnet delta %+v", r, r.Achieved(), after-before, ds)
 		// What the flood reaches depends on the host's load (a rate is a
@@ -80,7 +82,7 @@ func TestL4LBFloodAndSplit(t *testing.T) {
 		return r, after - before, ds
 	}
 	for _, mode := range []string{"snat-direct-fw", "kubeproxy-vxlan-fw"} {
-		m, err := lab.ParseL4LBMode(mode)
+		m, err := lbnet.ParseMode(mode)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +92,7 @@ func TestL4LBFloodAndSplit(t *testing.T) {
 		t.Run(mode, func(t *testing.T) { flood(t, time.Second) })
 	}
 	t.Run("split", func(t *testing.T) {
-		if err := lb.Configure(ctx, lab.L4LBMode{LB: lab.L4LBSNAT, Transport: lab.L4LBDirect, Firewall: true}); err != nil {
+		if err := lb.Configure(ctx, lbnet.Mode{LB: lbnet.SNAT, Transport: lbnet.Direct, Firewall: true}); err != nil {
 			t.Fatal(err)
 		}
 		byCPU := func(t *testing.T) uint64 {
@@ -111,15 +113,15 @@ func TestL4LBFloodAndSplit(t *testing.T) {
 		if float64(d) > 0.3*float64(r.Sent) {
 			t.Errorf("no split: the LB dropped %d SYNs on CPU 1 of %d sent from CPU 0, want < 30 %%", d, r.Sent)
 		}
-		if err := lb.SetCPUSplit(lab.L4LBCPUSplit{On: true, LB: 1, Others: 0}); err != nil {
+		if err := lb.SetCPUSplit(lbnet.CPUSplit{On: true, LB: 1, Others: 0}); err != nil {
 			t.Fatal(err)
 		}
 		defer func() {
-			if err := lb.SetCPUSplit(lab.L4LBCPUSplit{}); err != nil {
+			if err := lb.SetCPUSplit(lbnet.CPUSplit{}); err != nil {
 				t.Error(err)
 			}
 		}()
-		if err := lb.SetCPUSplit(lab.L4LBCPUSplit{On: true, LB: 1, Others: 1}); err == nil {
+		if err := lb.SetCPUSplit(lbnet.CPUSplit{On: true, LB: 1, Others: 1}); err == nil {
 			t.Error("a split onto one CPU was accepted")
 		}
 		cpu1 = byCPU(t)
@@ -130,7 +132,7 @@ func TestL4LBFloodAndSplit(t *testing.T) {
 			t.Errorf("split: the LB dropped %d SYNs on CPU 1 (RPS interrupts %d) of %d sent, want >= 80 %% and some", d, ds[1].ReceivedRPS, r.Sent)
 		}
 		// The split survives a change of mode (new devices get it too).
-		if err := lb.Configure(ctx, lab.L4LBMode{LB: lab.L4LBKubeProxy, Transport: lab.L4LBVXLAN, Firewall: true}); err != nil {
+		if err := lb.Configure(ctx, lbnet.Mode{LB: lbnet.KubeProxy, Transport: lbnet.VXLAN, Firewall: true}); err != nil {
 			t.Fatal(err)
 		}
 		if s := lb.CPUSplit(); !s.On || s.LB != 1 {
@@ -144,13 +146,13 @@ func TestL4LBFloodAndSplit(t *testing.T) {
 }
 
 // softnet reads CPUs 0 and 1's receive counters.
-func softnet(t *testing.T) [2]lab.SoftnetCPU {
+func softnet(t *testing.T) [2]lbnet.SoftnetCPU {
 	t.Helper()
-	s, err := lab.ReadSoftnetStat()
+	s, err := lbnet.ReadSoftnetStat()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out [2]lab.SoftnetCPU
+	var out [2]lbnet.SoftnetCPU
 	for _, c := range s {
 		if c.CPU == 0 || c.CPU == 1 {
 			out[c.CPU] = c

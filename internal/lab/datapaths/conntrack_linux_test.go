@@ -1,4 +1,4 @@
-package lab_test
+package datapaths_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/lab/labtest"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -24,7 +25,7 @@ func TestConntrackEngaged(t *testing.T) {
 	for n := range tracked {
 		names = append(names, n)
 	}
-	l := upLab(t, lab.Options{Datapaths: names})
+	l := labtest.Up(t, lab.Options{Datapaths: names})
 	const conns = 20
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package lab_test
+package lbnet_test
 
 import (
 	"bufio"
@@ -20,6 +20,8 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/lab/labtest"
+	"github.com/cnibench/cnibench/internal/scenario/l4lb/lbnet"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -27,7 +29,7 @@ import (
 const l4lbConns = 120
 
 // l4lbBulkPort is the service port where the backends echo a bulk
-// transfer (one of lab.L4LBPorts).
+// transfer (one of lbnet.Ports).
 const l4lbBulkPort = 8080
 
 // TestL4LB builds the l4lb lab once and proves every mode (snat/dsr/kubeproxy x
@@ -54,18 +56,18 @@ const l4lbBulkPort = 8080
 //     left and the programs that were attached are gone.
 func TestL4LB(t *testing.T) {
 	testutil.SkipUnlessRoot(t)
-	if slices.Contains(lab.Names(), lab.L4LBDatapathName) || lab.Describe(lab.L4LBDatapathName) == "" {
-		t.Fatalf("l4lb must be registered hidden: in Names %v, description %q", lab.Names(), lab.Describe(lab.L4LBDatapathName))
+	if slices.Contains(lab.Names(), lbnet.DatapathName) || lab.Describe(lbnet.DatapathName) == "" {
+		t.Fatalf("l4lb must be registered hidden: in Names %v, description %q", lab.Names(), lab.Describe(lbnet.DatapathName))
 	}
 	// Registered before upLab's cleanup, so it runs after the lab is down
 	// (cleanups run last-in first-out): every program ever attached is gone.
 	var progIDs []ebpf.ProgramID
 	t.Cleanup(func() { checkProgsGone(t, progIDs) })
-	l := upLab(t, lab.Options{Datapaths: []string{lab.L4LBDatapathName}})
-	if err, ok := l.Skipped()[lab.L4LBDatapathName]; ok {
+	l := labtest.Up(t, lab.Options{Datapaths: []string{lbnet.DatapathName}})
+	if err, ok := l.Skipped()[lbnet.DatapathName]; ok {
 		t.Skip(err)
 	}
-	lb, err := lab.L4LBOf(l)
+	lb, err := lbnet.Of(l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,23 +77,23 @@ func TestL4LB(t *testing.T) {
 	if v, err := lb.LBNode().ReadSysctl("net/ipv4/ip_forward"); err != nil || v != "0" {
 		t.Errorf("LB ip_forward = %q (%v), want 0", v, err)
 	}
-	if r, err := lb.LBNode().Handle().RouteGet(net.IP(lab.L4LBBackendIPs[0].AsSlice())); err == nil {
+	if r, err := lb.LBNode().Handle().RouteGet(net.IP(lbnet.BackendIPs[0].AsSlice())); err == nil {
 		t.Errorf("LB has a route to a backend: %v", r)
 	}
 	for i, be := range lb.Backends() {
-		startPeerEcho(t, be.NS, netip.AddrPortFrom(be.IP, lab.L4LBPort), be.Role)
+		startPeerEcho(t, be.NS, netip.AddrPortFrom(be.IP, lbnet.Port), be.Role)
 		startBulkEcho(t, be.NS, netip.AddrPortFrom(be.IP, l4lbBulkPort))
-		if be.Node != i || be.IP != lab.L4LBBackendIPs[i] {
+		if be.Node != i || be.IP != lbnet.BackendIPs[i] {
 			t.Errorf("backend %d: %+v", i, be)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	if err := lb.Configure(ctx, lab.L4LBMode{LB: lab.L4LBDSR, Transport: lab.L4LBDirect, IPv6: true}); !errors.Is(err, lab.ErrNotSupported) {
+	if err := lb.Configure(ctx, lbnet.Mode{LB: lbnet.DSR, Transport: lbnet.Direct, IPv6: true}); !errors.Is(err, lab.ErrNotSupported) {
 		t.Errorf("IPv6 mode: %v, want ErrNotSupported", err)
 	}
 	var prev []ebpf.ProgramID
-	for _, m := range lab.L4LBModes() {
+	for _, m := range lbnet.Modes() {
 		ok := t.Run(m.String(), func(t *testing.T) {
 			if err := lb.Configure(ctx, m); err != nil {
 				t.Fatal(err)
@@ -141,8 +143,8 @@ func checkProgsGone(t *testing.T, ids []ebpf.ProgramID) {
 }
 
 // proveL4LBMode runs the connections and checks the counters of one mode.
-func proveL4LBMode(t *testing.T, ctx context.Context, lb *lab.L4LB, m lab.L4LBMode) {
-	vip := netip.AddrPortFrom(lb.VIP(), lab.L4LBPort)
+func proveL4LBMode(t *testing.T, ctx context.Context, lb *lbnet.LB, m lbnet.Mode) {
+	vip := netip.AddrPortFrom(lb.VIP(), lbnet.Port)
 	before, err := lb.Counters()
 	if err != nil {
 		t.Fatal(err)
@@ -152,11 +154,11 @@ func proveL4LBMode(t *testing.T, ctx context.Context, lb *lab.L4LB, m lab.L4LBMo
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPeer := lab.L4LBClientIP
-	if m.LB != lab.L4LBDSR {
-		wantPeer = lab.L4LBNodeIP
-		if m.Transport == lab.L4LBVXLAN {
-			wantPeer = lab.L4LBTunnelIP
+	wantPeer := lbnet.ClientIP
+	if m.LB != lbnet.DSR {
+		wantPeer = lbnet.NodeIP
+		if m.Transport == lbnet.VXLAN {
+			wantPeer = lbnet.TunnelIP
 		}
 	}
 	for backend, peers := range seen {
@@ -180,18 +182,18 @@ func proveL4LBMode(t *testing.T, ctx context.Context, lb *lab.L4LB, m lab.L4LBMo
 		t.Errorf("LB forward %d, new flows %d, want >= %d and >= %d", d.Forward, d.NewFlows, 4*l4lbConns, l4lbConns)
 	}
 	switch m.LB {
-	case lab.L4LBSNAT:
+	case lbnet.SNAT:
 		if d.Reverse < 3*l4lbConns || d.WorkerDNAT != 0 || d.WorkerRevNAT != 0 {
 			t.Errorf("snat: LB reverse %d (want >= %d), worker DNAT/RevNAT %d/%d (want 0)", d.Reverse, 3*l4lbConns, d.WorkerDNAT, d.WorkerRevNAT)
 		}
-	case lab.L4LBKubeProxy:
+	case lbnet.KubeProxy:
 		// Conntrack NAT: the rules see each connection's first packet.
 		n, err := lb.ConntrackVIPEntries()
 		if d.Reverse < 3*l4lbConns || d.KubeProxyDNAT < l4lbConns || d.KubeProxyMasq < l4lbConns || err != nil || n < l4lbConns {
 			t.Errorf("kubeproxy: reverse %d (want >= %d), DNAT %d, masquerade %d, conntrack entries with the VIP %d (%v) (want >= %d each)",
 				d.Reverse, 3*l4lbConns, d.KubeProxyDNAT, d.KubeProxyMasq, n, err, l4lbConns)
 		}
-	case lab.L4LBDSR:
+	case lbnet.DSR:
 		// Every packet the LB forwarded reached a worker's program: DNATed,
 		// or dropped by its firewall (a straggler of clientfw's); 2 may be
 		// on their way when the counters are read.
@@ -206,18 +208,18 @@ func proveL4LBMode(t *testing.T, ctx context.Context, lb *lab.L4LB, m lab.L4LBMo
 		t.Errorf("drops on the client's connections: %+v", d)
 	}
 	tunAfter := tunnelTx(t, lb)
-	if m.Transport == lab.L4LBVXLAN {
+	if m.Transport == lbnet.VXLAN {
 		lbTx, wTx := tunAfter[0]-tunBefore[0], tunAfter[1]+tunAfter[2]-tunBefore[1]-tunBefore[2]
 		if lbTx < d.Forward/2 {
 			t.Errorf("LB's VXLAN device sent %d packets for %d forwarded", lbTx, d.Forward)
 		}
-		if m.LB != lab.L4LBDSR && wTx < d.Reverse/2 {
+		if m.LB != lbnet.DSR && wTx < d.Reverse/2 {
 			t.Errorf("snat+vxlan: workers' VXLAN devices sent %d packets for %d replies", wTx, d.Reverse)
 		}
 		// Not exactly 0: a backend socket left closing by an earlier
 		// snat+vxlan mode retransmits its FIN to the LB's tunnel address,
 		// which the recreated tunnel now routes again.
-		if m.LB == lab.L4LBDSR && wTx > d.WorkerRevNAT/20 {
+		if m.LB == lbnet.DSR && wTx > d.WorkerRevNAT/20 {
 			t.Errorf("dsr+vxlan: workers' VXLAN devices sent %d packets for %d replies, want ~0 (replies go straight to the client)", wTx, d.WorkerRevNAT)
 		}
 	}
@@ -249,14 +251,14 @@ func proveL4LBMode(t *testing.T, ctx context.Context, lb *lab.L4LB, m lab.L4LBMo
 // checkL4LBAttachments checks which TCX programs mode m has where, and
 // that the VXLAN devices exist exactly with vxlan; it returns the IDs of
 // the attached programs.
-func checkL4LBAttachments(t *testing.T, lb *lab.L4LB, m lab.L4LBMode) []ebpf.ProgramID {
+func checkL4LBAttachments(t *testing.T, lb *lbnet.LB, m lbnet.Mode) []ebpf.ProgramID {
 	t.Helper()
 	lbProgs := tcxIngress(t, lb.LBNode(), "ext0")
-	if want := map[bool]int{true: 0, false: 1}[m.LB == lab.L4LBKubeProxy]; len(lbProgs) != want {
+	if want := map[bool]int{true: 0, false: 1}[m.LB == lbnet.KubeProxy]; len(lbProgs) != want {
 		t.Errorf("LB ext0: %d TCX programs, want %d", len(lbProgs), want)
 	}
 	ids := slices.Clone(lbProgs)
-	vx := m.Transport == lab.L4LBVXLAN
+	vx := m.Transport == lbnet.VXLAN
 	for _, ns := range []*lab.NS{lb.LBNode(), lb.Workers()[0], lb.Workers()[1]} {
 		_, err := ns.Handle().LinkByName(lab.VXLANIf)
 		if vx != (err == nil) {
@@ -265,13 +267,13 @@ func checkL4LBAttachments(t *testing.T, lb *lab.L4LB, m lab.L4LBMode) []ebpf.Pro
 	}
 	if vx {
 		p := tcxIngress(t, lb.LBNode(), lab.VXLANIf)
-		if want := map[string]int{lab.L4LBSNAT: 1, lab.L4LBDSR: 0, lab.L4LBKubeProxy: 0}[m.LB]; len(p) != want {
+		if want := map[string]int{lbnet.SNAT: 1, lbnet.DSR: 0, lbnet.KubeProxy: 0}[m.LB]; len(p) != want {
 			t.Errorf("LB %s: %d TCX programs, want %d", lab.VXLANIf, len(p), want)
 		}
 		ids = append(ids, p...)
 	}
 	want := 0
-	if m.LB == lab.L4LBDSR {
+	if m.LB == lbnet.DSR {
 		want = 1
 	}
 	for i, w := range lb.Workers() {
@@ -279,7 +281,7 @@ func checkL4LBAttachments(t *testing.T, lb *lab.L4LB, m lab.L4LBMode) []ebpf.Pro
 		if vx {
 			in = lab.VXLANIf
 		}
-		for _, dev := range []string{in, "veth-" + lab.L4LBBackendRoles[i], "ext0"} {
+		for _, dev := range []string{in, "veth-" + lbnet.BackendRoles[i], "ext0"} {
 			p := tcxIngress(t, w, dev)
 			if dev == "ext0" && in != "ext0" {
 				if len(p) != 0 {
@@ -321,7 +323,7 @@ func tcxIngress(t *testing.T, ns *lab.NS, dev string) []ebpf.ProgramID {
 
 // tunnelTx returns the TX packets of the VXLAN devices of the LB and the
 // two workers (0 where there is none).
-func tunnelTx(t *testing.T, lb *lab.L4LB) [3]uint64 {
+func tunnelTx(t *testing.T, lb *lbnet.LB) [3]uint64 {
 	t.Helper()
 	var out [3]uint64
 	for i, ns := range []*lab.NS{lb.LBNode(), lb.Workers()[0], lb.Workers()[1]} {
@@ -332,8 +334,8 @@ func tunnelTx(t *testing.T, lb *lab.L4LB) [3]uint64 {
 	return out
 }
 
-func diff(a, b lab.LBCounters) lab.LBCounters {
-	return lab.LBCounters{
+func diff(a, b lbnet.Counters) lbnet.Counters {
+	return lbnet.Counters{
 		Forward: b.Forward - a.Forward, Reverse: b.Reverse - a.Reverse, NewFlows: b.NewFlows - a.NewFlows,
 		NoBackend: b.NoBackend - a.NoBackend, SNATFailures: b.SNATFailures - a.SNATFailures,
 		WorkerDNAT: b.WorkerDNAT - a.WorkerDNAT, WorkerRevNAT: b.WorkerRevNAT - a.WorkerRevNAT,

@@ -1,30 +1,32 @@
-package lab_test
+package datapaths_test
 
 import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/lab/datapaths"
+	"github.com/cnibench/cnibench/internal/lab/labtest"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
 // TestCostDatapath checks veth-routing-cost: pods reach each other on both
-// path kinds, each node carries lab.CostRules rules in its cost chain, and
+// path kinds, each node carries datapaths.CostRules rules in its cost chain, and
 // no packet matches one (their counters stay at zero) while the traffic
 // crosses the forward hook (the pod-to-pod rules count it).
 func TestCostDatapath(t *testing.T) {
-	l := upLab(t, lab.Options{Datapaths: []string{lab.CostDatapath}})
-	if err, ok := l.Skipped()[lab.CostDatapath]; ok {
-		t.Skipf("%s: %v", lab.CostDatapath, err)
+	l := labtest.Up(t, lab.Options{Datapaths: []string{datapaths.CostDatapath}})
+	if err, ok := l.Skipped()[datapaths.CostDatapath]; ok {
+		t.Skipf("%s: %v", datapaths.CostDatapath, err)
 	}
-	if !lab.OptIn(lab.CostDatapath) {
-		t.Errorf("%s is in the default matrix; want opt-in", lab.CostDatapath)
+	if !lab.OptIn(datapaths.CostDatapath) {
+		t.Errorf("%s is in the default matrix; want opt-in", datapaths.CostDatapath)
 	}
-	_, topo, err := l.Datapath(lab.CostDatapath)
+	_, topo, err := l.Datapath(datapaths.CostDatapath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, kind := range []lab.PathKind{lab.SameNode, lab.CrossNode} {
-		ep, err := l.Endpoint(lab.CostDatapath, kind)
+		ep, err := l.Endpoint(datapaths.CostDatapath, kind)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,12 +38,12 @@ func TestCostDatapath(t *testing.T) {
 		}
 	}
 	for _, node := range topo.Nodes {
-		rules, matched, err := lab.CostRuleCount(node)
+		rules, matched, err := datapaths.CostRuleCount(node)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rules != lab.CostRules {
-			t.Errorf("%s: %d cost rules, want %d", node.Name, rules, lab.CostRules)
+		if rules != datapaths.CostRules {
+			t.Errorf("%s: %d cost rules, want %d", node.Name, rules, datapaths.CostRules)
 		}
 		if matched != 0 {
 			t.Errorf("%s: %d packets matched a cost rule, want 0 (they must never match)", node.Name, matched)

@@ -1,4 +1,4 @@
-package lab
+package lbnet
 
 import (
 	"context"
@@ -13,22 +13,23 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/internal/bpf/nslb"
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
-// L4LB is the l4lb lab's load balancer: its namespaces, and the BPF
-// programs and VXLAN devices of the current mode. Get it with L4LBOf or
-// (*L4LBDatapath).L4LB. Its methods are safe for concurrent use.
-type L4LB struct {
+// LB is the l4lb lab's load balancer: its namespaces, and the BPF
+// programs and VXLAN devices of the current mode. Get it with Of or
+// (*Datapath).LB. Its methods are safe for concurrent use.
+type LB struct {
 	wireMTU int
 	logger  *slog.Logger
 
 	// Built once by Setup; never changed afterwards.
-	sw, client, clientFW, lbNode *NS
-	workers                      [2]*NS
-	backends                     [2]*NS
+	sw, client, clientFW, lbNode *lab.NS
+	workers                      [2]*lab.NS
+	backends                     [2]*lab.NS
 
 	mu     sync.Mutex
-	mode   L4LBMode
+	mode   Mode
 	active bool // the mode's programs are loaded and attached
 	closed bool
 	lb     *nslb.LB
@@ -38,52 +39,52 @@ type L4LB struct {
 	kpFWBase uint64
 	// cpus is the receive-processing placement (SetCPUSplit), applied
 	// again after every Configure (a new VXLAN device starts without it).
-	cpus L4LBCPUSplit
+	cpus CPUSplit
 }
 
-// Client is the benchmark client's namespace (L4LBClientIP).
-func (l *L4LB) Client() *NS { return l.client }
+// Client is the benchmark client's namespace (ClientIP).
+func (l *LB) Client() *lab.NS { return l.client }
 
-// ClientFW is the second external client's namespace (L4LBClientFWIP),
+// ClientFW is the second external client's namespace (ClientFWIP),
 // whose prefix the firewall refuses.
-func (l *L4LB) ClientFW() *NS { return l.clientFW }
+func (l *LB) ClientFW() *lab.NS { return l.clientFW }
 
-// LBNode is the load-balancer node's namespace (L4LBNodeIP).
-func (l *L4LB) LBNode() *NS { return l.lbNode }
+// LBNode is the load-balancer node's namespace (NodeIP).
+func (l *LB) LBNode() *lab.NS { return l.lbNode }
 
 // Switch is the namespace of the external segment's bridge.
-func (l *L4LB) Switch() *NS { return l.sw }
+func (l *LB) Switch() *lab.NS { return l.sw }
 
-// Workers are the workers' namespaces (L4LBWorkerIPs).
-func (l *L4LB) Workers() [2]*NS { return l.workers }
+// Workers are the workers' namespaces (WorkerIPs).
+func (l *LB) Workers() [2]*lab.NS { return l.workers }
 
 // Backends are the backend pods: backend i on worker i (Pod.Node), with
-// its address (L4LBBackendIPs) and the worker-side interface of its veth.
-func (l *L4LB) Backends() []Pod {
-	out := make([]Pod, len(l.backends))
+// its address (BackendIPs) and the worker-side interface of its veth.
+func (l *LB) Backends() []lab.Pod {
+	out := make([]lab.Pod, len(l.backends))
 	for i, ns := range l.backends {
-		out[i] = Pod{Role: L4LBBackendRoles[i], Node: i, NS: ns, IP: L4LBBackendIPs[i], HostDev: "veth-" + L4LBBackendRoles[i]}
+		out[i] = lab.Pod{Role: BackendRoles[i], Node: i, NS: ns, IP: BackendIPs[i], HostDev: "veth-" + BackendRoles[i]}
 	}
 	return out
 }
 
 // VIP is the service address (IPv4; the lab has no IPv6, see
-// L4LBMode.Validate).
-func (l *L4LB) VIP() netip.Addr { return L4LBVIP }
+// Mode.Validate).
+func (l *LB) VIP() netip.Addr { return VIP }
 
 // Services are the VIP:port pairs the load balancer serves (TCP), each
 // to the same port on every backend.
-func (l *L4LB) Services() []netip.AddrPort {
-	out := make([]netip.AddrPort, len(L4LBPorts))
-	for i, p := range L4LBPorts {
-		out[i] = netip.AddrPortFrom(L4LBVIP, p)
+func (l *LB) Services() []netip.AddrPort {
+	out := make([]netip.AddrPort, len(Ports))
+	for i, p := range Ports {
+		out[i] = netip.AddrPortFrom(VIP, p)
 	}
 	return out
 }
 
 // Mode is the current mode (the zero mode when none is configured: after a
 // failed Configure).
-func (l *L4LB) Mode() L4LBMode {
+func (l *LB) Mode() Mode {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.mode
@@ -95,7 +96,7 @@ func (l *L4LB) Mode() L4LBMode {
 // releases the previous mode's programs and VXLAN devices and sets up the
 // new ones (counters start from 0, connection tables empty: connections
 // made before do not survive it).
-func (l *L4LB) Configure(ctx context.Context, m L4LBMode) error {
+func (l *LB) Configure(ctx context.Context, m Mode) error {
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("configure l4lb: %w", err)
 	}
@@ -113,7 +114,7 @@ func (l *L4LB) Configure(ctx context.Context, m L4LBMode) error {
 	}
 	prev := l.mode
 	// From here until apply succeeds, nothing is configured.
-	l.mode = L4LBMode{}
+	l.mode = Mode{}
 	if err := l.release(); err != nil {
 		return fmt.Errorf("configure l4lb %v: release %v: %w", m, prev, err)
 	}
@@ -122,7 +123,7 @@ func (l *L4LB) Configure(ctx context.Context, m L4LBMode) error {
 	}
 	if err := l.apply(m); err != nil {
 		if errors.Is(err, nslb.ErrNotSupported) {
-			err = &UnsupportedError{Feature: "BPF L4 load balancer", Reason: err.Error()}
+			err = &lab.UnsupportedError{Feature: "BPF L4 load balancer", Reason: err.Error()}
 		}
 		return errors.Join(fmt.Errorf("configure l4lb %v: %w", m, err), l.release())
 	}
@@ -135,38 +136,38 @@ func (l *L4LB) Configure(ctx context.Context, m L4LBMode) error {
 }
 
 // apply sets up mode m from nothing (the caller released the previous one).
-func (l *L4LB) apply(m L4LBMode) error {
-	if m.LB == L4LBKubeProxy {
+func (l *LB) apply(m Mode) error {
+	if m.LB == KubeProxy {
 		return l.applyKubeProxy(m)
 	}
-	tunnel, dsr := m.Transport == L4LBVXLAN, m.LB == L4LBDSR
+	tunnel, dsr := m.Transport == VXLAN, m.LB == DSR
 	if tunnel {
 		if err := l.addTunnels(true); err != nil {
 			return err
 		}
 	}
-	ext, err := ifindex(l.lbNode, l4lbExtIf)
+	ext, err := ifindex(l.lbNode, extIf)
 	if err != nil {
 		return err
 	}
 	cfg := nslb.LBConfig{
 		Services: l.lbServices(), DSR: dsr, ExtIfindex: ext,
 		// In snat the workers see only the LB's address: the policy on the
-		// clients' addresses applies at the LB's ingress (see L4LBMode).
-		Firewall: m.Firewall && !dsr, Allow: l4lbAllowPrefixes,
+		// clients' addresses applies at the LB's ingress (see Mode).
+		Firewall: m.Firewall && !dsr, Allow: allowPrefixes,
 	}
 	if !dsr {
-		cfg.SNATAddr = L4LBNodeIP
+		cfg.SNATAddr = NodeIP
 		if tunnel {
-			cfg.SNATAddr = L4LBTunnelIP
+			cfg.SNATAddr = TunnelIP
 		}
 	}
 	if tunnel {
-		idx, err := ifindex(l.lbNode, VXLANIf)
+		idx, err := ifindex(l.lbNode, lab.VXLANIf)
 		if err != nil {
 			return err
 		}
-		cfg.Tunnel = &nslb.Tunnel{Ifindex: idx, VNI: L4LBVNI, MAC: l4lbTunMACs[0]}
+		cfg.Tunnel = &nslb.Tunnel{Ifindex: idx, VNI: VNI, MAC: tunMACs[0]}
 	}
 	if l.lb, err = nslb.LoadLB(cfg); err != nil {
 		return fmt.Errorf("load the LB's programs: %w", err)
@@ -178,25 +179,25 @@ func (l *L4LB) apply(m L4LBMode) error {
 		return nil
 	}
 	for i, w := range l.workers {
-		fromLB := l4lbExtIf
+		fromLB := extIf
 		if tunnel {
-			fromLB = VXLANIf
+			fromLB = lab.VXLANIf
 		}
 		in, err := ifindex(w, fromLB)
 		if err != nil {
 			return err
 		}
-		pod, err := ifindex(w, "veth-"+L4LBBackendRoles[i])
+		pod, err := ifindex(w, "veth-"+BackendRoles[i])
 		if err != nil {
 			return err
 		}
 		var svcs []nslb.LocalService
-		for _, p := range L4LBPorts {
+		for _, p := range Ports {
 			svcs = append(svcs, nslb.LocalService{
-				VIP: netip.AddrPortFrom(L4LBVIP, p), Proto: nslb.TCP, Backend: netip.AddrPortFrom(L4LBBackendIPs[i], p),
+				VIP: netip.AddrPortFrom(VIP, p), Proto: nslb.TCP, Backend: netip.AddrPortFrom(BackendIPs[i], p),
 			})
 		}
-		if l.wk[i], err = nslb.LoadWorker(nslb.WorkerConfig{Services: svcs, Firewall: m.Firewall, Allow: l4lbAllowPrefixes}); err != nil {
+		if l.wk[i], err = nslb.LoadWorker(nslb.WorkerConfig{Services: svcs, Firewall: m.Firewall, Allow: allowPrefixes}); err != nil {
 			return fmt.Errorf("load %s's programs: %w", w.Name, err)
 		}
 		if err := l.wk[i].Attach(w.Do, in, []int{pod}); err != nil {
@@ -207,13 +208,13 @@ func (l *L4LB) apply(m L4LBMode) error {
 }
 
 // lbServices are the VIP's ports, each to both backends.
-func (l *L4LB) lbServices() []nslb.Service {
+func (l *LB) lbServices() []nslb.Service {
 	var out []nslb.Service
-	for _, p := range L4LBPorts {
-		s := nslb.Service{VIP: netip.AddrPortFrom(L4LBVIP, p), Proto: nslb.TCP}
+	for _, p := range Ports {
+		s := nslb.Service{VIP: netip.AddrPortFrom(VIP, p), Proto: nslb.TCP}
 		for i := range l.backends {
 			s.Backends = append(s.Backends, nslb.Backend{
-				Addr: netip.AddrPortFrom(L4LBBackendIPs[i], p), Node: L4LBWorkerIPs[i], NodeMAC: l4lbTunMACs[i+1],
+				Addr: netip.AddrPortFrom(BackendIPs[i], p), Node: WorkerIPs[i], NodeMAC: tunMACs[i+1],
 			})
 		}
 		out = append(out, s)
@@ -230,27 +231,27 @@ func (l *L4LB) lbServices() []nslb.Service {
 // collect_md device could not send an ARP reply: it has no remote without
 // a tunnel key). Its /24 routes the backends' replies to the LB's tunnel
 // address (snat) back through the tunnel.
-func (l *L4LB) addTunnels(external bool) error {
+func (l *LB) addTunnels(external bool) error {
 	lbvx := &netlink.Vxlan{
-		LinkAttrs: netlink.LinkAttrs{Name: VXLANIf, MTU: l.wireMTU, HardwareAddr: l4lbTunMACs[0]},
-		FlowBased: true, Port: vxlanPort,
+		LinkAttrs: netlink.LinkAttrs{Name: lab.VXLANIf, MTU: l.wireMTU, HardwareAddr: tunMACs[0]},
+		FlowBased: true, Port: lab.VXLANPort,
 	}
-	lbAddr := host32(L4LBTunnelIP)
+	lbAddr := lab.Host32(TunnelIP)
 	if !external {
-		ext, err := ifindex(l.lbNode, l4lbExtIf)
+		ext, err := ifindex(l.lbNode, extIf)
 		if err != nil {
 			return err
 		}
-		lbvx.FlowBased, lbvx.VxlanId, lbvx.VtepDevIndex, lbvx.SrcAddr = false, L4LBVNI, ext, net.IP(L4LBNodeIP.AsSlice())
-		lbAddr = netip.PrefixFrom(L4LBTunnelIP, L4LBTunnelNet.Bits())
+		lbvx.FlowBased, lbvx.VxlanId, lbvx.VtepDevIndex, lbvx.SrcAddr = false, VNI, ext, net.IP(NodeIP.AsSlice())
+		lbAddr = netip.PrefixFrom(TunnelIP, TunnelNet.Bits())
 	}
-	if err := l.lbNode.handle.LinkAdd(lbvx); err != nil {
-		return fmt.Errorf("create vxlan %s (external %v) in %s: %w", VXLANIf, external, l.lbNode.Name, err)
+	if err := l.lbNode.Handle().LinkAdd(lbvx); err != nil {
+		return fmt.Errorf("create vxlan %s (external %v) in %s: %w", lab.VXLANIf, external, l.lbNode.Name, err)
 	}
-	if err := addrAdd(l.lbNode, VXLANIf, lbAddr); err != nil {
+	if err := l.lbNode.AddrAdd(lab.VXLANIf, lbAddr); err != nil {
 		return err
 	}
-	if err := linkUp(l.lbNode, VXLANIf); err != nil {
+	if err := l.lbNode.LinkUp(lab.VXLANIf); err != nil {
 		return err
 	}
 	if !external {
@@ -259,48 +260,48 @@ func (l *L4LB) addTunnels(external bool) error {
 		}
 	}
 	for i, w := range l.workers {
-		ext, err := ifindex(w, l4lbExtIf)
+		ext, err := ifindex(w, extIf)
 		if err != nil {
 			return err
 		}
 		vx := &netlink.Vxlan{
-			LinkAttrs:    netlink.LinkAttrs{Name: VXLANIf, MTU: l.wireMTU, HardwareAddr: l4lbTunMACs[i+1]},
-			VxlanId:      L4LBVNI,
+			LinkAttrs:    netlink.LinkAttrs{Name: lab.VXLANIf, MTU: l.wireMTU, HardwareAddr: tunMACs[i+1]},
+			VxlanId:      VNI,
 			VtepDevIndex: ext,
-			SrcAddr:      net.IP(L4LBWorkerIPs[i].AsSlice()),
-			Group:        net.IP(L4LBNodeIP.AsSlice()), // unicast: the LB
-			Port:         vxlanPort,
+			SrcAddr:      net.IP(WorkerIPs[i].AsSlice()),
+			Group:        net.IP(NodeIP.AsSlice()), // unicast: the LB
+			Port:         lab.VXLANPort,
 		}
-		if err := w.handle.LinkAdd(vx); err != nil {
-			return fmt.Errorf("create vxlan %s in %s: %w", VXLANIf, w.Name, err)
+		if err := w.Handle().LinkAdd(vx); err != nil {
+			return fmt.Errorf("create vxlan %s in %s: %w", lab.VXLANIf, w.Name, err)
 		}
-		if err := addrAdd(w, VXLANIf, netip.PrefixFrom(L4LBWorkerTunIPs[i], L4LBTunnelNet.Bits())); err != nil {
+		if err := w.AddrAdd(lab.VXLANIf, netip.PrefixFrom(WorkerTunIPs[i], TunnelNet.Bits())); err != nil {
 			return err
 		}
-		if err := linkUp(w, VXLANIf); err != nil {
+		if err := w.LinkUp(lab.VXLANIf); err != nil {
 			return err
 		}
-		idx, err := ifindex(w, VXLANIf)
+		idx, err := ifindex(w, lab.VXLANIf)
 		if err != nil {
 			return err
 		}
 		n := &netlink.Neigh{
 			LinkIndex: idx, Family: unix.AF_INET, State: netlink.NUD_PERMANENT,
-			IP: net.IP(L4LBTunnelIP.AsSlice()), HardwareAddr: l4lbTunMACs[0],
+			IP: net.IP(TunnelIP.AsSlice()), HardwareAddr: tunMACs[0],
 		}
-		if err := w.handle.NeighSet(n); err != nil {
-			return fmt.Errorf("static neighbour %v on %s in %s: %w", L4LBTunnelIP, VXLANIf, w.Name, err)
+		if err := w.Handle().NeighSet(n); err != nil {
+			return fmt.Errorf("static neighbour %v on %s in %s: %w", TunnelIP, lab.VXLANIf, w.Name, err)
 		}
 	}
 	return nil
 }
 
 // setFirewall flips the firewall where the current mode enforces it.
-func (l *L4LB) setFirewall(on bool) error {
-	if l.mode.LB == L4LBKubeProxy {
+func (l *LB) setFirewall(on bool) error {
+	if l.mode.LB == KubeProxy {
 		return l.setKubeProxyFirewall(on)
 	}
-	if l.mode.LB == L4LBSNAT {
+	if l.mode.LB == SNAT {
 		return l.lb.SetFirewall(on)
 	}
 	var errs []error
@@ -312,32 +313,32 @@ func (l *L4LB) setFirewall(on bool) error {
 
 // release closes the current mode's programs and deletes its VXLAN
 // devices (with their addresses, routes and neighbours).
-func (l *L4LB) release() error {
+func (l *LB) release() error {
 	errs := l.closeBPF()
 	if l.lbNode != nil {
 		errs = append(errs, l.releaseKubeProxy())
 	}
-	for _, ns := range []*NS{l.lbNode, l.workers[0], l.workers[1]} {
+	for _, ns := range []*lab.NS{l.lbNode, l.workers[0], l.workers[1]} {
 		if ns == nil {
 			continue
 		}
-		lk, err := ns.handle.LinkByName(VXLANIf)
+		lk, err := ns.Handle().LinkByName(lab.VXLANIf)
 		if err != nil {
 			var nf netlink.LinkNotFoundError
 			if !errors.As(err, &nf) {
-				errs = append(errs, fmt.Errorf("find %s in %s: %w", VXLANIf, ns.Name, err))
+				errs = append(errs, fmt.Errorf("find %s in %s: %w", lab.VXLANIf, ns.Name, err))
 			}
 			continue
 		}
-		if err := ns.handle.LinkDel(lk); err != nil {
-			errs = append(errs, fmt.Errorf("delete %s in %s: %w", VXLANIf, ns.Name, err))
+		if err := ns.Handle().LinkDel(lk); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s in %s: %w", lab.VXLANIf, ns.Name, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // closeBPF detaches and frees the programs of the current mode.
-func (l *L4LB) closeBPF() []error {
+func (l *LB) closeBPF() []error {
 	var errs []error
 	if l.lb != nil {
 		errs = append(errs, l.lb.Close())
@@ -355,7 +356,7 @@ func (l *L4LB) closeBPF() []error {
 
 // close frees the BPF programs for good (Teardown); the namespaces take
 // the devices with them.
-func (l *L4LB) close() error {
+func (l *LB) close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
@@ -363,20 +364,20 @@ func (l *L4LB) close() error {
 }
 
 // Counters reads the counters of the current mode's programs.
-func (l *L4LB) Counters() (LBCounters, error) {
+func (l *LB) Counters() (Counters, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.active {
-		return LBCounters{}, errors.New("l4lb counters: no mode configured")
+		return Counters{}, errors.New("l4lb counters: no mode configured")
 	}
-	if l.mode.LB == L4LBKubeProxy {
+	if l.mode.LB == KubeProxy {
 		return l.kubeProxyCounters()
 	}
 	c, err := l.lb.Counters()
 	if err != nil {
-		return LBCounters{}, err
+		return Counters{}, err
 	}
-	out := LBCounters{
+	out := Counters{
 		Forward: c.Forward, Reverse: c.Reverse, NewFlows: c.New, NoBackend: c.NoBackend,
 		SNATFailures: c.SNATFailures, FirewallDrops: c.FirewallDrops,
 	}
@@ -386,7 +387,7 @@ func (l *L4LB) Counters() (LBCounters, error) {
 		}
 		wc, err := w.Counters()
 		if err != nil {
-			return LBCounters{}, err
+			return Counters{}, err
 		}
 		out.WorkerDNAT += wc.DNAT
 		out.WorkerRevNAT += wc.RevNAT
@@ -397,7 +398,7 @@ func (l *L4LB) Counters() (LBCounters, error) {
 
 // FirewallDrops is the firewall's drop count in the current mode, wherever
 // it is enforced (LB in snat and kubeproxy, workers in dsr).
-func (l *L4LB) FirewallDrops() (uint64, error) {
+func (l *LB) FirewallDrops() (uint64, error) {
 	c, err := l.Counters()
 	return c.FirewallDrops, err
 }
@@ -406,17 +407,17 @@ func (l *L4LB) FirewallDrops() (uint64, error) {
 // indexed by CPU number: where the LB node's receive processing ran for
 // the packets it dropped, unmixed with any other traffic on the machine.
 // Only the eBPF LB in snat mode enforces its firewall on the LB node.
-func (l *L4LB) LBFirewallDropsByCPU() ([]uint64, error) {
+func (l *LB) LBFirewallDropsByCPU() ([]uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.active || l.mode.LB != L4LBSNAT {
-		return nil, fmt.Errorf("l4lb firewall drops by CPU: mode %s: %w: the LB node's per-CPU drops are counted only by the eBPF LB in snat mode", l.mode, ErrNotSupported)
+	if !l.active || l.mode.LB != SNAT {
+		return nil, fmt.Errorf("l4lb firewall drops by CPU: mode %s: %w: the LB node's per-CPU drops are counted only by the eBPF LB in snat mode", l.mode, lab.ErrNotSupported)
 	}
 	return l.lb.FirewallDropsByCPU()
 }
 
-func ifindex(ns *NS, name string) (int, error) {
-	lk, err := ns.handle.LinkByName(name)
+func ifindex(ns *lab.NS, name string) (int, error) {
+	lk, err := ns.Handle().LinkByName(name)
 	if err != nil {
 		return 0, fmt.Errorf("find %s in %s: %w", name, ns.Name, err)
 	}
@@ -426,25 +427,25 @@ func ifindex(ns *NS, name string) (int, error) {
 // lbTunnelPeers gives the LB's plain VXLAN device a forwarding entry
 // (worker's MAC -> worker's address) and a static neighbour (worker's
 // tunnel address -> its MAC) per worker.
-func (l *L4LB) lbTunnelPeers() error {
-	idx, err := ifindex(l.lbNode, VXLANIf)
+func (l *LB) lbTunnelPeers() error {
+	idx, err := ifindex(l.lbNode, lab.VXLANIf)
 	if err != nil {
 		return err
 	}
 	for i := range l.workers {
 		fdb := &netlink.Neigh{
 			LinkIndex: idx, Family: unix.AF_BRIDGE, Flags: netlink.NTF_SELF, State: netlink.NUD_PERMANENT,
-			IP: net.IP(L4LBWorkerIPs[i].AsSlice()), HardwareAddr: l4lbTunMACs[i+1],
+			IP: net.IP(WorkerIPs[i].AsSlice()), HardwareAddr: tunMACs[i+1],
 		}
-		if err := l.lbNode.handle.NeighAppend(fdb); err != nil {
-			return fmt.Errorf("vxlan forwarding entry for %s in %s: %w", L4LBWorkerRoles[i], l.lbNode.Name, err)
+		if err := l.lbNode.Handle().NeighAppend(fdb); err != nil {
+			return fmt.Errorf("vxlan forwarding entry for %s in %s: %w", WorkerRoles[i], l.lbNode.Name, err)
 		}
 		n := &netlink.Neigh{
 			LinkIndex: idx, Family: unix.AF_INET, State: netlink.NUD_PERMANENT,
-			IP: net.IP(L4LBWorkerTunIPs[i].AsSlice()), HardwareAddr: l4lbTunMACs[i+1],
+			IP: net.IP(WorkerTunIPs[i].AsSlice()), HardwareAddr: tunMACs[i+1],
 		}
-		if err := l.lbNode.handle.NeighSet(n); err != nil {
-			return fmt.Errorf("static neighbour %v on %s in %s: %w", L4LBWorkerTunIPs[i], VXLANIf, l.lbNode.Name, err)
+		if err := l.lbNode.Handle().NeighSet(n); err != nil {
+			return fmt.Errorf("static neighbour %v on %s in %s: %w", WorkerTunIPs[i], lab.VXLANIf, l.lbNode.Name, err)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package lab
+package lbnet
 
 import (
 	"errors"
@@ -9,12 +9,14 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // SetCPUSplit sets where the lab's receive processing runs (see
-// L4LBCPUSplit) and keeps it across Configure. The CPUs must be distinct
+// CPUSplit) and keeps it across Configure. The CPUs must be distinct
 // and ones this process may use.
-func (l *L4LB) SetCPUSplit(s L4LBCPUSplit) error {
+func (l *LB) SetCPUSplit(s CPUSplit) error {
 	if s.On {
 		var allowed unix.CPUSet
 		if err := unix.SchedGetaffinity(0, &allowed); err != nil {
@@ -36,21 +38,21 @@ func (l *L4LB) SetCPUSplit(s L4LBCPUSplit) error {
 }
 
 // CPUSplit is the current receive-processing placement.
-func (l *L4LB) CPUSplit() L4LBCPUSplit {
+func (l *LB) CPUSplit() CPUSplit {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.cpus
 }
 
 // applyRPS writes l.cpus to every device of every member (l.mu held).
-func (l *L4LB) applyRPS() error {
+func (l *LB) applyRPS() error {
 	lbMask, otherMask := "0", "0"
 	if l.cpus.On {
 		lbMask, otherMask = cpuMask(l.cpus.LB), cpuMask(l.cpus.Others)
 	}
-	others := []*NS{l.sw, l.client, l.clientFW, l.workers[0], l.workers[1], l.backends[0], l.backends[1]}
+	others := []*lab.NS{l.sw, l.client, l.clientFW, l.workers[0], l.workers[1], l.backends[0], l.backends[1]}
 	var errs []error
-	for _, ns := range append([]*NS{l.lbNode}, others...) {
+	for _, ns := range append([]*lab.NS{l.lbNode}, others...) {
 		if ns == nil {
 			continue
 		}
@@ -82,7 +84,7 @@ func cpuMask(cpu int) string {
 
 // setRPS writes mask to rps_cpus of every receive queue of every device
 // of ns but lo.
-func setRPS(ns *NS, mask string) error {
+func setRPS(ns *lab.NS, mask string) error {
 	return inNetnsSysfs(ns, func(sysfs string) error {
 		devs, err := os.ReadDir(filepath.Join(sysfs, "class", "net"))
 		if err != nil {
@@ -97,7 +99,7 @@ func setRPS(ns *NS, mask string) error {
 				return err
 			}
 			if len(qs) == 0 && mask != "0" {
-				return &UnsupportedError{Feature: "receive packet steering", Reason: "no rps_cpus for " + d.Name() + " (kernel without CONFIG_RPS?)"}
+				return &lab.UnsupportedError{Feature: "receive packet steering", Reason: "no rps_cpus for " + d.Name() + " (kernel without CONFIG_RPS?)"}
 			}
 			for _, q := range qs {
 				if err := os.WriteFile(q, []byte(mask), 0); err != nil {
@@ -117,7 +119,7 @@ func setRPS(ns *NS, mask string) error {
 // mount table, and f reaches it through the mount's file descriptor.
 // Kernels before 5.2 lack fsopen; there the thread mounts sysfs in a
 // mount namespace of its own instead (legacyNetnsSysfs).
-func inNetnsSysfs(ns *NS, f func(sysfs string) error) error {
+func inNetnsSysfs(ns *lab.NS, f func(sysfs string) error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine

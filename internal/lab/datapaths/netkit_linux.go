@@ -1,14 +1,15 @@
-package lab
+package datapaths
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/lab/netkit"
 )
 
-func init() { Register(func() Datapath { return &netkitDP{} }) }
+func init() { lab.Register(func() lab.Datapath { return &netkitDP{} }) }
 
 // netkitDP stands for L3 pods on netkit devices (kernel 6.7+, CONFIG_NETKIT)
 // instead of veth pairs. Its Probe asks the netkit package to create a
@@ -31,15 +32,15 @@ func (*netkitDP) PacketPath() string {
 func (*netkitDP) Probe() error {
 	if err := netkit.Probe(); err != nil {
 		if errors.Is(err, netkit.ErrNotSupported) {
-			return &UnsupportedError{Feature: "netkit device", Reason: err.Error()}
+			return &lab.UnsupportedError{Feature: "netkit device", Reason: err.Error()}
 		}
 		return fmt.Errorf("probe netkit: %w", err)
 	}
-	return &UnsupportedError{Feature: "netkit datapath", Reason: "the kernel has netkit, but cnibench's netkit topology is not implemented yet"}
+	return &lab.UnsupportedError{Feature: "netkit datapath", Reason: "the kernel has netkit, but cnibench's netkit topology is not implemented yet"}
 }
 
-func (*netkitDP) Setup(context.Context, *Env) (*Topology, error) {
-	return nil, &UnsupportedError{Feature: "netkit datapath", Reason: "topology not implemented yet"}
+func (*netkitDP) Setup(context.Context, *lab.Env) (*lab.Topology, error) {
+	return nil, &lab.UnsupportedError{Feature: "netkit datapath", Reason: "topology not implemented yet"}
 }
 
 func (*netkitDP) Teardown(context.Context) error { return nil }

@@ -1,12 +1,14 @@
-package lab
+package datapaths
 
 import (
 	"context"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
-func init() { Register(func() Datapath { return &baseline{} }) }
+func init() { lab.Register(func() lab.Datapath { return &baseline{} }) }
 
 // baseline is node to node over the wire, no pods: seed 000's "Baseline
 // (Node to Node)", the ceiling every pod datapath is compared with.
@@ -19,16 +21,16 @@ func (*baseline) PacketPath() string {
 }
 
 func (*baseline) Probe() error {
-	return probeLink("veth pair", &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}, PeerName: "probe1"})
+	return lab.ProbeLink("veth pair", &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}, PeerName: "probe1"})
 }
 
-func (*baseline) Setup(ctx context.Context, env *Env) (*Topology, error) {
-	nodes, err := buildNodes(ctx, env)
+func (*baseline) Setup(ctx context.Context, env *lab.Env) (*lab.Topology, error) {
+	nodes, err := lab.BuildNodes(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	return &Topology{
-		Paths:   []Endpoint{{Kind: NodeToNode, Client: nodes[0], Server: nodes[1], ServerIP: WireIPs[1]}},
+	return &lab.Topology{
+		Paths:   []lab.Endpoint{{Kind: lab.NodeToNode, Client: nodes[0], Server: nodes[1], ServerIP: lab.WireIPs[1]}},
 		PodMTU:  env.WireMTU,
 		PathMTU: env.WireMTU,
 		Nodes:   nodes,

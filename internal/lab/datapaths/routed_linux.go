@@ -1,17 +1,18 @@
-package lab
+package datapaths
 
 import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 func init() {
-	Register(func() Datapath { return NewRouted(RoutedConfig{}) })
-	Register(func() Datapath { return NewRouted(RoutedConfig{NoTrack: true}) })
+	lab.Register(func() lab.Datapath { return NewRouted(RoutedConfig{}) })
+	lab.Register(func() lab.Datapath { return NewRouted(RoutedConfig{NoTrack: true}) })
 }
 
 // RoutedConfig configures a Calico-style L3 datapath. Datapaths built on it
@@ -27,18 +28,18 @@ type RoutedConfig struct {
 	Probe func() error
 	// NodeReady, if set, runs for each node once its pods, routes and nft
 	// rules are in place.
-	NodeReady func(ctx context.Context, env *Env, node RoutedNode) error
+	NodeReady func(ctx context.Context, env *lab.Env, node RoutedNode) error
 	// Teardown, if set, releases what NodeReady acquired.
 	Teardown func(ctx context.Context) error
 	// Claims, if set, replaces the routed datapath's path claims
 	// (conntrack engaged unless NoTrack).
-	Claims *PathClaims
+	Claims *lab.PathClaims
 }
 
 // RoutedNode describes a node of a routed datapath to a NodeReady hook.
 type RoutedNode struct {
 	Index int // 0 = node1, 1 = node2
-	NS    *NS
+	NS    *lab.NS
 	// WireIndex is the ifindex of the node's uplink (WireIf).
 	WireIndex int
 	// PodIndexes are the ifindexes of the node-side pod veths.
@@ -70,15 +71,15 @@ func (r *Routed) Description() string { return r.cfg.Description }
 func (r *Routed) PacketPath() string  { return r.cfg.PacketPath }
 
 // Claims states what the datapath's pod traffic crosses.
-func (r *Routed) Claims() PathClaims {
+func (r *Routed) Claims() lab.PathClaims {
 	if r.cfg.Claims != nil {
 		return *r.cfg.Claims
 	}
-	return PathClaims{Conntrack: !r.cfg.NoTrack, NftForward: true}
+	return lab.PathClaims{Conntrack: !r.cfg.NoTrack, NftForward: true}
 }
 
 func (r *Routed) Probe() error {
-	if err := probeLink("veth pair", &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}, PeerName: "probe1"}); err != nil {
+	if err := lab.ProbeLink("veth pair", &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}, PeerName: "probe1"}); err != nil {
 		return err
 	}
 	if err := probeConntrack(); err != nil {
@@ -90,82 +91,79 @@ func (r *Routed) Probe() error {
 	return nil
 }
 
-func (r *Routed) Setup(ctx context.Context, env *Env) (*Topology, error) {
-	nodes, err := buildNodes(ctx, env)
+func (r *Routed) Setup(ctx context.Context, env *lab.Env) (*lab.Topology, error) {
+	nodes, err := lab.BuildNodes(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	podNS := map[string]*NS{}
+	podNS := map[string]*lab.NS{}
 	podIdx := [2][]int{}
-	all := slices.Clone(pods)
-	for _, x := range env.ExtraPods {
-		all = append(all, pod{role: x.Role, node: x.Node, ip: x.IP})
-	}
-	var built []Pod
+	all := append(lab.StandardPods(), env.ExtraPods...)
+	var built []lab.Pod
 	for _, p := range all {
-		node := nodes[p.node]
-		ns, err := env.NewNS(ctx, p.role)
+		node := nodes[p.Node]
+		ns, err := env.NewNS(ctx, p.Role)
 		if err != nil {
 			return nil, err
 		}
-		podNS[p.role] = ns
-		if p.role != RoleServer {
-			if err := ns.WriteSysctls(clientSysctls...); err != nil {
+		podNS[p.Role] = ns
+		if p.Role != lab.RoleServer {
+			if err := ns.WriteSysctls(lab.ClientSysctls...); err != nil {
 				return nil, err
 			}
 		}
-		host, err := addVethToPod(node, ns, p.hostIf(), env.WireMTU)
+		host, err := lab.AddVethToPod(node, ns, p.HostIf(), env.WireMTU)
 		if err != nil {
 			return nil, err
 		}
-		podIdx[p.node] = append(podIdx[p.node], host.Attrs().Index)
+		podIdx[p.Node] = append(podIdx[p.Node], host.Attrs().Index)
 		// Pod: /32 address, default route via the fake gateway.
-		if err := addrAdd(ns, PodIf, host32(p.ip)); err != nil {
+		if err := ns.AddrAdd(lab.PodIf, lab.Host32(p.IP)); err != nil {
 			return nil, err
 		}
-		if err := routeAdd(ns, host32(CalicoGateway), netip.Addr{}, PodIf, false); err != nil {
+		if err := ns.RouteAdd(lab.Host32(lab.CalicoGateway), netip.Addr{}, lab.PodIf, false); err != nil {
 			return nil, err
 		}
-		if err := routeAdd(ns, netip.MustParsePrefix("0.0.0.0/0"), CalicoGateway, PodIf, false); err != nil {
+		if err := ns.RouteAdd(netip.MustParsePrefix("0.0.0.0/0"), lab.CalicoGateway, lab.PodIf, false); err != nil {
 			return nil, err
 		}
 		// Node: proxy ARP answers for the gateway, /32 route to the pod.
 		if err := node.WriteSysctls(
-			[2]string{"net/ipv4/conf/" + p.hostIf() + "/proxy_arp", "1"},
-			[2]string{"net/ipv4/neigh/" + p.hostIf() + "/proxy_delay", "0"},
+			[2]string{"net/ipv4/conf/" + p.HostIf() + "/proxy_arp", "1"},
+			[2]string{"net/ipv4/neigh/" + p.HostIf() + "/proxy_delay", "0"},
 		); err != nil {
 			return nil, err
 		}
-		if err := linkUp(node, p.hostIf()); err != nil {
+		if err := node.LinkUp(p.HostIf()); err != nil {
 			return nil, err
 		}
-		if err := routeAdd(node, host32(p.ip), netip.Addr{}, p.hostIf(), false); err != nil {
+		if err := node.RouteAdd(lab.Host32(p.IP), netip.Addr{}, p.HostIf(), false); err != nil {
 			return nil, err
 		}
-		built = append(built, Pod{Role: p.role, Node: p.node, NS: ns, IP: p.ip, HostDev: p.hostIf()})
+		built = append(built, lab.Pod{Role: p.Role, Node: p.Node, NS: ns, IP: p.IP, HostDev: p.HostIf()})
 	}
 	for i, node := range nodes {
 		// Proxy ARP only answers if the node routes the gateway elsewhere
 		// than the asking interface (lab-facts pitfall).
-		if err := routeAdd(node, host32(CalicoGateway), netip.Addr{}, "lo", false); err != nil {
+		if err := node.RouteAdd(lab.Host32(lab.CalicoGateway), netip.Addr{}, "lo", false); err != nil {
 			return nil, err
 		}
 		other := 1 - i
-		if err := routeAdd(node, PodCIDRs[other], WireIPs[other], WireIf, false); err != nil {
+		if err := node.RouteAdd(lab.PodCIDRs[other], lab.WireIPs[other], lab.WireIf, false); err != nil {
 			return nil, err
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := installConntrackRules(node, nftRules{notrack: r.cfg.NoTrack}); err != nil {
+		if err := installConntrackRules(node, conntrackRules{notrack: r.cfg.NoTrack}); err != nil {
 			return nil, err
 		}
 	}
 	if r.cfg.NodeReady != nil {
 		for i, node := range nodes {
-			wire, err := node.handle.LinkByName(WireIf)
+			wire, err := node.Handle().LinkByName(lab.WireIf)
 			if err != nil {
-				return nil, fmt.Errorf("find %s in %s: %w", WireIf, node.Name, err)
+				return nil, fmt.Errorf("find %s in %s: %w", lab.WireIf, node.Name, err)
 			}
 			rn := RoutedNode{Index: i, NS: node, WireIndex: wire.Attrs().Index, PodIndexes: podIdx[i]}
 			if err := r.cfg.NodeReady(ctx, env, rn); err != nil {
@@ -173,18 +171,18 @@ func (r *Routed) Setup(ctx context.Context, env *Env) (*Topology, error) {
 			}
 		}
 	}
-	paths := podEndpoints(podNS)
+	paths := lab.PodEndpoints(podNS)
 	for i := range paths {
 		// Where the client pod's egress enters its node: what an egress
 		// filter hooks (AddServerAddress needs them too).
-		for _, p := range pods {
-			if podNS[p.role] == paths[i].Client {
-				paths[i].ClientNode = nodes[p.node]
-				paths[i].ClientNodeDev = p.hostIf()
+		for _, p := range lab.StandardPods() {
+			if podNS[p.Role] == paths[i].Client {
+				paths[i].ClientNode = nodes[p.Node]
+				paths[i].ClientNodeDev = p.HostIf()
 			}
 		}
 	}
-	return &Topology{
+	return &lab.Topology{
 		Paths:   paths,
 		PodMTU:  env.WireMTU,
 		PathMTU: env.WireMTU,

@@ -1,4 +1,4 @@
-package lab
+package datapaths
 
 import (
 	"context"
@@ -7,21 +7,13 @@ import (
 	"sync"
 
 	"github.com/cnibench/cnibench/internal/bpf/hostrouting"
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 func init() {
-	Register(func() Datapath { return newEBPFHostRouting(hostrouting.Options{}) })
-	Register(func() Datapath { return newEBPFHostRouting(hostrouting.Options{Bare: true}) })
-	RegisterOptIn(func() Datapath { return newEBPFHostRouting(hostrouting.Options{RedirectHost: true}) })
-}
-
-// CounterReporter is implemented by datapaths that count what they did (per
-// node), for tests and reports. Keys look like "node1.redirect_peer".
-// The eBPF host-routing datapaths report redirect_peer, redirect_host,
-// redirect_neigh, pass, pass_fib and drop, and unless bare ct_new,
-// ct_established, ct_reply and policy_denied.
-type CounterReporter interface {
-	Counters() (map[string]uint64, error)
+	lab.Register(func() lab.Datapath { return newEBPFHostRouting(hostrouting.Options{}) })
+	lab.Register(func() lab.Datapath { return newEBPFHostRouting(hostrouting.Options{Bare: true}) })
+	lab.RegisterOptIn(func() lab.Datapath { return newEBPFHostRouting(hostrouting.Options{RedirectHost: true}) })
 }
 
 // ebpfHostRouting is veth-routing (same /32 pods, same conntrack-engaging
@@ -55,7 +47,7 @@ func newEBPFHostRouting(opts hostrouting.Options) *ebpfHostRouting {
 		Probe:     probeHostRouting,
 		NodeReady: e.nodeReady,
 		Teardown:  e.teardown,
-		Claims:    &PathClaims{BPF: true, NftForward: true},
+		Claims:    &lab.PathClaims{BPF: true, NftForward: true},
 	}
 	switch {
 	case opts.Bare:
@@ -89,12 +81,12 @@ func probeHostRouting() error {
 		return nil
 	}
 	if errors.Is(err, hostrouting.ErrNotSupported) {
-		return &UnsupportedError{Feature: "BPF host routing", Reason: err.Error()}
+		return &lab.UnsupportedError{Feature: "BPF host routing", Reason: err.Error()}
 	}
 	return fmt.Errorf("probe BPF host routing: %w", err)
 }
 
-func (e *ebpfHostRouting) nodeReady(ctx context.Context, env *Env, node RoutedNode) error {
+func (e *ebpfHostRouting) nodeReady(ctx context.Context, env *lab.Env, node RoutedNode) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -108,7 +100,7 @@ func (e *ebpfHostRouting) nodeReady(ctx context.Context, env *Env, node RoutedNo
 	if !e.opts.Bare {
 		// The pods' policy: traffic from the pod supernet allowed, as an
 		// allow-all-pods network policy would (a hit in the policy map).
-		if err := p.SetPolicy(PodSupernet, true); err != nil {
+		if err := p.SetPolicy(lab.PodSupernet, true); err != nil {
 			return fmt.Errorf("BPF host routing policy in %s: %w", node.NS.Name, err)
 		}
 	}
@@ -119,7 +111,7 @@ func (e *ebpfHostRouting) nodeReady(ctx context.Context, env *Env, node RoutedNo
 			}
 		}
 		if err := p.AttachFromWire(node.WireIndex); err != nil {
-			return fmt.Errorf("%s ifindex %d: %w", WireIf, node.WireIndex, err)
+			return fmt.Errorf("%s ifindex %d: %w", lab.WireIf, node.WireIndex, err)
 		}
 		return nil
 	})

@@ -1,4 +1,4 @@
-package lab
+package lbnet
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Refusal probe: connects from the refused client to VIP:L4LBPort.
+// Refusal probe: connects from the refused client to VIP:Port.
 const (
 	// refusalConcurrency connects run at once, each starting one connect
 	// every refusalTimeout: 16 attempts a second whatever their outcome, so
@@ -25,7 +25,7 @@ const (
 	refusalTimeout = 250 * time.Millisecond
 )
 
-// RefusalProbe connects from ClientFW to VIP:L4LBPort for d (or until ctx
+// RefusalProbe connects from ClientFW to VIP:Port for d (or until ctx
 // ends), 16 connects a second (refusalConcurrency at a time, each given
 // refusalTimeout), and returns what happened to them and how much the
 // firewall's drop counter rose meanwhile. With the firewall on every
@@ -34,7 +34,7 @@ const (
 // off they connect (or are reset if no backend listens). Do not Configure
 // another LB mode or transport during the probe (its counters would
 // restart).
-func (l *L4LB) RefusalProbe(ctx context.Context, d time.Duration) (RefusalResult, error) {
+func (l *LB) RefusalProbe(ctx context.Context, d time.Duration) (RefusalResult, error) {
 	before, err := l.FirewallDrops()
 	if err != nil {
 		return RefusalResult{}, fmt.Errorf("refusal probe: %w", err)
@@ -42,7 +42,7 @@ func (l *L4LB) RefusalProbe(ctx context.Context, d time.Duration) (RefusalResult
 	start := time.Now()
 	pctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	to := netip.AddrPortFrom(L4LBVIP, L4LBPort)
+	to := netip.AddrPortFrom(VIP, Port)
 	var (
 		mu   sync.Mutex
 		res  RefusalResult
@@ -103,7 +103,7 @@ func (l *L4LB) RefusalProbe(ctx context.Context, d time.Duration) (RefusalResult
 // refusedConnect makes one connect from ClientFW to to and classifies it:
 // "connected", "reset" (refused: something answered), "timeout" (no
 // answer), or "" when ctx ended first. Other failures are errors.
-func (l *L4LB) refusedConnect(ctx context.Context, to netip.AddrPort) (string, error) {
+func (l *LB) refusedConnect(ctx context.Context, to netip.AddrPort) (string, error) {
 	var c net.Conn
 	var derr error
 	start := time.Now()

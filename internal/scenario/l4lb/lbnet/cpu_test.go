@@ -1,4 +1,4 @@
-package lab
+package lbnet
 
 import "testing"
 

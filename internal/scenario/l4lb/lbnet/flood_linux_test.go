@@ -1,4 +1,4 @@
-package lab
+package lbnet
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 // over the header, with the checksum in it, is 0xffff).
 func TestSYNPacket(t *testing.T) {
 	b := make([]byte, 40)
-	src, dst := L4LBClientFWIP.As4(), L4LBVIP.As4()
+	src, dst := ClientFWIP.As4(), VIP.As4()
 	synPacket(b, src, dst, 40000, 80, 0xdeadbeef)
 	if b[0] != 0x45 || binary.BigEndian.Uint16(b[2:]) != 40 || b[9] != 6 {
 		t.Fatalf("IP header % x", b[:20])

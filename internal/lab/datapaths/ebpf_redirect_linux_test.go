@@ -1,4 +1,4 @@
-package lab_test
+package datapaths_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/lab/labtest"
 	"github.com/cnibench/cnibench/internal/testutil"
 )
 
@@ -28,7 +29,7 @@ func TestEBPFHostRoutingRedirect(t *testing.T) {
 		conns    = 20
 		pings    = 5
 	)
-	l := upLab(t, lab.Options{Datapaths: []string{peer, redirect}})
+	l := labtest.Up(t, lab.Options{Datapaths: []string{peer, redirect}})
 	for _, name := range []string{peer, redirect} {
 		if err, ok := l.Skipped()[name]; ok {
 			t.Skipf("%s: %v", name, err)

@@ -1,4 +1,4 @@
-package lab
+package datapaths
 
 import (
 	"context"
@@ -7,13 +7,15 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 func init() {
-	Register(func() Datapath { return &bridged{} })
-	Register(func() Datapath { return &bridged{notrack: true} })
-	Register(func() Datapath { return &bridged{overlay: true} })
-	Register(func() Datapath { return &bridged{overlay: true, notrack: true} })
+	lab.Register(func() lab.Datapath { return &bridged{} })
+	lab.Register(func() lab.Datapath { return &bridged{notrack: true} })
+	lab.Register(func() lab.Datapath { return &bridged{overlay: true} })
+	lab.Register(func() lab.Datapath { return &bridged{overlay: true, notrack: true} })
 }
 
 // bridged is the flannel family: pods on a Linux bridge per node with a /24
@@ -56,8 +58,8 @@ func (b *bridged) Description() string {
 }
 
 // Claims: conntrack engaged unless notrack, VXLAN with the overlay.
-func (b *bridged) Claims() PathClaims {
-	return PathClaims{Conntrack: !b.notrack, NftForward: true, VXLAN: b.overlay}
+func (b *bridged) Claims() lab.PathClaims {
+	return lab.PathClaims{Conntrack: !b.notrack, NftForward: true, VXLAN: b.overlay}
 }
 
 func (b *bridged) PacketPath() string {
@@ -75,7 +77,7 @@ func (b *bridged) PacketPath() string {
 }
 
 func (b *bridged) Probe() error {
-	if err := probeLink("Linux bridge", &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}}); err != nil {
+	if err := lab.ProbeLink("Linux bridge", &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}}); err != nil {
 		return err
 	}
 	if err := probeConntrack(); err != nil {
@@ -85,9 +87,9 @@ func (b *bridged) Probe() error {
 		return err
 	}
 	if b.overlay {
-		return probeLink("VXLAN device", &netlink.Vxlan{
+		return lab.ProbeLink("VXLAN device", &netlink.Vxlan{
 			LinkAttrs: netlink.LinkAttrs{Name: "probe1"},
-			VxlanId:   42, Port: 4789, Group: net.IP(WireIPs[1].AsSlice()),
+			VxlanId:   42, Port: 4789, Group: net.IP(lab.WireIPs[1].AsSlice()),
 		})
 	}
 	return nil
@@ -97,17 +99,17 @@ func (b *bridged) Probe() error {
 // overhead with the overlay.
 func (b *bridged) podMTU(wire int) int {
 	if b.overlay {
-		return wire - VXLANOverhead
+		return wire - lab.VXLANOverhead
 	}
 	return wire
 }
 
-func (b *bridged) Setup(ctx context.Context, env *Env) (*Topology, error) {
+func (b *bridged) Setup(ctx context.Context, env *lab.Env) (*lab.Topology, error) {
 	mtu := b.podMTU(env.WireMTU)
 	if mtu < 576 {
 		return nil, fmt.Errorf("%s: wire MTU %d leaves pod MTU %d, below 576", b.Name(), env.WireMTU, mtu)
 	}
-	nodes, err := buildNodes(ctx, env)
+	nodes, err := lab.BuildNodes(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -115,89 +117,89 @@ func (b *bridged) Setup(ctx context.Context, env *Env) (*Topology, error) {
 		if err := node.WriteSysctls(brNetfilterSysctls...); err != nil {
 			return nil, err
 		}
-		if err := installConntrackRules(node, nftRules{notrack: b.notrack, notrackVXLAN: b.notrack && b.overlay}); err != nil {
+		if err := installConntrackRules(node, conntrackRules{notrack: b.notrack, notrackVXLAN: b.notrack && b.overlay}); err != nil {
 			return nil, err
 		}
-		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeIf, MTU: mtu}}
-		if err := node.handle.LinkAdd(br); err != nil {
-			return nil, fmt.Errorf("create bridge %s in %s: %w", BridgeIf, node.Name, err)
+		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: lab.BridgeIf, MTU: mtu}}
+		if err := node.Handle().LinkAdd(br); err != nil {
+			return nil, fmt.Errorf("create bridge %s in %s: %w", lab.BridgeIf, node.Name, err)
 		}
-		if err := addrAdd(node, BridgeIf, netip.PrefixFrom(gatewayIP(i), PodCIDRs[i].Bits())); err != nil {
+		if err := node.AddrAdd(lab.BridgeIf, netip.PrefixFrom(lab.GatewayIP(i), lab.PodCIDRs[i].Bits())); err != nil {
 			return nil, err
 		}
-		if err := linkUp(node, BridgeIf); err != nil {
+		if err := node.LinkUp(lab.BridgeIf); err != nil {
 			return nil, err
 		}
 	}
-	podNS := map[string]*NS{}
-	for _, p := range pods {
-		node := nodes[p.node]
-		ns, err := env.NewNS(ctx, p.role)
+	podNS := map[string]*lab.NS{}
+	for _, p := range lab.StandardPods() {
+		node := nodes[p.Node]
+		ns, err := env.NewNS(ctx, p.Role)
 		if err != nil {
 			return nil, err
 		}
-		podNS[p.role] = ns
-		if p.role != RoleServer {
-			if err := ns.WriteSysctls(clientSysctls...); err != nil {
+		podNS[p.Role] = ns
+		if p.Role != lab.RoleServer {
+			if err := ns.WriteSysctls(lab.ClientSysctls...); err != nil {
 				return nil, err
 			}
 		}
-		host, err := addVethToPod(node, ns, p.hostIf(), mtu)
+		host, err := lab.AddVethToPod(node, ns, p.HostIf(), mtu)
 		if err != nil {
 			return nil, err
 		}
-		br, err := node.handle.LinkByName(BridgeIf)
+		br, err := node.Handle().LinkByName(lab.BridgeIf)
 		if err != nil {
-			return nil, fmt.Errorf("find %s in %s: %w", BridgeIf, node.Name, err)
+			return nil, fmt.Errorf("find %s in %s: %w", lab.BridgeIf, node.Name, err)
 		}
-		if err := node.handle.LinkSetMaster(host, br); err != nil {
-			return nil, fmt.Errorf("attach %s to bridge %s in %s: %w", p.hostIf(), BridgeIf, node.Name, err)
+		if err := node.Handle().LinkSetMaster(host, br); err != nil {
+			return nil, fmt.Errorf("attach %s to bridge %s in %s: %w", p.HostIf(), lab.BridgeIf, node.Name, err)
 		}
-		if err := linkUp(node, p.hostIf()); err != nil {
+		if err := node.LinkUp(p.HostIf()); err != nil {
 			return nil, err
 		}
-		if err := addrAdd(ns, PodIf, netip.PrefixFrom(p.ip, PodCIDRs[p.node].Bits())); err != nil {
+		if err := ns.AddrAdd(lab.PodIf, netip.PrefixFrom(p.IP, lab.PodCIDRs[p.Node].Bits())); err != nil {
 			return nil, err
 		}
-		if err := routeAdd(ns, netip.MustParsePrefix("0.0.0.0/0"), gatewayIP(p.node), PodIf, false); err != nil {
+		if err := ns.RouteAdd(netip.MustParsePrefix("0.0.0.0/0"), lab.GatewayIP(p.Node), lab.PodIf, false); err != nil {
 			return nil, err
 		}
 	}
 	for i, node := range nodes {
 		other := 1 - i
 		if !b.overlay {
-			if err := routeAdd(node, PodCIDRs[other], WireIPs[other], WireIf, false); err != nil {
+			if err := node.RouteAdd(lab.PodCIDRs[other], lab.WireIPs[other], lab.WireIf, false); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		wire, err := node.handle.LinkByName(WireIf)
+		wire, err := node.Handle().LinkByName(lab.WireIf)
 		if err != nil {
-			return nil, fmt.Errorf("find %s in %s: %w", WireIf, node.Name, err)
+			return nil, fmt.Errorf("find %s in %s: %w", lab.WireIf, node.Name, err)
 		}
 		vx := &netlink.Vxlan{
-			LinkAttrs:    netlink.LinkAttrs{Name: VXLANIf, MTU: mtu},
+			LinkAttrs:    netlink.LinkAttrs{Name: lab.VXLANIf, MTU: mtu},
 			VxlanId:      42,
 			VtepDevIndex: wire.Attrs().Index,
-			SrcAddr:      net.IP(WireIPs[i].AsSlice()),
-			Group:        net.IP(WireIPs[other].AsSlice()), // unicast: the remote VTEP
-			Port:         vxlanPort,
+			SrcAddr:      net.IP(lab.WireIPs[i].AsSlice()),
+			Group:        net.IP(lab.WireIPs[other].AsSlice()), // unicast: the remote VTEP
+			Port:         lab.VXLANPort,
 			Learning:     true,
 		}
-		if err := node.handle.LinkAdd(vx); err != nil {
-			return nil, fmt.Errorf("create vxlan %s in %s: %w", VXLANIf, node.Name, err)
+		if err := node.Handle().LinkAdd(vx); err != nil {
+			return nil, fmt.Errorf("create vxlan %s in %s: %w", lab.VXLANIf, node.Name, err)
 		}
-		if err := addrAdd(node, VXLANIf, netip.PrefixFrom(OverlayIPs[i], OverlayNet.Bits())); err != nil {
+		if err := node.AddrAdd(lab.VXLANIf, netip.PrefixFrom(lab.OverlayIPs[i], lab.OverlayNet.Bits())); err != nil {
 			return nil, err
 		}
-		if err := linkUp(node, VXLANIf); err != nil {
+		if err := node.LinkUp(lab.VXLANIf); err != nil {
 			return nil, err
 		}
-		if err := routeAdd(node, PodCIDRs[other], OverlayIPs[other], VXLANIf, false); err != nil {
+		if err := node.RouteAdd(lab.PodCIDRs[other], lab.OverlayIPs[other], lab.VXLANIf, false); err != nil {
 			return nil, err
 		}
 	}
-	return &Topology{Paths: podEndpoints(podNS), PodMTU: mtu, PathMTU: mtu, Nodes: nodes}, nil
+	return &lab.Topology{Paths: lab.PodEndpoints(podNS), PodMTU: mtu, PathMTU: mtu, Nodes: nodes}, nil
 }
 
 func (*bridged) Teardown(context.Context) error { return nil }
