@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/engine/hoststat"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -388,7 +389,7 @@ func (cl *Client) repeat(ctx context.Context, ct *control, ld *loadSession, cfg 
 	}
 	// Open the window: client edge, flows to the measured phase, then the
 	// server's edge.
-	in := windowIn{Test: cfg.Test, External: ct.external(), BootID: ReadBootID()}
+	in := windowIn{Test: cfg.Test, External: ct.external(), BootID: hoststat.ReadBootID()}
 	if cl.Window != nil {
 		cl.Window.WindowOpen(idx)
 	}

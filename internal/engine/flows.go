@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"github.com/cnibench/cnibench/internal/engine/hoststat"
 	"net"
 	"net/netip"
 	"sync"
@@ -216,11 +217,11 @@ func (w *workload) edge() clientEdge {
 	if readsTCPInfo(w.cfg.Test) {
 		e.TCP = w.tcpEdge()
 	}
-	e.CPU, e.CPUErr = readProcCPU()
-	e.Host, e.HostErr = ReadProcStat()
-	e.Cg, e.CgErr = readOwnCgroup()
-	e.Others = readOthers()
-	e.Frag, e.FragErr = ReadIPFrag()
+	e.CPU, e.CPUErr = hoststat.ReadProcCPU()
+	e.Host, e.HostErr = hoststat.ReadProcStat()
+	e.Cg, e.CgErr = hoststat.ReadOwnCgroup()
+	e.Others = hoststat.ReadOthers()
+	e.Frag, e.FragErr = hoststat.ReadIPFrag()
 	return e
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/engine/hoststat"
 	"io"
 	"log/slog"
 )
@@ -122,13 +123,13 @@ type SrvStats struct {
 	CPUError string `json:"cpu_error,omitempty"`
 	// HostStat is the server host's /proc/stat delta over the window, or
 	// nil with HostError saying why.
-	HostStat  *ProcStat `json:"host_stat,omitempty"`
-	HostError string    `json:"host_error,omitempty"`
+	HostStat  *hoststat.ProcStat `json:"host_stat,omitempty"`
+	HostError string             `json:"host_error,omitempty"`
 	// Cgroup is the server's cgroup's CPU over the window (every process
 	// of its cgroup), or nil with CgroupError saying why: the run's own
 	// CPU, which foreign_cpu_pct leaves out.
-	Cgroup      *CgroupStat `json:"cgroup,omitempty"`
-	CgroupError string      `json:"cgroup_error,omitempty"`
+	Cgroup      *hoststat.CgroupStat `json:"cgroup,omitempty"`
+	CgroupError string               `json:"cgroup_error,omitempty"`
 	// OthersMicros is other programs' CPU on the server's host over the
 	// window, counted process by process (others.go), or nil where the
 	// server cannot see the host's processes (a pod).
@@ -138,8 +139,8 @@ type SrvStats struct {
 	BootID string `json:"boot_id,omitempty"`
 	// IPFrag is the server network namespace's IP fragmentation and
 	// reassembly counters' delta, or nil with IPFragError saying why.
-	IPFrag      *IPFrag `json:"ip_frag,omitempty"`
-	IPFragError string  `json:"ip_frag_error,omitempty"`
+	IPFrag      *hoststat.IPFrag `json:"ip_frag,omitempty"`
+	IPFragError string           `json:"ip_frag_error,omitempty"`
 	// UDPRecv is udp_stream's exact receive account (since setup).
 	UDPRecv *UDPRecv `json:"udp_recv,omitempty"`
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/cnibench/cnibench/internal/engine/hoststat"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/hostinfo"
@@ -16,17 +17,17 @@ import (
 type clientEdge struct {
 	At      time.Time
 	Cnt     clientCounters
-	CPU     procCPU
+	CPU     hoststat.ProcCPU
 	CPUErr  error
-	Host    ProcStat
+	Host    hoststat.ProcStat
 	HostErr error
 	// Cg is the CPU of the client's cgroup (the run's, in the lab).
 	Cg    hostinfo.CgroupCPU
 	CgErr error
 	// Others is other programs' CPU so far, counted process by process
 	// (others.go).
-	Others  othersTicks
-	Frag    IPFrag
+	Others  hoststat.Others
+	Frag    hoststat.IPFrag
 	FragErr error
 	// TCP is TCP_INFO of the flows' sockets (tcp_stream, tcp_rr).
 	TCP tcpEdge
@@ -43,7 +44,7 @@ type windowIn struct {
 	// server (an external HTTP server), so none.
 	Srv      SrvStats
 	External bool
-	// BootID is the client host's boot id (ReadBootID).
+	// BootID is the client host's boot id (hoststat.ReadBootID).
 	BootID    string
 	Lat, Conn Percentiles
 	// Load is tcp_rr_loaded's load over the same window (nil otherwise).
@@ -158,7 +159,7 @@ func udpStreamMetrics(o *windowOut, in windowIn, sec float64) {
 
 // fragMetrics records both namespaces' IP fragmentation and reassembly.
 func fragMetrics(o *windowOut, in windowIn) {
-	put := func(side string, f IPFrag) {
+	put := func(side string, f hoststat.IPFrag) {
 		m := o.Metrics
 		m[side+"_ip_frag_creates"] = float64(f.FragCreates)
 		m[side+"_ip_frag_oks"] = float64(f.FragOKs)
@@ -238,7 +239,7 @@ func cpuMetrics(o *windowOut, in windowIn, sec, units float64) {
 		o.warn("client host CPU not measured: %v", err)
 		complete = false
 	} else {
-		h := HostCPUOver(in.E1.Host.Sub(in.E0.Host), window)
+		h := hoststat.HostCPUOver(in.E1.Host.Sub(in.E0.Host), window)
 		m[result.HostCPUPct] = h.BusyPct
 		m[result.HostCPUUserPct] = h.UserPct
 		m[result.HostCPUSysPct] = h.SysPct
@@ -262,7 +263,7 @@ func cpuMetrics(o *windowOut, in windowIn, sec, units float64) {
 			o.warn("server host CPU not measured: %s", reason)
 			complete = false
 		case srvWall > 0:
-			h := HostCPUOver(*srv.HostStat, srvWall)
+			h := hoststat.HostCPUOver(*srv.HostStat, srvWall)
 			m[result.RemoteHostCPUPct] = h.BusyPct
 			m[result.RemoteHostCPUSysPct] = h.SysPct
 			m[result.RemoteHostCPUSoftirqPct] = h.SoftIRQPct

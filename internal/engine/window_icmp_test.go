@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/cnibench/cnibench/internal/engine/hoststat"
 	"testing"
 
 	"github.com/cnibench/cnibench/pkg/result"
@@ -46,7 +47,7 @@ func TestICMPWindowMetrics(t *testing.T) {
 			e0, e1 := edges(1000)
 			e0.Cnt, e1.Cnt = tt.c0, tt.c1
 			in := windowIn{Test: ICMPEcho, E0: e0, E1: e1, Lat: tt.lat, BootID: "b",
-				Srv: SrvStats{WallMicros: 10e6, BootID: "b", IPFrag: &IPFrag{}}}
+				Srv: SrvStats{WallMicros: 10e6, BootID: "b", IPFrag: &hoststat.IPFrag{}}}
 			o := windowMetrics(in)
 			for k, v := range tt.want {
 				got, ok := o.Metrics[k]

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"github.com/cnibench/cnibench/internal/engine/hoststat"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/hostinfo"
@@ -14,25 +15,25 @@ var errCgroupChanged = errors.New("the cgroup changed during the window")
 // srvEdge is what the server reads at one edge of a measured window.
 type srvEdge struct {
 	At      time.Time
-	CPU     procCPU
+	CPU     hoststat.ProcCPU
 	CPUErr  error
-	Host    ProcStat
+	Host    hoststat.ProcStat
 	HostErr error
 	Cg      hostinfo.CgroupCPU
 	CgErr   error
-	Others  othersTicks
-	Frag    IPFrag
+	Others  hoststat.Others
+	Frag    hoststat.IPFrag
 	FragErr error
 	Cnt     srvCounters
 }
 
 func readSrvEdge(dp dataPlane) srvEdge {
 	e := srvEdge{At: time.Now()}
-	e.CPU, e.CPUErr = readProcCPU()
-	e.Host, e.HostErr = ReadProcStat()
-	e.Cg, e.CgErr = readOwnCgroup()
-	e.Others = readOthers()
-	e.Frag, e.FragErr = ReadIPFrag()
+	e.CPU, e.CPUErr = hoststat.ReadProcCPU()
+	e.Host, e.HostErr = hoststat.ReadProcStat()
+	e.Cg, e.CgErr = hoststat.ReadOwnCgroup()
+	e.Others = hoststat.ReadOthers()
+	e.Frag, e.FragErr = hoststat.ReadIPFrag()
 	e.Cnt = dp.Counters()
 	return e
 }
@@ -63,7 +64,7 @@ func (w *srvWindow) stop(dp dataPlane, sessions int64) *SrvStats {
 	}
 	w.open = false
 	st := srvStatsOver(w.e0, e1, int(w.peakN))
-	st.BootID = ReadBootID()
+	st.BootID = hoststat.ReadBootID()
 	st.UDPRecv = recv
 	return st
 }
@@ -97,7 +98,7 @@ func srvStatsOver(e0, e1 srvEdge, sessions int) *SrvStats {
 		}
 		st.OthersMicros = &us
 	}
-	if st.Cgroup = cgroupOver(e0.Cg, e1.Cg, e0.CgErr, e1.CgErr); st.Cgroup == nil {
+	if st.Cgroup = hoststat.CgroupOver(e0.Cg, e1.Cg, e0.CgErr, e1.CgErr); st.Cgroup == nil {
 		st.CgroupError = "not measured: " + firstErr(e0.CgErr, e1.CgErr, errCgroupChanged).Error()
 	}
 	if err := firstErr(e0.FragErr, e1.FragErr); err != nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"github.com/cnibench/cnibench/internal/engine/hoststat"
 	"math"
 	"strings"
 	"testing"
@@ -17,10 +18,10 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // the host is 2 cores, busyTicks of 2000 ticks busy (a tick is 10 ms), all
 // of it the run's own cgroup's.
 func edges(busyTicks uint64) (clientEdge, clientEdge) {
-	e0 := clientEdge{At: t0, CPU: procCPU{User: time.Second, MaxRSS: 1 << 20}, Host: ProcStat{CPUs: 2},
+	e0 := clientEdge{At: t0, CPU: hoststat.ProcCPU{User: time.Second, MaxRSS: 1 << 20}, Host: hoststat.ProcStat{CPUs: 2},
 		Cg: hostinfo.CgroupCPU{ID: 7, Usage: time.Minute}}
-	e1 := clientEdge{At: t0.Add(10 * time.Second), CPU: procCPU{User: 3 * time.Second, MaxRSS: 1 << 20},
-		Host: ProcStat{User: busyTicks, Idle: 2000 - busyTicks, CPUs: 2},
+	e1 := clientEdge{At: t0.Add(10 * time.Second), CPU: hoststat.ProcCPU{User: 3 * time.Second, MaxRSS: 1 << 20},
+		Host: hoststat.ProcStat{User: busyTicks, Idle: 2000 - busyTicks, CPUs: 2},
 		Cg:   hostinfo.CgroupCPU{ID: 7, Usage: time.Minute + time.Duration(busyTicks)*10*time.Millisecond}}
 	return e0, e1
 }
@@ -53,7 +54,7 @@ func TestWindowMetrics(t *testing.T) {
 			e0, e1 := edges(1000) // 1 of 2 cores busy: 100 %
 			e1.Cnt.Trans = 1000
 			return windowIn{Test: UDPStream, E0: e0, E1: e1, UDPSent: 1000, UDPSentBytes: 1000 * 1000, BootID: "h",
-				Srv: SrvStats{WallMicros: 10e6, BootID: "h", UDPRecv: &UDPRecv{Received: 900, Bytes: 900 * 1000, Duplicates: 3, Reordered: 7, Settled: true}, IPFrag: &IPFrag{}}}
+				Srv: SrvStats{WallMicros: 10e6, BootID: "h", UDPRecv: &UDPRecv{Received: 900, Bytes: 900 * 1000, Duplicates: 3, Reordered: 7, Settled: true}, IPFrag: &hoststat.IPFrag{}}}
 		},
 		want: want{
 			result.ThroughputBitsPerSec:   900 * 1000 * 8 / 10.0,
@@ -91,10 +92,10 @@ func TestWindowMetrics(t *testing.T) {
 		name: "fragments are recorded and warned about",
 		in: func() windowIn {
 			e0, e1 := edges(0)
-			e1.Frag = IPFrag{FragCreates: 3000, FragOKs: 1000}
+			e1.Frag = hoststat.IPFrag{FragCreates: 3000, FragOKs: 1000}
 			return windowIn{Test: UDPStream, E0: e0, E1: e1, UDPSent: 1000, UDPSentBytes: 1000,
 				Srv: SrvStats{WallMicros: 10e6, UDPRecv: &UDPRecv{Received: 1000, Bytes: 1000, Settled: true},
-					IPFrag: &IPFrag{ReasmReqds: 3000, ReasmOKs: 1000}}}
+					IPFrag: &hoststat.IPFrag{ReasmReqds: 3000, ReasmOKs: 1000}}}
 		},
 		want:    want{"client_ip_frag_creates": 3000, "client_ip_frag_oks": 1000, "server_ip_reasm_reqds": 3000, "server_ip_reasm_oks": 1000},
 		warning: "created IP fragments",
@@ -131,8 +132,8 @@ func TestWindowMetrics(t *testing.T) {
 			e0, e1 := edges(1000) // local: 1 core busy over 10 s = 10 core-seconds
 			e1.Cnt.Trans = 1000
 			return windowIn{Test: TCPRR, E0: e0, E1: e1, BootID: "client",
-				Srv: SrvStats{WallMicros: 10e6, BootID: "server", HostStat: &ProcStat{System: 500, Idle: 1500, CPUs: 2},
-					Cgroup: &CgroupStat{ID: 7, UsageMicros: 5e6}}}
+				Srv: SrvStats{WallMicros: 10e6, BootID: "server", HostStat: &hoststat.ProcStat{System: 500, Idle: 1500, CPUs: 2},
+					Cgroup: &hoststat.CgroupStat{ID: 7, UsageMicros: 5e6}}}
 		},
 		want: want{result.HostCPUPct: 100, result.RemoteHostCPUPct: 50, result.RemoteHostCPUSysPct: 50,
 			result.CPUUsPerTrans: (10 + 5) * 1e6 / 1000, result.ForeignCPUPct: 0, result.RemoteForeignCPUPct: 0},
@@ -142,7 +143,7 @@ func TestWindowMetrics(t *testing.T) {
 			e0, e1 := edges(1000)
 			e1.Cnt.Trans = 1000
 			return windowIn{Test: TCPRR, E0: e0, E1: e1, BootID: "one",
-				Srv: SrvStats{WallMicros: 10e6, BootID: "one", HostStat: &ProcStat{System: 1000, Idle: 1000, CPUs: 2}}}
+				Srv: SrvStats{WallMicros: 10e6, BootID: "one", HostStat: &hoststat.ProcStat{System: 1000, Idle: 1000, CPUs: 2}}}
 		},
 		want:   want{result.HostCPUPct: 100, result.CPUUsPerTrans: 10 * 1e6 / 1000},
 		absent: []string{result.RemoteHostCPUPct, result.RemoteForeignCPUPct},
@@ -156,7 +157,7 @@ func TestWindowMetrics(t *testing.T) {
 			e1.Cg.Usage -= 5 * time.Second
 			e1.Cnt.Trans = 1000
 			return windowIn{Test: TCPRR, E0: e0, E1: e1, BootID: "one",
-				Srv: SrvStats{WallMicros: 10e6, BootID: "one", Cgroup: &CgroupStat{ID: 7, UsageMicros: 5e6}}}
+				Srv: SrvStats{WallMicros: 10e6, BootID: "one", Cgroup: &hoststat.CgroupStat{ID: 7, UsageMicros: 5e6}}}
 		},
 		want: want{result.HostCPUPct: 100, result.ForeignCPUPct: 50, result.StealPct: 0, result.RunCPUPct: 50,
 			result.CPUUsPerTrans: 5 * 1e6 / 1000},
@@ -180,7 +181,7 @@ func TestWindowMetrics(t *testing.T) {
 			e0, e1 := edges(1000)
 			e1.Cg.Usage -= 4 * time.Second
 			return windowIn{Test: TCPRR, E0: e0, E1: e1, BootID: "one",
-				Srv: SrvStats{WallMicros: 10e6, BootID: "one", Cgroup: &CgroupStat{ID: 8, UsageMicros: 3e6}}}
+				Srv: SrvStats{WallMicros: 10e6, BootID: "one", Cgroup: &hoststat.CgroupStat{ID: 8, UsageMicros: 3e6}}}
 		},
 		want: want{result.ForeignCPUPct: 10, result.RunCPUPct: 90},
 	}, {
@@ -230,8 +231,8 @@ func TestWindowMetrics(t *testing.T) {
 }
 
 func TestSrvStatsOver(t *testing.T) {
-	e0 := srvEdge{At: t0, CPU: procCPU{User: time.Second}, Host: ProcStat{User: 10, CPUs: 1}, Frag: IPFrag{ReasmOKs: 5}}
-	e1 := srvEdge{At: t0.Add(2 * time.Second), CPU: procCPU{User: 2 * time.Second}, Host: ProcStat{User: 30, CPUs: 1}, Frag: IPFrag{ReasmOKs: 9}}
+	e0 := srvEdge{At: t0, CPU: hoststat.ProcCPU{User: time.Second}, Host: hoststat.ProcStat{User: 10, CPUs: 1}, Frag: hoststat.IPFrag{ReasmOKs: 5}}
+	e1 := srvEdge{At: t0.Add(2 * time.Second), CPU: hoststat.ProcCPU{User: 2 * time.Second}, Host: hoststat.ProcStat{User: 30, CPUs: 1}, Frag: hoststat.IPFrag{ReasmOKs: 9}}
 	st := srvStatsOver(e0, e1, 1)
 	if st.WallMicros != 2e6 || st.CPUUserMicro != 1e6 || st.HostStat == nil || st.HostStat.User != 20 || st.IPFrag == nil || st.IPFrag.ReasmOKs != 4 {
 		t.Fatalf("stats %+v", st)

@@ -1,4 +1,4 @@
-package engine
+package hoststat
 
 import (
 	"fmt"
@@ -7,29 +7,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// readProcCPU reads the process's CPU time; an error means it is not
+// ReadProcCPU reads the process's CPU time; an error means it is not
 // measured (never zero).
-func readProcCPU() (procCPU, error) {
+func ReadProcCPU() (ProcCPU, error) {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return procCPU{}, fmt.Errorf("getrusage: %w", err)
+		return ProcCPU{}, fmt.Errorf("getrusage: %w", err)
 	}
 	return cpuFromRusage(&ru), nil
 }
 
 // cpuFromRusage converts getrusage's fields (timevals, max RSS in KiB on
 // Linux) into durations and bytes.
-func cpuFromRusage(ru *unix.Rusage) procCPU {
-	return procCPU{
+func cpuFromRusage(ru *unix.Rusage) ProcCPU {
+	return ProcCPU{
 		User:   time.Duration(ru.Utime.Nano()),
 		Sys:    time.Duration(ru.Stime.Nano()),
 		MaxRSS: ru.Maxrss * 1024,
 	}
 }
 
-// readSelfAndChildrenCPU is the CPU time of this process and of its
+// ReadSelfAndChildrenCPU is the CPU time of this process and of its
 // children it has waited for.
-func readSelfAndChildrenCPU() (time.Duration, error) {
+func ReadSelfAndChildrenCPU() (time.Duration, error) {
 	var self, kids unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &self); err != nil {
 		return 0, fmt.Errorf("getrusage: %w", err)

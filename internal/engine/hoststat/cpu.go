@@ -1,4 +1,4 @@
-package engine
+package hoststat
 
 import (
 	"bufio"
@@ -128,8 +128,8 @@ func HostCPUOver(d ProcStat, wall time.Duration) HostCPU {
 	}
 }
 
-// procCPU is the process's user and system CPU time so far.
-type procCPU struct {
+// ProcCPU is the process's user and system CPU time so far.
+type ProcCPU struct {
 	User, Sys time.Duration
 	MaxRSS    int64 // bytes
 }

@@ -1,4 +1,4 @@
-package engine
+package hoststat
 
 import (
 	"errors"
@@ -44,23 +44,23 @@ func hostPIDs() error {
 	return nil
 }
 
-// readOthers sums the CPU so far of the host's other programs: every
+// ReadOthers sums the CPU so far of the host's other programs: every
 // user-space process outside this process's cgroup (the run's, in the lab)
 // and not one of its ancestors.
-func readOthers() othersTicks {
+func ReadOthers() Others {
 	dir, err := othersCgroup()
 	if err != nil {
-		return othersTicks{Err: err}
+		return Others{Err: err}
 	}
 	run, err := hostinfo.CgroupPIDs(dir)
 	if err != nil {
-		return othersTicks{Err: err}
+		return Others{Err: err}
 	}
 	snap, err := procfs.ReadAll()
 	if err != nil {
-		return othersTicks{Err: err}
+		return Others{Err: err}
 	}
-	return othersTicks{Ticks: othersSum(snap, os.Getpid(), run), Read: true}
+	return Others{Ticks: othersSum(snap, os.Getpid(), run), Read: true}
 }
 
 // isCgroupRoot reports whether dir is a cgroup v2 hierarchy's root: only
@@ -73,21 +73,21 @@ func isCgroupRoot(dir string) bool {
 // readOthersBesideSelf sums the CPU so far of every user-space process
 // but this one, its descendants and its ancestors (the idle probe's
 // "other programs", before the run's processes exist).
-func readOthersBesideSelf() othersTicks {
+func readOthersBesideSelf() Others {
 	if err := hostPIDs(); err != nil {
-		return othersTicks{Err: err}
+		return Others{Err: err}
 	}
 	snap, err := procfs.ReadAll()
 	if err != nil {
-		return othersTicks{Err: err}
+		return Others{Err: err}
 	}
 	tree, err := snap.Tree(os.Getpid())
 	if err != nil {
-		return othersTicks{Err: err}
+		return Others{Err: err}
 	}
 	mine := map[int]bool{}
 	for _, p := range tree {
 		mine[p] = true
 	}
-	return othersTicks{Ticks: othersSum(snap, os.Getpid(), mine), Read: true}
+	return Others{Ticks: othersSum(snap, os.Getpid(), mine), Read: true}
 }

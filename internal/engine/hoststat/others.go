@@ -1,4 +1,4 @@
-package engine
+package hoststat
 
 import (
 	"time"
@@ -18,9 +18,9 @@ import (
 // the kernel charges to the run's tasks (about half a core in the quick
 // profile's network-heavy cells): a hog is counted as what it used.
 
-// othersTicks is one edge's sum, Read when it was read (else Err says
+// Others is one edge's sum, Read when it was read (else Err says
 // why).
-type othersTicks struct {
+type Others struct {
 	Ticks uint64
 	Read  bool
 	Err   error
@@ -39,10 +39,10 @@ func othersSum(snap procfs.Snapshot, self int, runPIDs map[int]bool) uint64 {
 	return snap.SumTicks(func(pid int) bool { return runPIDs[pid] || anc[pid] })
 }
 
-// othersOver is other programs' CPU between two edges in % of one core
+// OthersOver is other programs' CPU between two edges in % of one core
 // over wall, less lessOwn (the run's processes of another cgroup on the
 // same host, which the sum counted); ok false when either edge failed.
-func othersOver(a, b othersTicks, wall, lessOwn time.Duration) (float64, bool) {
+func OthersOver(a, b Others, wall, lessOwn time.Duration) (float64, bool) {
 	if !a.Read || !b.Read || wall <= 0 {
 		return 0, false
 	}

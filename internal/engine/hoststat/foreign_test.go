@@ -1,13 +1,17 @@
-package engine
+package hoststat
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/procfs"
 )
+
+// near compares floats to a relative 1e-9.
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
 func TestForeignOver(t *testing.T) {
 	// 2 cores, 10 s: 2000 ticks of 10 ms.
@@ -26,9 +30,9 @@ func TestForeignOver(t *testing.T) {
 		{"no ticks", ProcStat{CPUs: 2}, 0, 0, 0, false},
 	}
 	for _, tt := range tests {
-		f, st, ok := foreignOver(tt.d, 10*time.Second, tt.own)
+		f, st, ok := ForeignOver(tt.d, 10*time.Second, tt.own)
 		if ok != tt.ok || !near(f, tt.foreign) || !near(st, tt.stel) {
-			t.Errorf("%s: foreignOver = %v, %v, %v; want %v, %v, %v", tt.name, f, st, ok, tt.foreign, tt.stel, tt.ok)
+			t.Errorf("%s: ForeignOver = %v, %v, %v; want %v, %v, %v", tt.name, f, st, ok, tt.foreign, tt.stel, tt.ok)
 		}
 	}
 }
@@ -55,10 +59,10 @@ func TestProbeForeign(t *testing.T) {
 }
 
 func TestOthersOver(t *testing.T) {
-	read := func(ticks uint64) othersTicks { return othersTicks{Ticks: ticks, Read: true} }
+	read := func(ticks uint64) Others { return Others{Ticks: ticks, Read: true} }
 	for _, tc := range []struct {
 		name    string
-		a, b    othersTicks
+		a, b    Others
 		lessOwn time.Duration
 		want    float64
 		ok      bool
@@ -69,12 +73,12 @@ func TestOthersOver(t *testing.T) {
 		{"the server on this host in another cgroup taken out", read(0), read(300), 2 * time.Second, 10, true},
 		{"a foreign child reaped by a left-out process lowers the sum: 0, not negative", read(500), read(400), 0, 0, true},
 		{"less own than counted: 0", read(0), read(100), 5 * time.Second, 0, true},
-		{"an edge not read", read(0), othersTicks{Err: errOwnPIDNamespace}, 0, 0, false},
-		{"zero value is not a reading", othersTicks{}, read(5), 0, 0, false},
+		{"an edge not read", read(0), Others{Err: errOwnPIDNamespace}, 0, 0, false},
+		{"zero value is not a reading", Others{}, read(5), 0, 0, false},
 	} {
-		got, ok := othersOver(tc.a, tc.b, 10*time.Second, tc.lessOwn)
+		got, ok := OthersOver(tc.a, tc.b, 10*time.Second, tc.lessOwn)
 		if ok != tc.ok || !near(got, tc.want) {
-			t.Errorf("%s: othersOver = %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
+			t.Errorf("%s: OthersOver = %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package hoststat
 
 import (
 	"math"
@@ -77,7 +77,7 @@ func TestHostCPUOver(t *testing.T) {
 }
 
 func TestReadProcCPU(t *testing.T) {
-	a, err := readProcCPU()
+	a, err := ReadProcCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestReadProcCPU(t *testing.T) {
 	for i := 0; i < 30_000_000; i++ {
 		x += i
 	}
-	b, err := readProcCPU()
+	b, err := ReadProcCPU()
 	if err != nil {
 		t.Fatal(err)
 	}

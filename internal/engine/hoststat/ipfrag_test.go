@@ -1,4 +1,4 @@
-package engine
+package hoststat
 
 import (
 	"strings"
