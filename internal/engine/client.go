@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cnibench/cnibench/internal/engine/hoststat"
+	"github.com/cnibench/cnibench/internal/engine/sock"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -299,7 +300,7 @@ func (ct *control) pathMTU() int {
 	}
 	mtu := 0
 	_ = raw.Control(func(fd uintptr) {
-		if m, err := pathMTU(int(fd), v6); err == nil {
+		if m, err := sock.PathMTU(int(fd), v6); err == nil {
 			mtu = m
 		}
 	})

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/engine/sock"
 	"net/netip"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 // runs with all flows established.
 func (w *workload) startFlows(ip netip.Addr, port int) error {
 	ready := make(chan error, w.cfg.Flows)
-	reserveThreads(w.cfg.Flows)
+	sock.ReserveThreads(w.cfg.Flows)
 	w.threads = w.cfg.Flows
 	for i := 0; i < w.cfg.Flows; i++ {
 		w.wg.Add(1)
@@ -38,7 +39,7 @@ func (w *workload) runFlow(i int, ip netip.Addr, port int, ready chan<- error) {
 	// Blocking socket calls park the flow's thread in the kernel, as
 	// netperf's do: a goroutine in a system call keeps its OS thread. The
 	// goroutine is not locked to it (runtime.LockOSThread): the flow's
-	// periodic runtime.Gosched (see yielder) on a locked thread hands the P
+	// periodic runtime.Gosched (see sock.Yielder) on a locked thread hands the P
 	// to another thread and back, about six futex calls and two extra
 	// context switches each time; unlocked, the same thread picks the
 	// goroutine up again.
@@ -75,10 +76,10 @@ func (w *workload) started(i, fd int, err error, ready chan<- error) bool {
 
 func (w *workload) tcpStream(i int, ip netip.Addr, port int, ready chan<- error) {
 	ip, port = w.target(i, 0, ip, port)
-	fd, _, err := dialTCP(ip, port, w.cfg.Timeout, false, false)
+	fd, _, err := sock.DialTCP(ip, port, w.cfg.Timeout, false, false)
 	if err == nil && w.svcPreamble != nil {
-		if err = writeFull(fd, w.svcPreamble, false); err != nil {
-			closeFD(fd)
+		if err = sock.WriteFull(fd, w.svcPreamble, false); err != nil {
+			sock.Close(fd)
 			err = fmt.Errorf("tcp_stream service preamble: %w", err)
 		}
 	}
@@ -90,11 +91,11 @@ func (w *workload) tcpStream(i int, ip netip.Addr, port int, ready chan<- error)
 	FillPayload(buf)
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / 8 / float64(w.cfg.Flows))
-	var y yielder
+	var y sock.Yielder
 	for !w.stop.Load() {
-		y.yield()
-		if err := writeFull(fd, buf, false); err != nil {
-			if !errTimeout(err) {
+		y.Yield()
+		if err := sock.WriteFull(fd, buf, false); err != nil {
+			if !sock.IsTimeout(err) {
 				w.fail(i, fmt.Errorf("tcp_stream write: %w", err))
 				return
 			}
@@ -108,10 +109,10 @@ func (w *workload) tcpStream(i int, ip netip.Addr, port int, ready chan<- error)
 
 func (w *workload) tcpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 	ip, port = w.target(i, 0, ip, port)
-	fd, _, err := dialTCP(ip, port, w.cfg.Timeout, true, w.cfg.BusyPoll)
+	fd, _, err := sock.DialTCP(ip, port, w.cfg.Timeout, true, w.cfg.BusyPoll)
 	if err == nil && w.svcPreamble != nil {
-		if err = writeFull(fd, w.svcPreamble, false); err != nil {
-			closeFD(fd)
+		if err = sock.WriteFull(fd, w.svcPreamble, false); err != nil {
+			sock.Close(fd)
 			err = fmt.Errorf("tcp_rr service preamble: %w", err)
 		}
 	}
@@ -125,15 +126,15 @@ func (w *workload) tcpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
 	spin := w.cfg.BusyPoll
-	var y yielder
+	var y sock.Yielder
 	for !w.stop.Load() {
-		y.yield()
+		y.Yield()
 		t0 := p.sendTime(time.Now())
 		if err := writeReq(fd, req, spin); err != nil {
 			w.fail(i, fmt.Errorf("tcp_rr send request: %w", err))
 			return
 		}
-		if err := readFull(fd, resp, spin); err != nil {
+		if err := sock.ReadFull(fd, resp, spin); err != nil {
 			w.fail(i, fmt.Errorf("tcp_rr read response: %w", err))
 			return
 		}
@@ -155,12 +156,12 @@ func (w *workload) tcpCRR(i int, ip netip.Addr, port int) {
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
 	spin := w.cfg.BusyPoll
-	var y yielder
+	var y sock.Yielder
 	for k := 0; !w.stop.Load(); k++ {
-		y.yield()
+		y.Yield()
 		t0 := p.sendTime(time.Now())
 		dip, dport := w.target(i, k, ip, port)
-		fd, ct, err := dialTCP(dip, dport, w.cfg.Timeout, true, spin)
+		fd, ct, err := sock.DialTCP(dip, dport, w.cfg.Timeout, true, spin)
 		if err != nil {
 			w.fail(i, fmt.Errorf("tcp_crr: %w", err))
 			// Do not spin on a refused or exhausted connect.
@@ -170,7 +171,7 @@ func (w *workload) tcpCRR(i int, ip netip.Addr, port int) {
 		w.track(i, fd)
 		err = writeReq(fd, req, spin)
 		if err == nil {
-			err = readFull(fd, resp, spin)
+			err = sock.ReadFull(fd, resp, spin)
 		}
 		if err == nil {
 			// The server closes first (as netperf's TCP_CRR): wait for its
@@ -194,7 +195,7 @@ func (w *workload) tcpCRR(i int, ip netip.Addr, port int) {
 }
 
 func (w *workload) udpStream(i int, ip netip.Addr, port int, ready chan<- error) {
-	fd, err := dialUDP(ip, port, w.cfg.Timeout)
+	fd, err := sock.DialUDP(ip, port, w.cfg.Timeout)
 	if err == nil && w.cfg.UDPHandshake {
 		if herr := udpHandshake(fd, w.cookie, i, w.cfg.Timeout); herr != nil {
 			unix.Close(fd)
@@ -210,9 +211,9 @@ func (w *workload) udpStream(i int, ip netip.Addr, port int, ready chan<- error)
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / 8 / float64(w.cfg.Flows))
 	var seq uint64
-	var y yielder
+	var y sock.Yielder
 	for !w.stop.Load() {
-		y.yield()
+		y.Yield()
 		ph := byte(w.phase.Load())
 		if ph == phaseAfter {
 			// The window closed: stop sending so the receiver can drain.
@@ -224,7 +225,7 @@ func (w *workload) udpStream(i int, ip netip.Addr, port int, ready chan<- error)
 		_, err := unix.Write(fd, buf)
 		if err != nil {
 			switch {
-			case err == unix.EINTR || errTimeout(err):
+			case err == unix.EINTR || sock.IsTimeout(err):
 				continue
 			case err == unix.ECONNREFUSED || err == unix.ENOBUFS:
 				// An ICMP error from an earlier datagram or a full
@@ -250,7 +251,7 @@ func (w *workload) udpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 	if w.cfg.Timeout < timeout {
 		timeout = w.cfg.Timeout
 	}
-	fd, err := dialUDP(ip, port, timeout)
+	fd, err := sock.DialUDP(ip, port, timeout)
 	if !w.started(i, fd, err, ready) {
 		return
 	}
@@ -261,9 +262,9 @@ func (w *workload) udpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 	f := &w.flows[i]
 	p := newPacer(w.cfg.Rate / float64(w.cfg.Flows))
 	var seq uint64
-	var y yielder
+	var y sock.Yielder
 	for !w.stop.Load() {
-		y.yield()
+		y.Yield()
 		seq++
 		putUDPHeader(req, w.cookie, seq, i)
 		t0 := p.sendTime(time.Now())
@@ -276,9 +277,9 @@ func (w *workload) udpRR(i int, ip netip.Addr, port int, ready chan<- error) {
 			return
 		}
 		ok := false
-		var y yielder
+		var y sock.Yielder
 		for !w.stop.Load() {
-			y.yield()
+			y.Yield()
 			n, err := unix.Read(fd, resp)
 			if err != nil {
 				if err == unix.EINTR {
@@ -328,9 +329,9 @@ func seqMask(seq uint64, respSize int) uint64 {
 // is a protocol error.
 func readEOF(fd int, buf []byte, spin bool) error {
 	for {
-		n, err := recvBlock(fd, buf)
+		n, err := sock.RecvBlock(fd, buf)
 		if err != nil {
-			if err == unix.EINTR || (spin && errTimeout(err)) {
+			if err == unix.EINTR || (spin && sock.IsTimeout(err)) {
 				continue
 			}
 			return err
@@ -346,9 +347,9 @@ func readEOF(fd int, buf []byte, spin bool) error {
 // blocking, as a plain (possibly spinning) write otherwise.
 func writeReq(fd int, req []byte, spin bool) error {
 	if spin {
-		return writeFull(fd, req, true)
+		return sock.WriteFull(fd, req, true)
 	}
-	return writeSmall(fd, req)
+	return sock.WriteSmall(fd, req)
 }
 
 // udpHandshakeRetry is how long the handshake waits for the server's reply

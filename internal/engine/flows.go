@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"github.com/cnibench/cnibench/internal/engine/hoststat"
+	"github.com/cnibench/cnibench/internal/engine/sock"
 	"net"
 	"net/netip"
 	"sync"
@@ -43,7 +44,7 @@ type workload struct {
 	fds  map[int]struct{}
 	// conns are the http test's open connections (net.Conn → struct{}).
 	conns sync.Map
-	// threads is how many flow threads were reserved (see reserveThreads).
+	// threads is how many flow threads were reserved (see sock.ReserveThreads).
 	threads int
 	// cookie is the session's cookie, carried by every UDP datagram.
 	cookie uint64
@@ -105,7 +106,7 @@ func (w *workload) untrack(flow, fd int) {
 	w.fdMu.Lock()
 	delete(w.fds, fd)
 	w.fdMu.Unlock()
-	closeFD(fd)
+	sock.Close(fd)
 }
 
 // halt stops all flows and waits for them: blocked reads and writes are
@@ -114,7 +115,7 @@ func (w *workload) halt() {
 	w.stop.Store(true)
 	w.fdMu.Lock()
 	for fd := range w.fds {
-		shutdownFD(fd)
+		sock.Shutdown(fd)
 	}
 	w.fdMu.Unlock()
 	w.conns.Range(func(k, _ any) bool {
@@ -123,7 +124,7 @@ func (w *workload) halt() {
 	})
 	w.wg.Wait()
 	if w.threads > 0 {
-		releaseThreads(w.threads)
+		sock.ReleaseThreads(w.threads)
 		w.threads = 0
 	}
 }

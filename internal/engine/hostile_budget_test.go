@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"github.com/cnibench/cnibench/internal/engine/sock"
 	"net"
 	"strconv"
 	"strings"
@@ -111,7 +112,7 @@ func TestDataFromOtherAddressRefused(t *testing.T) {
 
 // TestSendSmallNeverBlocks: the raw send of the data plane's fast path
 // returns at once on a full send buffer (a raw blocking write would park
-// its thread where the garbage collector cannot stop it), and writeSmall
+// its thread where the garbage collector cannot stop it), and sock.WriteSmall
 // then waits in a scheduler-aware write.
 func TestSendSmallNeverBlocks(t *testing.T) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -132,19 +133,19 @@ func TestSendSmallNeverBlocks(t *testing.T) {
 	_ = unix.SetNonblock(fds[0], false)
 	done := make(chan int, 1)
 	go func() {
-		n, _ := sendSmall(fds[0], make([]byte, smallWrite))
+		n, _ := sock.SendSmall(fds[0], make([]byte, sock.SmallWrite))
 		done <- n
 	}()
 	select {
 	case n := <-done:
-		if n == smallWrite {
+		if n == sock.SmallWrite {
 			t.Fatalf("sent %d bytes into a full buffer", n)
 		}
 	case <-time.After(2 * time.Second):
 		unix.Shutdown(fds[1], unix.SHUT_RDWR) // unblock it
-		t.Fatal("sendSmall blocked on a full send buffer")
+		t.Fatal("sock.SendSmall blocked on a full send buffer")
 	}
-	// writeSmall finishes once the peer reads.
+	// sock.WriteSmall finishes once the peer reads.
 	go func() {
 		buf := make([]byte, 1<<20)
 		for {
@@ -153,7 +154,7 @@ func TestSendSmallNeverBlocks(t *testing.T) {
 			}
 		}
 	}()
-	if err := writeSmall(fds[0], make([]byte, smallWrite)); err != nil {
-		t.Fatalf("writeSmall: %v", err)
+	if err := sock.WriteSmall(fds[0], make([]byte, sock.SmallWrite)); err != nil {
+		t.Fatalf("sock.WriteSmall: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/engine/sock"
 	"net"
 	"os"
 	"os/exec"
@@ -246,7 +247,7 @@ func TestHostileFloodWithoutReading(t *testing.T) {
 	_, addr := hostileServer(t, Limits{IdleTimeout: 2 * time.Second})
 	s := dialRaw(t, addr)
 	s.hello(Hello{WindowMillis: 10000})
-	port := s.setup(Setup{Test: TCPRR, Flows: 1, ReqSize: 1, RespSize: smallWrite, MsgSize: 1, TimeoutMillis: 2000})
+	port := s.setup(Setup{Test: TCPRR, Flows: 1, ReqSize: 1, RespSize: sock.SmallWrite, MsgSize: 1, TimeoutMillis: 2000})
 	d, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/engine/sock"
 	"net/netip"
 	"os"
 	"runtime"
@@ -65,7 +66,7 @@ func (w *workload) startHTTPEpoll(addrs []string, req []byte) bool {
 		sas = append(sas, sa)
 	}
 	n := httpThreads(w.cfg.Flows)
-	reserveThreads(n)
+	sock.ReserveThreads(n)
 	w.threads = n
 	for t := 0; t < n; t++ {
 		var flows []int
@@ -221,7 +222,7 @@ func (l *epollLoop) run() {
 		l.connect(k, now)
 	}
 	events := make([]unix.EpollEvent, 256)
-	var y yielder
+	var y sock.Yielder
 	for !l.w.stop.Load() {
 		timeout := int(epollTick / time.Millisecond)
 		if l.backoff > 0 {
@@ -246,7 +247,7 @@ func (l *epollLoop) run() {
 		if l.backoff > 0 || now.Sub(l.lastScan) >= epollTick {
 			l.scan(now)
 		}
-		y.yield()
+		y.Yield()
 	}
 }
 

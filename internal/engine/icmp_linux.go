@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/engine/sock"
 	"net/netip"
 	"os"
 	"strings"
@@ -145,7 +146,7 @@ func openICMP(ip netip.Addr) (int, error) {
 	var sa unix.Sockaddr = &unix.SockaddrInet4{Addr: ip.Unmap().As4()}
 	if !ip.Unmap().Is4() {
 		family, proto = unix.AF_INET6, unix.IPPROTO_ICMPV6
-		sa, _ = sockaddr(ip, 0)
+		sa, _ = sock.Sockaddr(ip, 0)
 	}
 	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, proto)
 	if err != nil {
@@ -190,8 +191,8 @@ func checkICMPSocket(ip netip.Addr) error {
 func (w *workload) icmpEcho(i int, ip netip.Addr, ready chan<- error) {
 	fd, err := openICMP(ip)
 	if err == nil {
-		if err = setRcvTimeout(fd, icmpResend); err != nil {
-			closeFD(fd)
+		if err = sock.SetRcvTimeout(fd, icmpResend); err != nil {
+			sock.Close(fd)
 		}
 	}
 	if !w.started(i, fd, err, ready) {
@@ -208,9 +209,9 @@ func (w *workload) icmpEcho(i int, ip netip.Addr, ready chan<- error) {
 	var seq uint64
 	var lastSend time.Time
 	slept := false // the last wait ran until the next send was due
-	var y yielder
+	var y sock.Yielder
 	for !w.stop.Load() {
-		y.yield()
+		y.Yield()
 		now := time.Now()
 		send, t0 := len(book.out) == 0 || now.Sub(lastSend) >= icmpResend, now
 		if p != nil {
@@ -247,7 +248,7 @@ func (w *workload) icmpEcho(i int, ip netip.Addr, ready chan<- error) {
 		n, slept, err = w.icmpRecv(fd, resp, p)
 		if err == nil {
 			w.icmpReply(i, resp[:n], v6, payload, book)
-		} else if err != unix.EINTR && !errTimeout(err) && !sendErrTransient(err) {
+		} else if err != unix.EINTR && !sock.IsTimeout(err) && !sendErrTransient(err) {
 			w.fail(i, fmt.Errorf("icmp_echo receive: %w", err))
 			return
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/engine/sock"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -40,7 +41,7 @@ type tcpServer struct {
 const tick = 500 * time.Millisecond
 
 func newTCPServer(si sessionInfo, s *Setup, timeout time.Duration, log *slog.Logger) (*tcpServer, error) {
-	lfd, port, err := listenTCP(si.Local, 4096)
+	lfd, port, err := sock.ListenTCP(si.Local, 4096)
 	if err != nil {
 		return nil, err
 	}
@@ -49,13 +50,13 @@ func newTCPServer(si sessionInfo, s *Setup, timeout time.Duration, log *slog.Log
 	// send timeouts only make blocked workers look at the closed flag and
 	// count idle time (a peer that neither sends nor reads is dropped after
 	// si.Idle), and rr/crr answer without Nagle delays.
-	if err := setTimeouts(lfd, tick); err != nil {
-		closeFD(lfd)
+	if err := sock.SetTimeouts(lfd, tick); err != nil {
+		sock.Close(lfd)
 		return nil, err
 	}
 	if s.Test != TCPStream {
 		if err := unix.SetsockoptInt(lfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
-			closeFD(lfd)
+			sock.Close(lfd)
 			return nil, fmt.Errorf("set TCP_NODELAY: %w", err)
 		}
 	}
@@ -65,7 +66,7 @@ func newTCPServer(si sessionInfo, s *Setup, timeout time.Duration, log *slog.Log
 	}
 	ts := &tcpServer{lfd: lfd, port: port, setup: *s, log: log, conns: map[int]struct{}{},
 		peer: si.Peer, idleTicks: int(max(idle/tick, 1))}
-	reserveThreads(s.Flows)
+	sock.ReserveThreads(s.Flows)
 	for i := 0; i < s.Flows; i++ {
 		ts.wg.Add(1)
 		go ts.worker(timeout)
@@ -83,15 +84,15 @@ func (ts *tcpServer) Close() {
 	if ts.closed.Swap(true) {
 		return
 	}
-	defer releaseThreads(ts.setup.Flows)
-	shutdownFD(ts.lfd)
+	defer sock.ReleaseThreads(ts.setup.Flows)
+	sock.Shutdown(ts.lfd)
 	ts.mu.Lock()
 	for fd := range ts.conns {
-		shutdownFD(fd)
+		sock.Shutdown(fd)
 	}
 	ts.mu.Unlock()
 	ts.wg.Wait()
-	closeFD(ts.lfd)
+	sock.Close(ts.lfd)
 }
 
 func (ts *tcpServer) worker(timeout time.Duration) {
@@ -107,9 +108,9 @@ func (ts *tcpServer) worker(timeout time.Duration) {
 	buf := make([]byte, bufSize)
 	resp := make([]byte, ts.setup.RespSize)
 	FillPayload(resp)
-	var y yielder
+	var y sock.Yielder
 	for !ts.closed.Load() {
-		y.yield()
+		y.Yield()
 		fd, err := accept(ts.lfd, ts.peer)
 		if err == errNotPeer {
 			if ts.refused.Add(1) == 1 {
@@ -118,7 +119,7 @@ func (ts *tcpServer) worker(timeout time.Duration) {
 			continue
 		}
 		if err != nil {
-			if err == unix.EINTR || errTimeout(err) || err == unix.ECONNABORTED {
+			if err == unix.EINTR || sock.IsTimeout(err) || err == unix.ECONNABORTED {
 				continue
 			}
 			if !ts.closed.Load() {
@@ -134,13 +135,13 @@ func (ts *tcpServer) worker(timeout time.Duration) {
 			if ts.readReq(fd, buf) == nil && ts.write(fd, resp) == nil {
 				ts.trans.Add(1)
 			}
-			closeFD(fd)
+			sock.Close(fd)
 			continue
 		}
 		ts.mu.Lock()
 		if ts.closed.Load() {
 			ts.mu.Unlock()
-			closeFD(fd)
+			sock.Close(fd)
 			return
 		}
 		ts.conns[fd] = struct{}{}
@@ -154,7 +155,7 @@ func (ts *tcpServer) worker(timeout time.Duration) {
 		ts.mu.Lock()
 		delete(ts.conns, fd)
 		ts.mu.Unlock()
-		closeFD(fd)
+		sock.Close(fd)
 	}
 }
 
@@ -182,7 +183,7 @@ func accept(lfd int, peer netip.Addr) (int, error) {
 		from = netip.AddrFrom16((*unix.RawSockaddrInet6)(unsafe.Pointer(&rsa)).Addr).Unmap()
 	}
 	if from != peer.WithZone("") {
-		closeFD(int(fd))
+		sock.Close(int(fd))
 		return -1, errNotPeer
 	}
 	return int(fd), nil
@@ -193,7 +194,7 @@ func accept(lfd int, peer netip.Addr) (int, error) {
 // each bounded by the socket's send timeout (tick); a peer that reads
 // nothing for idleTicks ticks is dropped.
 func (ts *tcpServer) write(fd int, buf []byte) error {
-	off, err := sendSmall(fd, buf)
+	off, err := sock.SendSmall(fd, buf)
 	if err != nil {
 		return err
 	}
@@ -218,7 +219,7 @@ func (ts *tcpServer) retry(err error, waited *int) bool {
 	if err == unix.EINTR {
 		return true
 	}
-	if errTimeout(err) && !ts.closed.Load() && *waited < ts.idleTicks {
+	if sock.IsTimeout(err) && !ts.closed.Load() && *waited < ts.idleTicks {
 		*waited++
 		return true
 	}
@@ -227,11 +228,11 @@ func (ts *tcpServer) retry(err error, waited *int) bool {
 
 // sink reads a stream until the peer closes it.
 func (ts *tcpServer) sink(fd int, buf []byte) {
-	var y yielder
+	var y sock.Yielder
 	waited := 0
 	for {
-		y.yield()
-		n, err := recvBlock(fd, buf)
+		y.Yield()
+		n, err := sock.RecvBlock(fd, buf)
 		if err != nil {
 			if ts.retry(err, &waited) {
 				continue
@@ -248,9 +249,9 @@ func (ts *tcpServer) sink(fd int, buf []byte) {
 
 // respond answers requests until the peer closes the connection.
 func (ts *tcpServer) respond(fd int, req, resp []byte) {
-	var y yielder
+	var y sock.Yielder
 	for {
-		y.yield()
+		y.Yield()
 		if err := ts.readReq(fd, req); err != nil {
 			return
 		}
@@ -266,7 +267,7 @@ func (ts *tcpServer) respond(fd int, req, resp []byte) {
 func (ts *tcpServer) readReq(fd int, req []byte) error {
 	waited := 0
 	for off := 0; off < len(req); {
-		n, err := recvBlock(fd, req[off:])
+		n, err := sock.RecvBlock(fd, req[off:])
 		if err != nil {
 			if ts.retry(err, &waited) {
 				continue
@@ -275,7 +276,7 @@ func (ts *tcpServer) readReq(fd int, req []byte) error {
 		}
 		waited = 0
 		if n == 0 {
-			return errEOF
+			return sock.ErrEOF
 		}
 		off += n
 	}

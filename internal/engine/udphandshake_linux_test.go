@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/cnibench/cnibench/internal/engine/sock"
 	"net"
 	"net/netip"
 	"strings"
@@ -69,11 +70,11 @@ func TestUDPHandshakeUnanswered(t *testing.T) {
 	}
 	defer pc.Close()
 	ap := netip.MustParseAddrPort(pc.LocalAddr().String())
-	fd, err := dialUDP(ap.Addr(), int(ap.Port()), time.Second)
+	fd, err := sock.DialUDP(ap.Addr(), int(ap.Port()), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeFD(fd)
+	defer sock.Close(fd)
 	t0 := time.Now()
 	err = udpHandshake(fd, 7, 0, 300*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "no reply from the server") {

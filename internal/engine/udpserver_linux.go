@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/cnibench/cnibench/internal/engine/sock"
 	"log/slog"
 	"net/netip"
 	"runtime"
@@ -49,7 +50,7 @@ func newUDPServer(ip netip.Addr, si sessionInfo, s *Setup, _ time.Duration, log 
 		log.Warn("could not attach the UDP flow-steering program; flows are spread by hash")
 	}
 	us := &udpServer{fds: fds, port: port, setup: *s, si: si, steer: steer, log: log, flows: make([]udpFlowRecv, s.Flows)}
-	reserveThreads(len(fds))
+	sock.ReserveThreads(len(fds))
 	for _, fd := range fds {
 		us.wg.Add(1)
 		go us.worker(fd)
@@ -137,13 +138,13 @@ func (us *udpServer) Close() {
 		return
 	}
 	for _, fd := range us.fds {
-		shutdownFD(fd)
+		sock.Shutdown(fd)
 	}
 	us.wg.Wait()
 	for _, fd := range us.fds {
-		closeFD(fd)
+		sock.Close(fd)
 	}
-	releaseThreads(len(us.fds))
+	sock.ReleaseThreads(len(us.fds))
 }
 
 // fromPeer reports whether a datagram's source is the session's peer.
@@ -171,12 +172,12 @@ func (us *udpServer) worker(fd int) {
 	buf := make([]byte, size+1)
 	resp := make([]byte, us.setup.RespSize)
 	fillPayloadAfter(resp, 8) // the echoed sequence number is written per response
-	var y yielder
+	var y sock.Yielder
 	for !us.closed.Load() {
-		y.yield()
+		y.Yield()
 		n, from, err := unix.Recvfrom(fd, buf, 0)
 		if err != nil {
-			if err == unix.EINTR || errTimeout(err) {
+			if err == unix.EINTR || sock.IsTimeout(err) {
 				continue
 			}
 			return
@@ -227,7 +228,7 @@ func listenUDPSteered(ip netip.Addr, n int, timeout time.Duration) (fds []int, p
 		}
 	}
 	for i := 0; i < n; i++ {
-		sa, family := sockaddr(ip, port)
+		sa, family := sock.Sockaddr(ip, port)
 		fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
 		if err != nil {
 			closeAll()
@@ -240,7 +241,7 @@ func listenUDPSteered(ip netip.Addr, n int, timeout time.Duration) (fds []int, p
 		}
 		// Large receive buffers, as iperf3 and netperf users set them.
 		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
-		if err := setTimeouts(fd, timeout); err != nil {
+		if err := sock.SetTimeouts(fd, timeout); err != nil {
 			closeAll()
 			return nil, 0, false, err
 		}
@@ -254,7 +255,7 @@ func listenUDPSteered(ip netip.Addr, n int, timeout time.Duration) (fds []int, p
 			return nil, 0, false, fmt.Errorf("bind udp %s:%d: %w", ip, port, err)
 		}
 		if port == 0 {
-			p, err := localPort(fd)
+			p, err := sock.LocalPort(fd)
 			if err != nil {
 				closeAll()
 				return nil, 0, false, err

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/cnibench/cnibench/internal/engine/sock"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -62,7 +63,7 @@ func udpSocket(t *testing.T) int {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(fd) })
-	if err := setRcvTimeout(fd, 300*time.Millisecond); err != nil {
+	if err := sock.SetRcvTimeout(fd, 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	return fd

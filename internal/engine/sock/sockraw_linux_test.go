@@ -1,4 +1,4 @@
-package engine
+package sock
 
 import (
 	"errors"
@@ -13,12 +13,12 @@ import (
 // on a loopback TCP connection: data, a receive timeout, the peer's FIN and
 // a closed descriptor.
 func TestRecvBlock(t *testing.T) {
-	lfd, port, err := listenTCP(netip.MustParseAddr("127.0.0.1"), 8)
+	lfd, port, err := ListenTCP(netip.MustParseAddr("127.0.0.1"), 8)
 	if err != nil {
 		t.Skipf("no loopback TCP: %v", err)
 	}
-	defer closeFD(lfd)
-	cfd, _, err := dialTCP(netip.MustParseAddr("127.0.0.1"), port, 200*time.Millisecond, true, false)
+	defer Close(lfd)
+	cfd, _, err := DialTCP(netip.MustParseAddr("127.0.0.1"), port, 200*time.Millisecond, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,21 +35,21 @@ func TestRecvBlock(t *testing.T) {
 		wantErr error
 	}{
 		{"data", func() {
-			if err := writeSmall(sfd, []byte("hello")); err != nil {
+			if err := WriteSmall(sfd, []byte("hello")); err != nil {
 				t.Fatal(err)
 			}
 		}, buf, 5, nil},
 		{"empty buffer", func() {}, buf[:0], 0, nil},
 		{"timeout", func() {}, buf, 0, unix.EAGAIN},
-		{"peer closed", func() { closeFD(sfd) }, buf, 0, nil},
-		{"closed descriptor", func() { closeFD(cfd) }, buf, 0, unix.EBADF},
+		{"peer closed", func() { Close(sfd) }, buf, 0, nil},
+		{"closed descriptor", func() { Close(cfd) }, buf, 0, unix.EBADF},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.setup()
-			n, err := recvBlock(cfd, tc.buf)
+			n, err := RecvBlock(cfd, tc.buf)
 			if n != tc.wantN || !errors.Is(err, tc.wantErr) && !(err == nil && tc.wantErr == nil) {
-				t.Fatalf("recvBlock = %d, %v; want %d, %v", n, err, tc.wantN, tc.wantErr)
+				t.Fatalf("RecvBlock = %d, %v; want %d, %v", n, err, tc.wantN, tc.wantErr)
 			}
 		})
 	}
@@ -81,14 +81,14 @@ func TestRawSocketCalls(t *testing.T) {
 			}
 		})
 	}
-	if err := setTimeouts(fd, 300*time.Millisecond); err != nil {
+	if err := SetTimeouts(fd, 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO)
 	if err != nil || time.Duration(tv.Nano()) != 300*time.Millisecond {
 		t.Fatalf("SO_SNDTIMEO = %v, %v; want 300ms", tv, err)
 	}
-	closeFD(fd)
+	Close(fd)
 	if err := setsockoptIntRaw(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); !errors.Is(err, unix.EBADF) {
 		t.Fatalf("setsockopt on a closed descriptor: %v, want EBADF", err)
 	}

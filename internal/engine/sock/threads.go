@@ -1,4 +1,4 @@
-package engine
+package sock
 
 import (
 	"runtime"
@@ -18,8 +18,8 @@ var threads struct {
 	base     int
 }
 
-// reserveThreads raises GOMAXPROCS for n more blocking flow threads.
-func reserveThreads(n int) {
+// ReserveThreads raises GOMAXPROCS for n more blocking flow threads.
+func ReserveThreads(n int) {
 	threads.Lock()
 	defer threads.Unlock()
 	if threads.base == 0 {
@@ -31,8 +31,8 @@ func reserveThreads(n int) {
 	}
 }
 
-// releaseThreads undoes reserveThreads once the flows have ended.
-func releaseThreads(n int) {
+// ReleaseThreads undoes ReserveThreads once the flows have ended.
+func ReleaseThreads(n int) {
 	threads.Lock()
 	defer threads.Unlock()
 	threads.reserved -= n
@@ -47,7 +47,7 @@ func releaseThreads(n int) {
 // A goroutine that never leaves its OS thread looks "long-running" to
 // sysmon after 10 ms on one scheduling tick, and sysmon then takes its P
 // away on every system call — and wakes every 20 µs to do so. Flow loops
-// therefore call yield on every iteration, which reschedules the goroutine
+// therefore call Yield on every iteration, which reschedules the goroutine
 // (a new scheduling tick) every couple of milliseconds: a few µs every few
 // milliseconds instead of a P hand-off per transaction.
 // yieldAfter is how long a flow goroutine may go without being rescheduled
@@ -57,12 +57,13 @@ const (
 	yieldCheck = 16
 )
 
-type yielder struct {
+// Yielder reschedules a flow goroutine every few milliseconds (Yield).
+type Yielder struct {
 	n    uint32
 	last time.Time
 }
 
-func (y *yielder) yield() {
+func (y *Yielder) Yield() {
 	y.n++
 	if y.n%yieldCheck != 0 {
 		return

@@ -1,4 +1,4 @@
-package engine
+package sock
 
 import (
 	"errors"
@@ -17,8 +17,8 @@ import (
 // latency includes the wake-ups real services pay. Busy polling (spinning
 // on a non-blocking socket) is only used when Config.BusyPoll asks for it.
 
-// sockaddr converts an address and port into a unix.Sockaddr.
-func sockaddr(ip netip.Addr, port int) (unix.Sockaddr, int) {
+// Sockaddr converts an address and port into a unix.Sockaddr.
+func Sockaddr(ip netip.Addr, port int) (unix.Sockaddr, int) {
 	if ip.Is4() || ip.Is4In6() {
 		return &unix.SockaddrInet4{Port: port, Addr: ip.Unmap().As4()}, unix.AF_INET
 	}
@@ -31,7 +31,8 @@ func sockaddr(ip netip.Addr, port int) (unix.Sockaddr, int) {
 	return sa, unix.AF_INET6
 }
 
-func setTimeouts(fd int, d time.Duration) error {
+// SetTimeouts bounds blocking reads and writes on fd to d (none when d <= 0).
+func SetTimeouts(fd int, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
@@ -45,9 +46,9 @@ func setTimeouts(fd int, d time.Duration) error {
 	return nil
 }
 
-// setRcvTimeout bounds blocking reads only; writes block until the peer
+// SetRcvTimeout bounds blocking reads only; writes block until the peer
 // reads or the socket is shut down.
-func setRcvTimeout(fd int, d time.Duration) error {
+func SetRcvTimeout(fd int, d time.Duration) error {
 	tv := unix.NsecToTimeval(d.Nanoseconds())
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return fmt.Errorf("set SO_RCVTIMEO: %w", err)
@@ -87,12 +88,12 @@ func setsockoptIntRaw(fd, level, opt, v int) error {
 	return setsockoptRaw(fd, level, opt, unsafe.Pointer(&x), 4)
 }
 
-// recvBlock reads from a connected socket: recvfrom(2) without an address,
+// RecvBlock reads from a connected socket: recvfrom(2) without an address,
 // through the scheduler-aware system-call path, so a thread blocked in it
 // never holds up garbage collection. It is read(2) without the VFS layer
 // (fdget_pos, rw_verify_area, the iov_iter set-up of vfs_read), the call
 // netperf and iperf3 use. It returns the bytes read, 0 at the peer's FIN.
-func recvBlock(fd int, buf []byte) (int, error) {
+func RecvBlock(fd int, buf []byte) (int, error) {
 	if len(buf) == 0 {
 		return 0, nil
 	}
@@ -103,21 +104,21 @@ func recvBlock(fd int, buf []byte) (int, error) {
 	return int(n), nil
 }
 
-// dialTCP opens a blocking TCP connection. It returns the fd and the time
+// DialTCP opens a blocking TCP connection. It returns the fd and the time
 // connect() took.
-func dialTCP(ip netip.Addr, port int, timeout time.Duration, nodelay, nonblock bool) (int, time.Duration, error) {
-	sa, family := sockaddr(ip, port)
+func DialTCP(ip netip.Addr, port int, timeout time.Duration, nodelay, nonblock bool) (int, time.Duration, error) {
+	sa, family := Sockaddr(ip, port)
 	fd, err := socketRaw(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if err != nil {
 		return -1, 0, fmt.Errorf("socket: %w", err)
 	}
-	if err := setTimeouts(fd, timeout); err != nil {
-		closeFD(fd)
+	if err := SetTimeouts(fd, timeout); err != nil {
+		Close(fd)
 		return -1, 0, err
 	}
 	if nodelay {
 		if err := setsockoptIntRaw(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
-			closeFD(fd)
+			Close(fd)
 			return -1, 0, fmt.Errorf("set TCP_NODELAY: %w", err)
 		}
 	}
@@ -130,21 +131,21 @@ func dialTCP(ip netip.Addr, port int, timeout time.Duration, nodelay, nonblock b
 	}
 	ct := time.Since(t0)
 	if err != nil {
-		closeFD(fd)
+		Close(fd)
 		return -1, 0, fmt.Errorf("connect to %s: %w", net.JoinHostPort(ip.String(), fmt.Sprint(port)), err)
 	}
 	if nonblock {
 		if err := unix.SetNonblock(fd, true); err != nil {
-			closeFD(fd)
+			Close(fd)
 			return -1, 0, err
 		}
 	}
 	return fd, ct, nil
 }
 
-// listenTCP opens a blocking TCP listener on ip:0 and returns fd and port.
-func listenTCP(ip netip.Addr, backlog int) (int, int, error) {
-	sa, family := sockaddr(ip, 0)
+// ListenTCP opens a blocking TCP listener on ip:0 and returns fd and port.
+func ListenTCP(ip netip.Addr, backlog int) (int, int, error) {
+	sa, family := Sockaddr(ip, 0)
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if err != nil {
 		return -1, 0, fmt.Errorf("socket: %w", err)
@@ -158,7 +159,7 @@ func listenTCP(ip netip.Addr, backlog int) (int, int, error) {
 		unix.Close(fd)
 		return -1, 0, fmt.Errorf("listen: %w", err)
 	}
-	port, err := localPort(fd)
+	port, err := LocalPort(fd)
 	if err != nil {
 		unix.Close(fd)
 		return -1, 0, err
@@ -166,16 +167,16 @@ func listenTCP(ip netip.Addr, backlog int) (int, int, error) {
 	return fd, port, nil
 }
 
-// dialUDP opens a connected UDP socket.
-func dialUDP(ip netip.Addr, port int, timeout time.Duration) (int, error) {
-	sa, family := sockaddr(ip, port)
+// DialUDP opens a connected UDP socket.
+func DialUDP(ip netip.Addr, port int, timeout time.Duration) (int, error) {
+	sa, family := Sockaddr(ip, port)
 	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
 	if err != nil {
 		return -1, fmt.Errorf("socket: %w", err)
 	}
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
-	if err := setTimeouts(fd, timeout); err != nil {
+	if err := SetTimeouts(fd, timeout); err != nil {
 		unix.Close(fd)
 		return -1, err
 	}
@@ -186,7 +187,8 @@ func dialUDP(ip netip.Addr, port int, timeout time.Duration) (int, error) {
 	return fd, nil
 }
 
-func localPort(fd int) (int, error) {
+// LocalPort is the port a socket is bound to.
+func LocalPort(fd int) (int, error) {
 	sa, err := unix.Getsockname(fd)
 	if err != nil {
 		return 0, fmt.Errorf("getsockname: %w", err)
@@ -200,36 +202,36 @@ func localPort(fd int) (int, error) {
 	return 0, fmt.Errorf("getsockname: unexpected address family")
 }
 
-// errTimeout reports whether err is a socket timeout (SO_RCVTIMEO/SNDTIMEO).
-func errTimeout(err error) bool {
+// IsTimeout reports whether err is a socket timeout (SO_RCVTIMEO/SNDTIMEO).
+func IsTimeout(err error) bool {
 	return errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EWOULDBLOCK)
 }
 
-// readFull reads exactly len(buf) bytes. spin makes it poll a
+// ReadFull reads exactly len(buf) bytes. spin makes it poll a
 // non-blocking socket instead of blocking.
-func readFull(fd int, buf []byte, spin bool) error {
+func ReadFull(fd int, buf []byte, spin bool) error {
 	for off := 0; off < len(buf); {
-		n, err := recvBlock(fd, buf[off:])
+		n, err := RecvBlock(fd, buf[off:])
 		if err != nil {
-			if err == unix.EINTR || (spin && errTimeout(err)) {
+			if err == unix.EINTR || (spin && IsTimeout(err)) {
 				continue
 			}
 			return err
 		}
 		if n == 0 {
-			return errEOF
+			return ErrEOF
 		}
 		off += n
 	}
 	return nil
 }
 
-// writeFull writes all of buf.
-func writeFull(fd int, buf []byte, spin bool) error {
+// WriteFull writes all of buf.
+func WriteFull(fd int, buf []byte, spin bool) error {
 	for off := 0; off < len(buf); {
 		n, err := unix.Write(fd, buf[off:])
 		if err != nil {
-			if err == unix.EINTR || (spin && errTimeout(err)) {
+			if err == unix.EINTR || (spin && IsTimeout(err)) {
 				continue
 			}
 			return err
@@ -239,11 +241,12 @@ func writeFull(fd int, buf []byte, spin bool) error {
 	return nil
 }
 
-var errEOF = errors.New("connection closed by peer")
+// ErrEOF: the peer closed the connection before a whole message came.
+var ErrEOF = errors.New("connection closed by peer")
 
-// smallWrite is the largest write that surely fits an idle socket's send
+// SmallWrite is the largest write that surely fits an idle socket's send
 // buffer (the kernel's minimum is 4 KiB plus overhead).
-const smallWrite = 4096
+const SmallWrite = 4096
 
 // sendNoWait makes one non-blocking send (MSG_DONTWAIT) without the Go
 // scheduler's system-call bookkeeping, which would otherwise cost about as
@@ -258,12 +261,12 @@ func sendNoWait(fd int, buf []byte) (int, unix.Errno) {
 	return int(n), errno
 }
 
-// sendSmall sends as much of a small message (a request or response of a
-// transactional test, at most smallWrite bytes) as fits the send buffer
+// SendSmall sends as much of a small message (a request or response of a
+// transactional test, at most SmallWrite bytes) as fits the send buffer
 // right now, never blocking. It returns how many bytes were sent; the caller
 // finishes the rest, if any, with a normal blocking write.
-func sendSmall(fd int, buf []byte) (int, error) {
-	if len(buf) > smallWrite {
+func SendSmall(fd int, buf []byte) (int, error) {
+	if len(buf) > SmallWrite {
 		return 0, nil
 	}
 	off := 0
@@ -282,32 +285,32 @@ func sendSmall(fd int, buf []byte) (int, error) {
 	return off, nil
 }
 
-// writeSmall writes a request or response of a transactional test: one
+// WriteSmall writes a request or response of a transactional test: one
 // non-blocking raw send (one message is in flight per flow, so it nearly
 // always fits), then a normal, scheduler-aware blocking write for whatever
 // did not fit.
-func writeSmall(fd int, buf []byte) error {
-	off, err := sendSmall(fd, buf)
+func WriteSmall(fd int, buf []byte) error {
+	off, err := SendSmall(fd, buf)
 	if err != nil {
 		return err
 	}
 	if off == len(buf) {
 		return nil
 	}
-	return writeFull(fd, buf[off:], false)
+	return WriteFull(fd, buf[off:], false)
 }
 
-// pathMTU returns the path MTU the kernel uses for a connected socket.
-func pathMTU(fd int, v6 bool) (int, error) {
+// PathMTU returns the path MTU the kernel uses for a connected socket.
+func PathMTU(fd int, v6 bool) (int, error) {
 	if v6 {
 		return unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MTU)
 	}
 	return unix.GetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU)
 }
 
-// shutdownFD wakes any thread blocked on fd (accept, read, recvfrom).
-func shutdownFD(fd int) { _ = unix.Shutdown(fd, unix.SHUT_RDWR) }
+// Shutdown wakes any thread blocked on fd (accept, read, recvfrom).
+func Shutdown(fd int) { _ = unix.Shutdown(fd, unix.SHUT_RDWR) }
 
-// closeFD closes a descriptor with a raw close(2): the engine never sets
+// Close closes a descriptor with a raw close(2): the engine never sets
 // SO_LINGER, so closing a socket never sleeps.
-func closeFD(fd int) { _, _, _ = unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0) }
+func Close(fd int) { _, _, _ = unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0) }
