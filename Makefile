@@ -157,9 +157,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadMsg$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzSvcPreamble$$' -fuzztime $(FUZZTIME) ./internal/engine/
-	$(GO) test -run '^$$' -fuzz '^FuzzReadResponse$$' -fuzztime $(FUZZTIME) ./internal/engine/
-	$(GO) test -run '^$$' -fuzz '^FuzzRespParser$$' -fuzztime $(FUZZTIME) ./internal/engine/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseSNMP$$' -fuzztime $(FUZZTIME) ./internal/engine/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadResponse$$' -fuzztime $(FUZZTIME) ./internal/engine/httpmsg/
+	$(GO) test -run '^$$' -fuzz '^FuzzRespParser$$' -fuzztime $(FUZZTIME) ./internal/engine/httpmsg/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSNMP$$' -fuzztime $(FUZZTIME) ./internal/engine/hoststat/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCTStats$$' -fuzztime $(FUZZTIME) ./internal/lab/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseL4LBMode$$' -fuzztime $(FUZZTIME) ./internal/lab/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWrk$$' -fuzztime $(FUZZTIME) ./bench/parse/

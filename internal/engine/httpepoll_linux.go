@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/engine/httpmsg"
 	"github.com/cnibench/cnibench/internal/engine/sock"
 	"net/netip"
 	"os"
@@ -168,8 +169,8 @@ type hconn struct {
 	ct       time.Duration // connect time of this transaction (0 when reused)
 	deadline time.Time     // connect or exchange deadline (--timeout)
 	retryAt  time.Time
-	p        respParser
-	buf      [httpLineBuf]byte
+	p        httpmsg.Parser
+	buf      [httpmsg.LineBuf]byte
 	r, n     int // unconsumed bytes are buf[r:n]
 }
 
@@ -267,7 +268,7 @@ func (l *epollLoop) scan(now time.Time) {
 				what = "http connect"
 			case c.state == csWriting:
 				what = "http send request"
-			case c.p.inBody():
+			case c.p.InBody():
 				what = "http read body"
 			}
 			l.fail(k, fmt.Errorf("%s: %w", what, os.ErrDeadlineExceeded))
@@ -300,7 +301,7 @@ func (l *epollLoop) connect(k int, now time.Time) {
 	}
 	c.fd, c.state, c.deadline = fd, csConnecting, now.Add(l.w.cfg.Timeout)
 	c.r, c.n = 0, 0
-	c.p.reset()
+	c.p.Reset()
 }
 
 // connectFailed counts a failed connect; the client retries after 1 ms, as
@@ -394,13 +395,13 @@ func (l *epollLoop) read(k int) {
 		// Bytes left over (an incomplete line, or what followed the
 		// previous response on a kept-alive connection) come first.
 		if c.n > c.r {
-			used, err := c.p.feed(c.buf[c.r:c.n])
+			used, err := c.p.Feed(c.buf[c.r:c.n])
 			c.r += used
 			if err != nil {
 				l.fail(k, l.readErr(c, err))
 				return
 			}
-			if c.p.done() {
+			if c.p.Done() {
 				l.complete(k)
 				return
 			}
@@ -412,7 +413,7 @@ func (l *epollLoop) read(k int) {
 			c.r = 0
 		}
 		if c.n == len(c.buf) { // cannot happen: feed fails on a full buffer
-			l.fail(k, l.readErr(c, fmt.Errorf("%w: line longer than %d bytes", errBadResponse, httpLineBuf)))
+			l.fail(k, l.readErr(c, fmt.Errorf("%w: line longer than %d bytes", httpmsg.ErrBadResponse, httpmsg.LineBuf)))
 			return
 		}
 		n, err := rawRead(c.fd, c.buf[c.n:])
@@ -425,7 +426,7 @@ func (l *epollLoop) read(k int) {
 			l.fail(k, l.readErr(c, os.NewSyscallError("read", err)))
 			return
 		case n == 0:
-			if err := c.p.eof(c.n - c.r); err != nil {
+			if err := c.p.EOF(c.n - c.r); err != nil {
 				l.fail(k, l.readErr(c, err))
 				return
 			}
@@ -438,7 +439,7 @@ func (l *epollLoop) read(k int) {
 }
 
 func (l *epollLoop) readErr(c *hconn, err error) error {
-	if c.p.inBody() {
+	if c.p.InBody() {
 		return fmt.Errorf("http read body: %w", err)
 	}
 	return fmt.Errorf("http read response: %w", err)
@@ -451,7 +452,7 @@ func (l *epollLoop) readErr(c *hconn, err error) error {
 func (l *epollLoop) complete(k int) {
 	c := l.conns[k]
 	w := l.w
-	resp := c.p.resp
+	resp := c.p.Response()
 	now := time.Now()
 	el := now.Sub(c.t0)
 	ct := c.ct
@@ -483,7 +484,7 @@ func (l *epollLoop) complete(k int) {
 		return
 	}
 	// Next request on the same connection.
-	c.p.reset()
+	c.p.Reset()
 	c.t0, c.ct = now, 0
 	c.state, c.wrote, c.deadline = csWriting, 0, now.Add(w.cfg.Timeout)
 	if l.write(k) && c.n > c.r {

@@ -3,7 +3,7 @@ package engine
 import (
 	"bufio"
 	"errors"
-	"fmt"
+	"github.com/cnibench/cnibench/internal/engine/httpmsg"
 	"net"
 	"os"
 	"strings"
@@ -16,44 +16,6 @@ import (
 
 // The epoll client's parser gives the goroutine client's results on every
 // response case, whatever pieces the bytes arrive in.
-func TestRespParser(t *testing.T) {
-	for _, tt := range responseCases {
-		for _, piece := range []int{1, 3, 7, 100, httpLineBuf} {
-			t.Run(fmt.Sprintf("%s/%d", tt.name, piece), func(t *testing.T) {
-				resp, used, err := parseInPieces(tt.in, piece)
-				if tt.wantErr != "" {
-					if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-						t.Fatalf("got %+v, %v; want error containing %q", resp, err, tt.wantErr)
-					}
-					return
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if resp.Status != tt.status || resp.ContentLength != tt.clen || resp.Close != tt.close || used != len(tt.in) {
-					t.Fatalf("got %+v using %d of %d bytes, want status %d length %d close %v", resp, used, len(tt.in), tt.status, tt.clen, tt.close)
-				}
-			})
-		}
-	}
-}
-
-// Two responses back to back (a kept-alive connection): the parser stops at
-// the end of the first, and after reset parses the second.
-func TestRespParserKeepAlive(t *testing.T) {
-	in := []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-	var p respParser
-	n, err := p.feed(in)
-	if err != nil || !p.done() || p.resp.Status != 200 || n != 40 {
-		t.Fatalf("first: used %d, %+v, %v", n, p, err)
-	}
-	p.reset()
-	m, err := p.feed(in[n:])
-	if err != nil || !p.done() || p.resp.Status != 404 || n+m != len(in) {
-		t.Fatalf("second: used %d, %+v, %v", m, p, err)
-	}
-}
-
 // testServer answers each connection with serve, until the test ends.
 func testServer(t *testing.T, serve func(c net.Conn, n int)) (string, *atomic.Int64) {
 	t.Helper()
@@ -126,7 +88,7 @@ func runEpoll(t *testing.T, addr string, cfg Config, warmup bool, until func(cli
 	if !warmup {
 		w.phase.Store(phaseMeasured)
 	}
-	if !w.startHTTPEpoll([]string{addr}, buildRequest(addr, "/", cfg.HTTPKeepAlive)) {
+	if !w.startHTTPEpoll([]string{addr}, httpmsg.BuildRequest(addr, "/", cfg.HTTPKeepAlive)) {
 		t.Fatal("epoll client not started")
 	}
 	limit := time.Now().Add(20 * time.Second)

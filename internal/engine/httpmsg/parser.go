@@ -1,4 +1,4 @@
-package engine
+package httpmsg
 
 import (
 	"bytes"
@@ -6,16 +6,16 @@ import (
 	"io"
 )
 
-// respParser is an incremental HTTP/1.1 response parser for the epoll
-// client (httpepoll_linux.go): bytes are fed as they arrive, in any pieces,
-// and the response is complete when done reports true. It applies the same
-// rules as readResponseHead/readBody (parseStatusLine, parseHeaderLine,
-// parseChunkSize; lines end in CRLF or LF; a line must fit httpLineBuf
+// Parser is an incremental HTTP/1.1 response parser for the epoll
+// client: bytes are fed as they arrive, in any pieces, and the response is
+// complete when Done reports true. It applies the same
+// rules as ReadHead/ReadBody (parseStatusLine, parseHeaderLine,
+// parseChunkSize; lines end in CRLF or LF; a line must fit LineBuf
 // bytes, as in the goroutine client's 4 KiB bufio.Reader) and discards the
 // body.
-type respParser struct {
+type Parser struct {
 	state  parseState
-	resp   httpResponse
+	resp   Response
 	lines  int   // header lines so far
 	remain int64 // body or chunk bytes still to discard
 	// started: at least one byte of this response was seen (EOF before any
@@ -37,23 +37,28 @@ const (
 	psDone
 )
 
-// httpLineBuf is the longest line (with its LF) either client accepts: the
+// LineBuf is the longest line (with its LF) either client accepts: the
 // goroutine client's bufio.Reader size, and the epoll client's buffer.
-const httpLineBuf = 4096
+const LineBuf = 4096
 
-func (p *respParser) reset() { *p = respParser{} }
+// Reset makes p ready for the next response.
+func (p *Parser) Reset() { *p = Parser{} }
 
-func (p *respParser) done() bool { return p.state == psDone }
+// Done reports whether the response is complete.
+func (p *Parser) Done() bool { return p.state == psDone }
 
-// inBody reports whether the head has been parsed (errors are then the
+// Response is the response head parsed so far.
+func (p *Parser) Response() Response { return p.resp }
+
+// InBody reports whether the head has been parsed (errors are then the
 // body's).
-func (p *respParser) inBody() bool { return p.state >= psBody }
+func (p *Parser) InBody() bool { return p.state >= psBody }
 
-// feed consumes bytes of the response from b and returns how many it used:
+// Feed consumes bytes of the response from b and returns how many it used:
 // all of b unless the response completed (then the rest is not its) or b
 // ends in an incomplete line (the caller keeps it and feeds it again with
 // more bytes after it).
-func (p *respParser) feed(b []byte) (int, error) {
+func (p *Parser) Feed(b []byte) (int, error) {
 	n := 0
 	if len(b) > 0 {
 		p.started = true
@@ -79,13 +84,13 @@ func (p *respParser) feed(b []byte) (int, error) {
 		default:
 			i := bytes.IndexByte(b[n:], '\n')
 			if i < 0 {
-				if len(b)-n >= httpLineBuf {
-					return n, fmt.Errorf("%w: line longer than %d bytes", errBadResponse, httpLineBuf)
+				if len(b)-n >= LineBuf {
+					return n, fmt.Errorf("%w: line longer than %d bytes", ErrBadResponse, LineBuf)
 				}
 				return n, nil
 			}
-			if i+1 > httpLineBuf {
-				return n, fmt.Errorf("%w: line longer than %d bytes", errBadResponse, httpLineBuf)
+			if i+1 > LineBuf {
+				return n, fmt.Errorf("%w: line longer than %d bytes", ErrBadResponse, LineBuf)
 			}
 			line := b[n : n+i]
 			n += i + 1
@@ -101,7 +106,7 @@ func (p *respParser) feed(b []byte) (int, error) {
 }
 
 // line handles one complete line in a line state.
-func (p *respParser) line(line []byte) error {
+func (p *Parser) line(line []byte) error {
 	switch p.state {
 	case psStatus:
 		resp, err := parseStatusLine(line)
@@ -131,7 +136,7 @@ func (p *respParser) line(line []byte) error {
 		}
 	case psChunkCRLF:
 		if len(line) != 0 {
-			return fmt.Errorf("%w: missing CRLF after chunk", errBadResponse)
+			return fmt.Errorf("%w: missing CRLF after chunk", ErrBadResponse)
 		}
 		p.state = psChunkSize
 	case psTrailer:
@@ -142,9 +147,9 @@ func (p *respParser) line(line []byte) error {
 	return nil
 }
 
-// startBody picks the body's framing once the head is complete, as readBody
+// startBody picks the body's framing once the head is complete, as ReadBody
 // does.
-func (p *respParser) startBody() {
+func (p *Parser) startBody() {
 	r := p.resp
 	switch {
 	case !r.hasBody():
@@ -160,10 +165,10 @@ func (p *respParser) startBody() {
 	}
 }
 
-// eof is called when the server closed the connection with pending, the
+// EOF is called when the server closed the connection with pending, the
 // bytes fed but not consumed (an incomplete line): it completes a body
 // delimited by the close, or returns the error the goroutine client would.
-func (p *respParser) eof(pending int) error {
+func (p *Parser) EOF(pending int) error {
 	switch {
 	case p.state == psUntilClose:
 		p.state = psDone

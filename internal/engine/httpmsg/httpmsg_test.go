@@ -1,4 +1,4 @@
-package engine
+package httpmsg
 
 import (
 	"bufio"
@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// responseCases are parsed by both clients' parsers: readResponseHead and
-// readBody here, respParser in httpepoll_linux_test.go.
+// responseCases are parsed by both parsers: ReadHead and ReadBody, and
+// Parser (TestRespParser).
 var responseCases = []struct {
 	name    string
 	in      string
@@ -44,9 +44,9 @@ func TestReadResponse(t *testing.T) {
 	for _, tt := range responseCases {
 		t.Run(tt.name, func(t *testing.T) {
 			br := bufio.NewReaderSize(strings.NewReader(tt.in), 4096)
-			resp, err := readResponseHead(br)
+			resp, err := ReadHead(br)
 			if err == nil {
-				err = readBody(br, resp)
+				err = ReadBody(br, resp)
 			}
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -68,11 +68,11 @@ func TestReadResponse(t *testing.T) {
 }
 
 func TestBuildRequest(t *testing.T) {
-	ka := string(buildRequest("h:1", "/x?y=1", true))
+	ka := string(BuildRequest("h:1", "/x?y=1", true))
 	if !strings.HasPrefix(ka, "GET /x?y=1 HTTP/1.1\r\nHost: h:1\r\n") || strings.Contains(ka, "Connection: close") || !strings.HasSuffix(ka, "\r\n\r\n") {
 		t.Fatalf("keep-alive request: %q", ka)
 	}
-	if c := string(buildRequest("h", "/", false)); !strings.Contains(c, "Connection: close\r\n") {
+	if c := string(BuildRequest("h", "/", false)); !strings.Contains(c, "Connection: close\r\n") {
 		t.Fatalf("close request: %q", c)
 	}
 }
@@ -84,19 +84,19 @@ func FuzzReadResponse(f *testing.F) {
 	f.Add("HTTP/1.0 500 x\n\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		br := bufio.NewReaderSize(strings.NewReader(in), 4096)
-		resp, err := readResponseHead(br)
+		resp, err := ReadHead(br)
 		if err != nil {
 			return
 		}
 		if resp.Status < 100 || resp.Status > 999 || resp.ContentLength < -1 {
 			t.Fatalf("accepted an impossible response: %+v", resp)
 		}
-		_ = readBody(br, resp)
+		_ = ReadBody(br, resp)
 	})
 }
 
 // FuzzRespParser: the epoll client's incremental parser accepts exactly
-// what readResponseHead/readBody accept, with the same head, whatever the
+// what ReadHead/ReadBody accept, with the same head, whatever the
 // pieces the bytes arrive in.
 func FuzzRespParser(f *testing.F) {
 	for _, c := range responseCases {
@@ -108,46 +108,46 @@ func FuzzRespParser(f *testing.F) {
 		// read into it.
 		sr := strings.NewReader(in)
 		br := bufio.NewReaderSize(sr, 4096)
-		want, err := readResponseHead(br)
+		want, err := ReadHead(br)
 		if err == nil {
-			err = readBody(br, want)
+			err = ReadBody(br, want)
 		}
 		got, used, perr := parseInPieces(in, int(piece)%64+1)
 		if (err == nil) != (perr == nil) {
-			t.Fatalf("readResponse: %v; respParser: %v", err, perr)
+			t.Fatalf("readResponse: %v; Parser: %v", err, perr)
 		}
 		if err == nil && (got != want || used != len(in)-sr.Len()-br.Buffered()) {
-			t.Fatalf("readResponse %+v (%d buffered, %d unread); respParser %+v (used %d of %d)", want, br.Buffered(), sr.Len(), got, used, len(in))
+			t.Fatalf("readResponse %+v (%d buffered, %d unread); Parser %+v (used %d of %d)", want, br.Buffered(), sr.Len(), got, used, len(in))
 		}
 	})
 }
 
-// parseInPieces feeds in to a respParser piece bytes at a time through a
-// buffer of httpLineBuf bytes, as the epoll client does, then signals EOF;
+// parseInPieces feeds in to a Parser piece bytes at a time through a
+// buffer of LineBuf bytes, as the epoll client does, then signals EOF;
 // it returns the head and how many bytes the response used.
-func parseInPieces(in string, piece int) (httpResponse, int, error) {
-	var p respParser
-	var buf [httpLineBuf]byte
+func parseInPieces(in string, piece int) (Response, int, error) {
+	var p Parser
+	var buf [LineBuf]byte
 	r, n, off, used := 0, 0, 0, 0
-	for iter := 0; !p.done(); iter++ {
+	for iter := 0; !p.Done(); iter++ {
 		if iter > 2*len(in)+10 {
 			panic(fmt.Sprintf("no progress: state %d, %d buffered, %d of %d fed", p.state, n-r, off, len(in)))
 		}
 		if n > r {
-			k, err := p.feed(buf[r:n])
+			k, err := p.Feed(buf[r:n])
 			r += k
 			used += k
 			if err != nil {
 				return p.resp, used, err
 			}
-			if p.done() {
+			if p.Done() {
 				break
 			}
 		}
 		n = copy(buf[:], buf[r:n])
 		r = 0
 		if off == len(in) {
-			if err := p.eof(n - r); err != nil {
+			if err := p.EOF(n - r); err != nil {
 				return p.resp, used, err
 			}
 			break
@@ -157,4 +157,42 @@ func parseInPieces(in string, piece int) (httpResponse, int, error) {
 		off += k
 	}
 	return p.resp, used, nil
+}
+
+func TestRespParser(t *testing.T) {
+	for _, tt := range responseCases {
+		for _, piece := range []int{1, 3, 7, 100, LineBuf} {
+			t.Run(fmt.Sprintf("%s/%d", tt.name, piece), func(t *testing.T) {
+				resp, used, err := parseInPieces(tt.in, piece)
+				if tt.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+						t.Fatalf("got %+v, %v; want error containing %q", resp, err, tt.wantErr)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.Status != tt.status || resp.ContentLength != tt.clen || resp.Close != tt.close || used != len(tt.in) {
+					t.Fatalf("got %+v using %d of %d bytes, want status %d length %d close %v", resp, used, len(tt.in), tt.status, tt.clen, tt.close)
+				}
+			})
+		}
+	}
+}
+
+// Two responses back to back (a kept-alive connection): the parser stops at
+// the end of the first, and after reset parses the second.
+func TestRespParserKeepAlive(t *testing.T) {
+	in := []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+	var p Parser
+	n, err := p.Feed(in)
+	if err != nil || !p.Done() || p.resp.Status != 200 || n != 40 {
+		t.Fatalf("first: used %d, %+v, %v", n, p, err)
+	}
+	p.Reset()
+	m, err := p.Feed(in[n:])
+	if err != nil || !p.Done() || p.resp.Status != 404 || n+m != len(in) {
+		t.Fatalf("second: used %d, %+v, %v", m, p, err)
+	}
 }
