@@ -155,7 +155,7 @@ FUZZTIME_EXPOSITION ?= 20000x
 # (internal/kube).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadMsg$$' -fuzztime $(FUZZTIME) ./internal/engine/
-	$(GO) test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime $(FUZZTIME) ./internal/engine/
+	$(GO) test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime $(FUZZTIME) ./internal/engine/server/
 	$(GO) test -run '^$$' -fuzz '^FuzzSvcPreamble$$' -fuzztime $(FUZZTIME) ./internal/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadResponse$$' -fuzztime $(FUZZTIME) ./internal/engine/httpmsg/
 	$(GO) test -run '^$$' -fuzz '^FuzzRespParser$$' -fuzztime $(FUZZTIME) ./internal/engine/httpmsg/
@@ -191,7 +191,7 @@ FUZZ_EXECS ?= 500000
 .PHONY: fuzz-long
 fuzz-long:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadMsg$$' -fuzztime $(FUZZ_EXECS)x ./internal/engine/
-	$(GO) test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime $(FUZZ_EXECS)x ./internal/engine/
+	$(GO) test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime $(FUZZ_EXECS)x ./internal/engine/server/
 
 vet:
 	$(GO) vet ./...

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cnibench/cnibench/internal/engine/hoststat"
 	"io"
 	"log/slog"
+
+	"github.com/cnibench/cnibench/internal/engine/hoststat"
 )
 
 // The control protocol: every message is a 4-byte big-endian length
@@ -131,7 +132,7 @@ type SrvStats struct {
 	Cgroup      *hoststat.CgroupStat `json:"cgroup,omitempty"`
 	CgroupError string               `json:"cgroup_error,omitempty"`
 	// OthersMicros is other programs' CPU on the server's host over the
-	// window, counted process by process (others.go), or nil where the
+	// window, counted process by process (hoststat.Others), or nil where the
 	// server cannot see the host's processes (a pod).
 	OthersMicros *int64 `json:"others_us,omitempty"`
 	// BootID identifies the server's kernel: the same as the client's
@@ -263,3 +264,19 @@ func ValidateSetup(s *Setup) error {
 	}
 	return nil
 }
+
+// TokenEnv is the environment variable `cnibench serve` and `cnibench run`
+// read the shared secret from when --token is not given. The suite (and
+// later the Kubernetes backend) generates one per run and sets it on its
+// children.
+const TokenEnv = "CNIBENCH_TOKEN"
+
+// ErrRefused marks a request the server refused for lack of budget or
+// authentication; the message says which limit and which flag raises it.
+var ErrRefused = errors.New("server refused")
+
+// Error codes in Msg.Code.
+const (
+	CodeRefused = "refused" // over a limit; retrying later or elsewhere may work
+	CodeAuth    = "auth"    // missing or wrong token
+)
