@@ -1,5 +1,5 @@
 // Command httpserver is a standalone HTTP server for `make bench`: it serves
-// every GET with a fixed-size body through engine.BodyHandler, the same
+// every GET with a fixed-size body through server.BodyHandler, the same
 // handler `cnibench serve` uses for its per-test HTTP data plane, so that
 // peers such as hey can be pointed at a fixed address.
 //
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/engine/server"
 )
 
 func main() {
@@ -40,7 +41,7 @@ func run(listen string, body int) error {
 	}
 	// Same server settings as the engine's HTTP data plane (httpserver.go).
 	srv := &http.Server{
-		Handler:           engine.BodyHandler(body, nil),
+		Handler:           server.BodyHandler(body, nil),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       30 * time.Second,
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cli"
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/engine/server"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -98,7 +99,7 @@ func startServer(t *testing.T) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { _ = engine.NewServer(nil).Serve(ctx, ln); close(done) }()
+	go func() { _ = server.NewServer(nil).Serve(ctx, ln); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return ln.Addr().String()
 }

@@ -28,7 +28,7 @@ const (
 	autoReserve     = 250 // millicores left to the node's other pods
 	autoMinMilliCPU = 100
 	// autoMemory holds the server's buffer budget (256 MiB by default,
-	// engine.DefaultLimits) and the Go runtime.
+	// server.DefaultLimits) and the Go runtime.
 	autoMemory = "512Mi"
 )
 

@@ -1,9 +1,3 @@
-// Package engine is cnibench's native workload engine: a server that serves
-// any number of clients and tests at once, and a client that runs
-// netperf-style tests (tcp_stream, tcp_rr, tcp_crr, udp_stream, udp_rr,
-// http) and ICMP echo (icmp_echo, the kernel of the server's namespace
-// answering) against it, measuring throughput, transaction rates, latency
-// histograms and CPU over exactly the measured window.
 package engine
 
 import (
@@ -28,7 +22,7 @@ const (
 	HTTP      = result.TestHTTP
 	ICMPEcho  = result.TestICMPEcho
 	// TCPRRLoaded is tcp_rr measured while LoadFlows tcp_stream flows load
-	// the same path (loaded.go).
+	// the same path (engine/client, loaded.go).
 	TCPRRLoaded = result.TestTCPRRLoaded
 )
 
@@ -155,16 +149,6 @@ func Defaults(cfg Config) Config {
 	return cfg
 }
 
-// dataTest is the test a session sets up on the server for cfg's test:
-// tcp_rr_loaded's measured flows are tcp_rr's (its load is a tcp_stream
-// session of its own, loaded.go).
-func dataTest(test string) string {
-	if test == TCPRRLoaded {
-		return TCPRR
-	}
-	return test
-}
-
 // FieldError is a configuration error naming the offending field (as a
 // command-line flag) and the fix.
 type FieldError struct {
@@ -262,8 +246,8 @@ func (cfg Config) validateRest() error {
 	}
 	switch cfg.Test {
 	case UDPStream:
-		if cfg.MsgSize != 0 && (cfg.MsgSize < udpStreamHeader || cfg.MsgSize > MaxUDPSize) {
-			return &FieldError{"message-size", strconv.Itoa(cfg.MsgSize), fmt.Sprintf("udp_stream datagrams must be between %d and %d bytes", udpStreamHeader, MaxUDPSize)}
+		if cfg.MsgSize != 0 && (cfg.MsgSize < UDPStreamHeader || cfg.MsgSize > MaxUDPSize) {
+			return &FieldError{"message-size", strconv.Itoa(cfg.MsgSize), fmt.Sprintf("udp_stream datagrams must be between %d and %d bytes", UDPStreamHeader, MaxUDPSize)}
 		}
 	default:
 		if cfg.MsgSize < 1 || cfg.MsgSize > MaxMsgSize {
@@ -354,10 +338,10 @@ func (cfg Config) Map() map[string]string {
 	case UDPRR:
 		m["request_size"] = strconv.Itoa(cfg.ReqSize)
 		m["response_size"] = strconv.Itoa(cfg.RespSize)
-		m["request_size_on_wire"] = strconv.Itoa(udpRRWireSize(cfg.ReqSize))
+		m["request_size_on_wire"] = strconv.Itoa(UDPRRWireSize(cfg.ReqSize))
 	case ICMPEcho:
 		m["request_size"] = strconv.Itoa(cfg.ReqSize)
-		m["request_size_on_wire"] = strconv.Itoa(icmpWireSize(cfg.ReqSize))
+		m["request_size_on_wire"] = strconv.Itoa(ICMPWireSize(cfg.ReqSize))
 		m["socket_model"] = "one blocking ICMP datagram socket per flow on its own OS thread; the server's kernel answers"
 	case TCPRR, TCPCRR:
 		m["request_size"] = strconv.Itoa(cfg.ReqSize)

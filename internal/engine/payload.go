@@ -35,8 +35,8 @@ func FillPayload(b []byte) {
 	}
 }
 
-// fillPayloadAfter fills b past its first hdr bytes (a protocol header the
+// FillPayloadAfter fills b past its first hdr bytes (a protocol header the
 // engine writes itself), if there is anything past them.
-func fillPayloadAfter(b []byte, hdr int) {
+func FillPayloadAfter(b []byte, hdr int) {
 	FillPayload(b[min(hdr, len(b)):])
 }

@@ -85,20 +85,20 @@ func TestFillPayloadAfterKeepsHeader(t *testing.T) {
 	// udp_stream: the per-datagram header must survive, and the marker
 	// still appear in the rest.
 	buf := make([]byte, 1472)
-	fillPayloadAfter(buf, udpStreamHeader)
-	putUDPHeader(buf, 0x1122334455667788, 42, 3)
-	buf[udpOffPhase] = phaseMeasured
-	cookie, seq, flow, ok := parseUDPHeader(buf)
-	if !ok || cookie != 0x1122334455667788 || seq != 42 || flow != 3 || buf[udpOffPhase] != phaseMeasured {
-		t.Fatalf("header after fill: cookie %#x seq %d flow %d ok %v phase %d", cookie, seq, flow, ok, buf[udpOffPhase])
+	FillPayloadAfter(buf, UDPStreamHeader)
+	PutUDPHeader(buf, 0x1122334455667788, 42, 3)
+	buf[UDPOffPhase] = PhaseMeasured
+	cookie, seq, flow, ok := ParseUDPHeader(buf)
+	if !ok || cookie != 0x1122334455667788 || seq != 42 || flow != 3 || buf[UDPOffPhase] != PhaseMeasured {
+		t.Fatalf("header after fill: cookie %#x seq %d flow %d ok %v phase %d", cookie, seq, flow, ok, buf[UDPOffPhase])
 	}
-	if !bytes.Equal(buf[udpStreamHeader:udpStreamHeader+len(PayloadMarker)], PayloadMarker) {
+	if !bytes.Equal(buf[UDPStreamHeader:UDPStreamHeader+len(PayloadMarker)], PayloadMarker) {
 		t.Errorf("no marker right after the udp_stream header")
 	}
-	if off, ok := windowsHoldMarker(buf[udpStreamHeader:], PayloadWindow+1); !ok {
+	if off, ok := windowsHoldMarker(buf[UDPStreamHeader:], PayloadWindow+1); !ok {
 		t.Errorf("udp_stream payload: no whole marker in the window at %d", off)
 	}
 	// Headers longer than the buffer, and tiny buffers, are no error.
-	fillPayloadAfter(make([]byte, 5), udpRRHeader)
-	fillPayloadAfter(make([]byte, udpRRHeader), udpRRHeader)
+	FillPayloadAfter(make([]byte, 5), UDPRRHeader)
+	FillPayloadAfter(make([]byte, UDPRRHeader), UDPRRHeader)
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+
+	"github.com/cnibench/cnibench/internal/engine/hoststat"
 )
 
 // The control protocol: every message is a 4-byte big-endian length
@@ -122,15 +124,15 @@ type SrvStats struct {
 	CPUError string `json:"cpu_error,omitempty"`
 	// HostStat is the server host's /proc/stat delta over the window, or
 	// nil with HostError saying why.
-	HostStat  *ProcStat `json:"host_stat,omitempty"`
-	HostError string    `json:"host_error,omitempty"`
+	HostStat  *hoststat.ProcStat `json:"host_stat,omitempty"`
+	HostError string             `json:"host_error,omitempty"`
 	// Cgroup is the server's cgroup's CPU over the window (every process
 	// of its cgroup), or nil with CgroupError saying why: the run's own
 	// CPU, which foreign_cpu_pct leaves out.
-	Cgroup      *CgroupStat `json:"cgroup,omitempty"`
-	CgroupError string      `json:"cgroup_error,omitempty"`
+	Cgroup      *hoststat.CgroupStat `json:"cgroup,omitempty"`
+	CgroupError string               `json:"cgroup_error,omitempty"`
 	// OthersMicros is other programs' CPU on the server's host over the
-	// window, counted process by process (others.go), or nil where the
+	// window, counted process by process (hoststat.Others), or nil where the
 	// server cannot see the host's processes (a pod).
 	OthersMicros *int64 `json:"others_us,omitempty"`
 	// BootID identifies the server's kernel: the same as the client's
@@ -138,8 +140,8 @@ type SrvStats struct {
 	BootID string `json:"boot_id,omitempty"`
 	// IPFrag is the server network namespace's IP fragmentation and
 	// reassembly counters' delta, or nil with IPFragError saying why.
-	IPFrag      *IPFrag `json:"ip_frag,omitempty"`
-	IPFragError string  `json:"ip_frag_error,omitempty"`
+	IPFrag      *hoststat.IPFrag `json:"ip_frag,omitempty"`
+	IPFragError string           `json:"ip_frag_error,omitempty"`
 	// UDPRecv is udp_stream's exact receive account (since setup).
 	UDPRecv *UDPRecv `json:"udp_recv,omitempty"`
 }
@@ -262,3 +264,19 @@ func ValidateSetup(s *Setup) error {
 	}
 	return nil
 }
+
+// TokenEnv is the environment variable `cnibench serve` and `cnibench run`
+// read the shared secret from when --token is not given. The suite (and
+// later the Kubernetes backend) generates one per run and sets it on its
+// children.
+const TokenEnv = "CNIBENCH_TOKEN"
+
+// ErrRefused marks a request the server refused for lack of budget or
+// authentication; the message says which limit and which flag raises it.
+var ErrRefused = errors.New("server refused")
+
+// Error codes in Msg.Code.
+const (
+	CodeRefused = "refused" // over a limit; retrying later or elsewhere may work
+	CodeAuth    = "auth"    // missing or wrong token
+)

@@ -146,39 +146,6 @@ func FuzzReadMsg(f *testing.F) {
 	})
 }
 
-// FuzzAdmission: whatever a peer sends as its hello, the server's checks
-// (protocol, token, reservation, budget) never panic, and a reservation
-// they accept stays within the per-session limits.
-func FuzzAdmission(f *testing.F) {
-	f.Add([]byte(`{"type":"hello","hello":{"proto":"cnibench","version":2,"token":"t","window_ms":1500,"reserve":{"test":"tcp_rr","flows":8,"req_size":1,"resp_size":1,"msg_size":1}}}`))
-	f.Add([]byte(`{"type":"hello","hello":{"proto":"cnibench","version":2,"reserve":{"test":"http","flows":10000,"req_size":1,"resp_size":1,"msg_size":1,"http_body":67108864}}}`))
-	f.Add([]byte(`{"type":"hello","hello":{"proto":"cnibench","version":2,"window_ms":-1}}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		m, err := DecodeMsg(body)
-		if err != nil || m.Type != MsgHello {
-			return
-		}
-		if CheckHello(m.Hello) != nil || checkToken("t", m.Hello.Token) != nil || m.Hello.Reserve == nil {
-			return
-		}
-		if ValidateSetup(m.Hello.Reserve) != nil {
-			return
-		}
-		c := setupCost(m.Hello.Reserve)
-		if c.flows < 1 || c.flows > MaxHTTPFlows || c.bytes < 0 || c.bytes > int64(MaxHTTPFlows)*(2*MaxMsgSize+256<<10)+MaxHTTPBody {
-			t.Fatalf("cost %+v of a valid reservation out of bounds", c)
-		}
-		b := budget{lim: DefaultLimits()}
-		held, err := b.grow(cost{}, c)
-		if err == nil {
-			b.release(held)
-		}
-		if u := b.inUse(); u != (cost{}) {
-			t.Fatalf("budget not returned: %+v", u)
-		}
-	})
-}
-
 func TestHelloKeepsTokenOutOfLogs(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))

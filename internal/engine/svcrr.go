@@ -19,7 +19,7 @@ import (
 // shared token, that the client was given the run's secret, so any server
 // started with the same token serves it without state.
 //
-// Preamble (svcPreambleLen bytes, big endian):
+// Preamble (SvcPreambleLen bytes, big endian):
 //
 //	magic "cnbS" | version u8 | flags u8 | reserved u16 |
 //	request size u32 | response size u32 | nonce [16] | mac [16]
@@ -35,14 +35,14 @@ import (
 const (
 	svcMagic       = "cnbS"
 	svcVersion     = 1
-	svcPreambleLen = 4 + 1 + 1 + 2 + 4 + 4 + 16 + 16
+	SvcPreambleLen = 4 + 1 + 1 + 2 + 4 + 4 + 16 + 16
 	svcOneShot     = 1 << 0
 	svcSink        = 1 << 1
 	svcMACLen      = 16
 )
 
-// svcPreamble is a decoded preamble.
-type svcPreamble struct {
+// SvcPreamble is a decoded preamble.
+type SvcPreamble struct {
 	OneShot  bool
 	Sink     bool
 	ReqSize  int
@@ -57,16 +57,16 @@ var (
 	errSvcSize    = errors.New("service preamble: request or response size out of range")
 )
 
-// encodeSvcPreamble builds the preamble for p, authenticated with token,
+// EncodeSvcPreamble builds the preamble for p, authenticated with token,
 // with a random nonce.
-func encodeSvcPreamble(token string, p svcPreamble) ([]byte, error) {
+func EncodeSvcPreamble(token string, p SvcPreamble) ([]byte, error) {
 	if token == "" {
 		return nil, errors.New("service mode needs a token (--token or " + TokenEnv + ")")
 	}
 	if p.ReqSize < 1 || p.ReqSize > MaxMsgSize || p.RespSize < 1 || p.RespSize > MaxMsgSize {
 		return nil, errSvcSize
 	}
-	b := make([]byte, 0, svcPreambleLen)
+	b := make([]byte, 0, SvcPreambleLen)
 	b = append(b, svcMagic...)
 	flags := byte(0)
 	if p.OneShot {
@@ -92,27 +92,27 @@ func svcMAC(token string, msg []byte) []byte {
 	return m.Sum(nil)[:svcMACLen]
 }
 
-// decodeSvcPreamble verifies a preamble of exactly svcPreambleLen bytes
+// DecodeSvcPreamble verifies a preamble of exactly SvcPreambleLen bytes
 // against token and returns what it asks for.
-func decodeSvcPreamble(token string, b []byte) (svcPreamble, error) {
-	if len(b) != svcPreambleLen || string(b[:4]) != svcMagic {
-		return svcPreamble{}, errSvcMagic
+func DecodeSvcPreamble(token string, b []byte) (SvcPreamble, error) {
+	if len(b) != SvcPreambleLen || string(b[:4]) != svcMagic {
+		return SvcPreamble{}, errSvcMagic
 	}
 	if b[4] != svcVersion {
-		return svcPreamble{}, errSvcVersion
+		return SvcPreamble{}, errSvcVersion
 	}
-	body, mac := b[:svcPreambleLen-svcMACLen], b[svcPreambleLen-svcMACLen:]
+	body, mac := b[:SvcPreambleLen-svcMACLen], b[SvcPreambleLen-svcMACLen:]
 	if token == "" || !hmac.Equal(mac, svcMAC(token, body)) {
-		return svcPreamble{}, errSvcMAC
+		return SvcPreamble{}, errSvcMAC
 	}
-	p := svcPreamble{
+	p := SvcPreamble{
 		OneShot:  b[5]&svcOneShot != 0,
 		Sink:     b[5]&svcSink != 0,
 		ReqSize:  int(binary.BigEndian.Uint32(b[8:12])),
 		RespSize: int(binary.BigEndian.Uint32(b[12:16])),
 	}
 	if p.ReqSize < 1 || p.ReqSize > MaxMsgSize || p.RespSize < 1 || p.RespSize > MaxMsgSize {
-		return svcPreamble{}, errSvcSize
+		return SvcPreamble{}, errSvcSize
 	}
 	return p, nil
 }

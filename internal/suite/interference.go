@@ -3,11 +3,10 @@ package suite
 import (
 	"context"
 	"fmt"
-	"time"
-
-	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/engine/hoststat"
 	"github.com/cnibench/cnibench/pkg/result"
 	"github.com/cnibench/cnibench/pkg/stats"
+	"time"
 )
 
 // Interference is the suite's rule for repeats measured while other
@@ -67,7 +66,7 @@ func (st *state) probeIdle(ctx context.Context) {
 	st.mu.Lock()
 	st.set.Interference = in
 	st.mu.Unlock()
-	f, steal, err := engine.ProbeForeign(ctx, d)
+	f, steal, err := hoststat.ProbeForeign(ctx, d)
 	if err != nil {
 		if ctx.Err() != nil {
 			return

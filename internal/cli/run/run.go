@@ -17,6 +17,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/engine/client"
 	"github.com/cnibench/cnibench/internal/profile"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -164,7 +165,7 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 	if token == "" {
 		token = os.Getenv(engine.TokenEnv)
 	}
-	cl := &engine.Client{Logger: logger, Token: token}
+	cl := &client.Client{Logger: logger, Token: token}
 	var hook *profileHook
 	if f.CPUProfile != "" {
 		if f.CPUProfileHz < 1 || f.CPUProfileHz > 10000 {
@@ -178,7 +179,7 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, f *flagp
 		defer func() { _, _ = hook.stop() }() // a window left open by an error
 	}
 	if !f.Quiet {
-		cl.Progress = func(e engine.Event) { printProgress(s.ErrOut, cfg, e) }
+		cl.Progress = func(e client.Event) { printProgress(s.ErrOut, cfg, e) }
 	}
 	ctx := cmd.Context()
 	if f.StopOnStdinEOF {
@@ -240,7 +241,7 @@ func writeFile(path string, res *result.Result) error {
 	return fh.Close()
 }
 
-func printProgress(w io.Writer, cfg engine.Config, e engine.Event) {
+func printProgress(w io.Writer, cfg engine.Config, e client.Event) {
 	switch e.Phase {
 	case "warmup":
 		fmt.Fprintf(w, "repeat %d/%d: %s, %d flow(s), warm-up %s then %s measured\n", e.Repeat, e.Repeats, cfg.Test, cfg.Flows, cfg.Warmup, cfg.Duration)

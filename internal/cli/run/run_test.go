@@ -18,6 +18,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/engine/server"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -76,7 +77,7 @@ func startServer(t *testing.T) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- engine.NewServer(nil).Serve(ctx, ln) }()
+	go func() { done <- server.NewServer(nil).Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -17,6 +17,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/engine/server"
 )
 
 type flagpole struct {
@@ -50,7 +51,7 @@ func NewCommand(logger *slog.Logger, s streams.IOStreams) *cobra.Command {
 			return runE(cmd, logger, s, flags)
 		},
 	}
-	d := engine.DefaultLimits()
+	d := server.DefaultLimits()
 	fl := cmd.Flags()
 	fl.StringVar(&flags.Listen, "listen", ":"+strconv.Itoa(engine.DefaultPort), "control address ADDR:PORT to listen on")
 	fl.StringVar(&flags.ServiceListen, "service-listen", "", "also serve service-mode tcp_rr/tcp_crr/tcp_stream (no session: any server with the same token answers any connection, as behind a load-balanced service) on ADDR:PORT, or on several separated by commas; needs the token")
@@ -91,7 +92,7 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, flags *f
 	}
 	fmt.Fprintf(s.ErrOut, "cnibench serve: listening on %s (protocol v%d; %s; up to %d sessions, %d flows, %s of buffers)\n",
 		ln.Addr(), engine.ProtoVersion, auth, lim.MaxSessions, lim.MaxFlows, flags.MaxBufferMem)
-	srv := engine.NewServer(logger)
+	srv := server.NewServer(logger)
 	srv.Limits = lim
 	type extra struct {
 		name string
@@ -157,8 +158,8 @@ func runE(cmd *cobra.Command, logger *slog.Logger, s streams.IOStreams, flags *f
 }
 
 // limits checks the limit flags and reads the token.
-func (f *flagpole) limits() (engine.Limits, error) {
-	lim := engine.Limits{
+func (f *flagpole) limits() (server.Limits, error) {
+	lim := server.Limits{
 		MaxSessions: f.MaxSessions, MaxPending: f.MaxPending, MaxFlows: f.MaxFlows,
 		HelloTimeout: f.HelloTimeout, IdleTimeout: f.IdleTimeout, MaxWindow: f.MaxWindow,
 		Token: f.Token,

@@ -13,10 +13,11 @@ import (
 	"github.com/cnibench/cnibench/internal/cli/clierr"
 	"github.com/cnibench/cnibench/internal/cli/streams"
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/engine/server"
 )
 
 func validFlags() flagpole {
-	d := engine.DefaultLimits()
+	d := server.DefaultLimits()
 	return flagpole{MaxSessions: d.MaxSessions, MaxPending: d.MaxPending, MaxFlows: d.MaxFlows, MaxBufferMem: "256M",
 		HelloTimeout: d.HelloTimeout, IdleTimeout: d.IdleTimeout, MaxWindow: d.MaxWindow}
 }

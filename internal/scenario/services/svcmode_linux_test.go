@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/engine/client"
+	"github.com/cnibench/cnibench/internal/engine/server"
 	"github.com/cnibench/cnibench/internal/testutil"
 	"github.com/cnibench/cnibench/internal/testutil/nstest"
 	"github.com/cnibench/cnibench/pkg/result"
@@ -26,7 +28,7 @@ func TestMain(m *testing.M) {
 	if svc := os.Getenv(clientEnv); svc != "" {
 		cfg := engine.Config{Service: svc, Test: os.Getenv("CNB_SERVICES_TEST"), Flows: 2, Duration: 400 * time.Millisecond,
 			Warmup: 50 * time.Millisecond, Repeat: 1, Timeout: 2 * time.Second}
-		res, err := (&engine.Client{Token: os.Getenv("CNB_SERVICES_TOKEN")}).Run(context.Background(), cfg)
+		res, err := (&client.Client{Token: os.Getenv("CNB_SERVICES_TOKEN")}).Run(context.Background(), cfg)
 		if err != nil {
 			fmt.Println("client error:", err)
 			os.Exit(1)
@@ -73,8 +75,8 @@ func TestServiceModeThroughKubeProxy(t *testing.T) {
 		}
 		counts[i] = new(atomic.Int64)
 		ctx, cancel := context.WithCancel(context.Background())
-		srv := engine.NewServer(nil)
-		srv.Limits = engine.Limits{Token: token}
+		srv := server.NewServer(nil)
+		srv.Limits = server.Limits{Token: token}
 		done := make(chan error, 1)
 		go func() { done <- srv.ServeService(ctx, countingListener{ln, counts[i]}) }()
 		t.Cleanup(func() { cancel(); <-done })
