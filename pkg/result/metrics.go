@@ -258,10 +258,11 @@ var Metrics = map[string]MetricInfo{
 	"svc_cluster_settle_cni_cpu_millicores": {"millicores", LowerIsBetter, "services scenario on a cluster: CPU of the CNI's pods over the last window of svc_cluster_settle_seconds (below the bound when it settled)"},
 }
 
-// Info returns the metric's documentation, with a generic entry for
-// unknown names (guessing the unit from the name).
+// Info returns the metric's documentation (Known: the engine's or a
+// registered one), with a generic entry for unknown names (guessing the
+// unit from the name).
 func Info(name string) MetricInfo {
-	if m, ok := Metrics[name]; ok {
+	if m, ok := Known(name); ok {
 		return m
 	}
 	if m, ok := profileMetricInfo(name); ok {
