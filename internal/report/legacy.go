@@ -29,12 +29,12 @@ const NoneMechanism = "none"
 // FilterMetrics are the legacy egress-filter scenario's per-point costs,
 // in the order the report shows them.
 var FilterMetrics = []string{
-	result.FilterSetupSeconds, result.FilterUpdateAddSeconds, result.FilterUpdateRemoveSeconds,
-	result.FilterTeardownSeconds, result.FilterKernelBytes, result.FilterLoaderRSSBytes,
+	"filter_setup_seconds", "filter_update_add_seconds", "filter_update_remove_seconds",
+	"filter_teardown_seconds", "filter_kernel_bytes", "filter_loader_rss_bytes",
 }
 
 // ServiceMetrics are the legacy services scenario's per-point costs.
-var ServiceMetrics = []string{result.SvcSetupSeconds, result.SvcTeardownSeconds}
+var ServiceMetrics = []string{"svc_setup_seconds", "svc_teardown_seconds"}
 
 // legacyShapes, in the order they are tried: the categorical ones are
 // recognised by their first group label, the sweeps by their series label.
@@ -90,12 +90,12 @@ var legacyShapes = []result.ScenarioShape{
 			PointLead:    "Loading the filter: set-up until a denied probe is proven dropped, one update (add and remove one /32), tear-down and memory.",
 		},
 		MetricTitles: map[string]string{
-			result.FilterSetupSeconds:        "Set-up until enforced",
-			result.FilterUpdateAddSeconds:    "Update: add one CIDR",
-			result.FilterUpdateRemoveSeconds: "Update: remove one CIDR",
-			result.FilterTeardownSeconds:     "Tear-down",
-			result.FilterKernelBytes:         "Kernel memory of the rules",
-			result.FilterLoaderRSSBytes:      "Loader peak RSS",
+			"filter_setup_seconds":         "Set-up until enforced",
+			"filter_update_add_seconds":    "Update: add one CIDR",
+			"filter_update_remove_seconds": "Update: remove one CIDR",
+			"filter_teardown_seconds":      "Tear-down",
+			"filter_kernel_bytes":          "Kernel memory of the rules",
+			"filter_loader_rss_bytes":      "Loader peak RSS",
 		},
 	},
 	{
@@ -109,8 +109,8 @@ var legacyShapes = []result.ScenarioShape{
 			PointLead:    "Loading the services: time to load the table (both nodes' rules for iptables, the maps and attachments for eBPF), and to remove it.",
 		},
 		MetricTitles: map[string]string{
-			result.SvcSetupSeconds:    "Loading the services",
-			result.SvcTeardownSeconds: "Removing the services",
+			"svc_setup_seconds":    "Loading the services",
+			"svc_teardown_seconds": "Removing the services",
 		},
 	},
 }

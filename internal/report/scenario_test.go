@@ -53,13 +53,13 @@ func egressFixture() *result.Set {
 					jit := 1 + 0.01*float64(i-2)
 					m := map[string]float64{result.HostCPUPct: 150 * jit * (1 + 0.1*cost*n)}
 					if mech == "ipset" {
-						m[result.FilterSetupSeconds] = 0.02 * n * n * jit
-						m[result.FilterUpdateAddSeconds] = 0.0003 * n * jit
-						m[result.FilterUpdateRemoveSeconds] = 0.0002 * n * jit
-						m[result.FilterKernelBytes] = 1000 * n * n
-						m[result.FilterLoaderRSSBytes] = 2 << 20
+						m["filter_setup_seconds"] = 0.02 * n * n * jit
+						m["filter_update_add_seconds"] = 0.0003 * n * jit
+						m["filter_update_remove_seconds"] = 0.0002 * n * jit
+						m["filter_kernel_bytes"] = 1000 * n * n
+						m["filter_loader_rss_bytes"] = 2 << 20
 					}
-					m[result.FilterTeardownSeconds] = (0.000002 + 0.01*cost*n) * jit
+					m["filter_teardown_seconds"] = (0.000002 + 0.01*cost*n) * jit
 					switch {
 					case c.test == "tcp_rr":
 						m[result.TransPerSec] = 40000 * jit / (1 + 0.2*cost*n)
@@ -176,7 +176,7 @@ func TestScaleForSeconds(t *testing.T) {
 	}{
 		{2.5, "2.50 s"}, {0.0123, "12.3 ms"}, {0.000045, "45.0 µs"},
 	} {
-		if got := Value(result.FilterSetupSeconds, tt.v); got != tt.want {
+		if got := Value("filter_setup_seconds", tt.v); got != tt.want {
 			t.Errorf("Value(%g s) = %q, want %q", tt.v, got, tt.want)
 		}
 	}

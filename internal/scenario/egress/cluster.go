@@ -19,7 +19,6 @@ import (
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
 	"github.com/cnibench/cnibench/internal/scenario"
-	res "github.com/cnibench/cnibench/pkg/result"
 )
 
 // The mechanisms a cluster's own policy layer provides (the seed's actual
@@ -206,7 +205,7 @@ func (p *clusterPolicy) Close(ctx context.Context) (map[string]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remove the %s objects: %w", p.mech, err)
 	}
-	return map[string]float64{res.FilterTeardownSeconds: w.AfterSeconds}, nil
+	return map[string]float64{FilterTeardownSeconds: w.AfterSeconds}, nil
 }
 
 // NotEnforcedError is a cluster point whose deny was not enforced: the
@@ -302,10 +301,10 @@ func PrepareClusterPolicy(ctx context.Context, ca *cluster.Access, mech string, 
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("load %s with %d rules: %w", mech, n, err), removeAll(ctx, remove))
 	}
-	p.metrics[res.FilterSetupSeconds] = w.AfterSeconds
-	p.metrics[res.FilterSetupReturnedSeconds] = returned.Seconds()
-	p.metrics[res.FilterSetupResolutionSeconds] = w.ResolutionSeconds
-	p.metrics[res.FilterSetupAllowedLost] = float64(lost)
+	p.metrics[FilterSetupSeconds] = w.AfterSeconds
+	p.metrics[FilterSetupReturnedSeconds] = returned.Seconds()
+	p.metrics[FilterSetupResolutionSeconds] = w.ResolutionSeconds
+	p.metrics[FilterSetupAllowedLost] = float64(lost)
 	if lost > 0 {
 		p.config["filter_allowed_cut"] = fmt.Sprintf("%d of %d probes of the allowed server unanswered while the deny went in, the last %.3fs after the first create (the deny took effect at %.3fs); answered again by the end of the proof",
 			lost, w.AllowedProbes, w.AllowedLastMissSeconds, w.AfterSeconds)

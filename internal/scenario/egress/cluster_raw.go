@@ -15,7 +15,6 @@ import (
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/scenario"
-	res "github.com/cnibench/cnibench/pkg/result"
 )
 
 // rawPodCaps are what a raw point's client pod gets, for that point only:
@@ -77,7 +76,7 @@ func (p *clusterRaw) Close(ctx context.Context) (map[string]float64, error) {
 	case r.Error != "":
 		errs = append(errs, errors.New(r.Error))
 	default:
-		m = map[string]float64{res.FilterTeardownSeconds: r.Watch.AfterSeconds}
+		m = map[string]float64{FilterTeardownSeconds: r.Watch.AfterSeconds}
 	}
 	return m, errors.Join(errs...)
 }
@@ -162,11 +161,11 @@ func PrepareClusterRaw(ctx context.Context, ca *cluster.Access, mech string, n i
 		}
 		return fail(err)
 	}
-	p.metrics[res.FilterSetupSeconds] = r.Watch.AfterSeconds
-	p.metrics[res.FilterSetupReturnedSeconds] = r.ReturnedSeconds
-	p.metrics[res.FilterSetupResolutionSeconds] = r.Watch.ResolutionSeconds
+	p.metrics[FilterSetupSeconds] = r.Watch.AfterSeconds
+	p.metrics[FilterSetupReturnedSeconds] = r.ReturnedSeconds
+	p.metrics[FilterSetupResolutionSeconds] = r.Watch.ResolutionSeconds
 	if r.KernelBytesKnown {
-		p.metrics[res.FilterKernelBytes] = float64(r.KernelBytes)
+		p.metrics[FilterKernelBytes] = float64(r.KernelBytes)
 	}
 	p.config = map[string]string{
 		"filter_seed":            strconv.FormatUint(seed, 10),

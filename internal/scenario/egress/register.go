@@ -21,9 +21,10 @@ const NoneMechanism = "none"
 
 func init() {
 	scenario.Register(scenario.Registration{
-		Name:  ScenarioName,
-		Usage: "egress filtering at scale: filter mechanisms × deny-set sizes, set-up and update costs, traffic through the filter",
-		Flags: flags,
+		Name:    ScenarioName,
+		Usage:   "egress filtering at scale: filter mechanisms × deny-set sizes, set-up and update costs, traffic through the filter",
+		Flags:   flags,
+		Metrics: metrics,
 	})
 }
 
@@ -99,8 +100,8 @@ func (s *Scenario) Config() map[string]string {
 // FilterMetrics are the per-point costs of loading a filter, in the order
 // the report shows them.
 var FilterMetrics = []string{
-	result.FilterSetupSeconds, result.FilterUpdateAddSeconds, result.FilterUpdateRemoveSeconds,
-	result.FilterTeardownSeconds, result.FilterKernelBytes, result.FilterLoaderRSSBytes,
+	FilterSetupSeconds, FilterUpdateAddSeconds, FilterUpdateRemoveSeconds,
+	FilterTeardownSeconds, FilterKernelBytes, FilterLoaderRSSBytes,
 }
 
 // Shape draws the scenario against the rule count, one line per mechanism
@@ -116,12 +117,12 @@ func (s *Scenario) Shape() result.ScenarioShape {
 			PointLead:    "Loading the filter: set-up until a denied probe is proven dropped, one update (add and remove one /32), tear-down and memory.",
 		},
 		MetricTitles: map[string]string{
-			result.FilterSetupSeconds:        "Set-up until enforced",
-			result.FilterUpdateAddSeconds:    "Update: add one CIDR",
-			result.FilterUpdateRemoveSeconds: "Update: remove one CIDR",
-			result.FilterTeardownSeconds:     "Tear-down",
-			result.FilterKernelBytes:         "Kernel memory of the rules",
-			result.FilterLoaderRSSBytes:      "Loader peak RSS",
+			FilterSetupSeconds:        "Set-up until enforced",
+			FilterUpdateAddSeconds:    "Update: add one CIDR",
+			FilterUpdateRemoveSeconds: "Update: remove one CIDR",
+			FilterTeardownSeconds:     "Tear-down",
+			FilterKernelBytes:         "Kernel memory of the rules",
+			FilterLoaderRSSBytes:      "Loader peak RSS",
 		},
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/procfs"
 	"github.com/cnibench/cnibench/internal/scenario"
-	res "github.com/cnibench/cnibench/pkg/result"
 )
 
 // ensureAddrs gives the server pod DeniedAddr and UpdateAddr once per lab.
@@ -88,7 +87,7 @@ func (p *prepared) Close(ctx context.Context) (map[string]float64, error) {
 	if err := p.f.Close(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("remove the filter: %w", err)
 	}
-	return map[string]float64{res.FilterTeardownSeconds: time.Since(t0).Seconds()}, nil
+	return map[string]float64{FilterTeardownSeconds: time.Since(t0).Seconds()}, nil
 }
 
 // Prepare loads the point's filter on the client's node and proves it: the
@@ -171,7 +170,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 		if err := load(ctx); err != nil {
 			return nil, err
 		}
-		pr.metrics[res.FilterSetupReturnedSeconds] = time.Since(t0).Seconds()
+		pr.metrics[FilterSetupReturnedSeconds] = time.Since(t0).Seconds()
 		pr.describe(info)
 		return pr, nil
 	}
@@ -196,11 +195,11 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 		}
 	}
 	if known {
-		pr.metrics[res.FilterLoaderRSSBytes] = float64(loaderRSS)
+		pr.metrics[FilterLoaderRSSBytes] = float64(loaderRSS)
 	}
-	pr.metrics[res.FilterSetupSeconds] = enf.Enforced.Seconds()
-	pr.metrics[res.FilterSetupReturnedSeconds] = enf.Returned.Seconds()
-	pr.metrics[res.FilterSetupResolutionSeconds] = enf.Resolution.Seconds()
+	pr.metrics[FilterSetupSeconds] = enf.Enforced.Seconds()
+	pr.metrics[FilterSetupReturnedSeconds] = enf.Returned.Seconds()
+	pr.metrics[FilterSetupResolutionSeconds] = enf.Resolution.Seconds()
 	pr.config["filter_probe_interval"] = enf.ProbeInterval.String()
 	pr.describe(info)
 
@@ -212,7 +211,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 		return nil, pr.fail(ctx, fmt.Errorf("%s with %d rules: probes to %s stopped arriving but the filter's drop counter is 0", name, n, DeniedAddr))
 	}
 	if st.KernelBytesKnown {
-		pr.metrics[res.FilterKernelBytes] = float64(st.KernelBytes)
+		pr.metrics[FilterKernelBytes] = float64(st.KernelBytes)
 	}
 
 	up := probe
@@ -221,12 +220,12 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	if err != nil {
 		return nil, pr.fail(ctx, fmt.Errorf("prove %s drops %s after adding it to %d rules: %w", name, upd, n, err))
 	}
-	pr.metrics[res.FilterUpdateAddSeconds] = add.Enforced.Seconds()
+	pr.metrics[FilterUpdateAddSeconds] = add.Enforced.Seconds()
 	rel, err := MeasureRelease(ctx, up, func(ctx context.Context) error { return pr.f.Remove(ctx, upd) })
 	if err != nil {
 		return nil, pr.fail(ctx, fmt.Errorf("prove %s lets %s through after removing it from %d rules: %w", name, upd, n+1, err))
 	}
-	pr.metrics[res.FilterUpdateRemoveSeconds] = rel.Released.Seconds()
+	pr.metrics[FilterUpdateRemoveSeconds] = rel.Released.Seconds()
 	return pr, nil
 }
 

@@ -12,9 +12,10 @@ import (
 
 func init() {
 	scenario.Register(scenario.Registration{
-		Name:  ScenarioName,
-		Usage: "north-south load balancing: a BPF load balancer's modes (snat, dsr) × transports × host firewall, with per-node CPU",
-		Flags: flags,
+		Name:    ScenarioName,
+		Usage:   "north-south load balancing: a BPF load balancer's modes (snat, dsr) × transports × host firewall, with per-node CPU",
+		Flags:   flags,
+		Metrics: metrics,
 	})
 }
 

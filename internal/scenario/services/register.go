@@ -16,9 +16,10 @@ var QuickServices = []int{1, 1000}
 
 func init() {
 	scenario.Register(scenario.Registration{
-		Name:  ScenarioName,
-		Usage: "services at scale: kube-proxy's iptables and eBPF service load balancing × service-table sizes",
-		Flags: flags,
+		Name:    ScenarioName,
+		Usage:   "services at scale: kube-proxy's iptables and eBPF service load balancing × service-table sizes",
+		Flags:   flags,
+		Metrics: metrics,
 	})
 }
 
@@ -52,7 +53,7 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 }
 
 // ServiceMetrics are the per-point costs of a services point.
-var ServiceMetrics = []string{result.SvcSetupSeconds, result.SvcTeardownSeconds}
+var ServiceMetrics = []string{SvcSetupSeconds, SvcTeardownSeconds}
 
 // Shape draws the scenario against the number of services, one line per
 // implementation (scenario.Shaper).
@@ -68,8 +69,8 @@ func (s *Scenario) Shape() result.ScenarioShape {
 			PointLead:    "Loading the services: time to load the table (both nodes' rules for iptables, the maps and attachments for eBPF), and to remove it.",
 		},
 		MetricTitles: map[string]string{
-			result.SvcSetupSeconds:    "Loading the services",
-			result.SvcTeardownSeconds: "Removing the services",
+			SvcSetupSeconds:    "Loading the services",
+			SvcTeardownSeconds: "Removing the services",
 		},
 	}
 }
