@@ -20,11 +20,13 @@ var QuickRules = []int{10, 1000}
 const NoneMechanism = "none"
 
 func init() {
+	legacy := shape()
 	scenario.Register(scenario.Registration{
-		Name:    ScenarioName,
-		Usage:   "egress filtering at scale: filter mechanisms × deny-set sizes, set-up and update costs, traffic through the filter",
-		Flags:   flags,
-		Metrics: metrics,
+		Name:        ScenarioName,
+		Usage:       "egress filtering at scale: filter mechanisms × deny-set sizes, set-up and update costs, traffic through the filter",
+		Flags:       flags,
+		Metrics:     metrics,
+		LegacyShape: &legacy,
 	})
 }
 
@@ -106,7 +108,11 @@ var FilterMetrics = []string{
 
 // Shape draws the scenario against the rule count, one line per mechanism
 // (scenario.Shaper).
-func (s *Scenario) Shape() result.ScenarioShape {
+func (s *Scenario) Shape() result.ScenarioShape { return shape() }
+
+// shape is the scenario's report shape, whatever its options; documents
+// written before results carried it are drawn with it too (LegacyShape).
+func shape() result.ScenarioShape {
 	return result.ScenarioShape{
 		Scenario: ScenarioName,
 		Sweep: &result.SweepShape{

@@ -12,12 +12,14 @@ import (
 const flagEncrypt = "encrypt"
 
 func init() {
+	legacy := shape()
 	scenario.Register(scenario.Registration{
-		Name:    ScenarioName,
-		Usage:   "pod traffic between the nodes in clear, through WireGuard and through IPsec (kernel and userspace), proven on the wire",
-		Flags:   flags,
-		Selects: []string{flagEncrypt},
-		Metrics: metrics,
+		Name:        ScenarioName,
+		Usage:       "pod traffic between the nodes in clear, through WireGuard and through IPsec (kernel and userspace), proven on the wire",
+		Flags:       flags,
+		Selects:     []string{flagEncrypt},
+		Metrics:     metrics,
+		LegacyShape: &legacy,
 	})
 }
 
@@ -36,7 +38,11 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 
 // Shape draws one grouped bar chart per cell and metric: groups
 // encryption + cipher, bars the pods' MTU (scenario.Shaper).
-func (s *Scenario) Shape() result.ScenarioShape {
+func (s *Scenario) Shape() result.ScenarioShape { return shape() }
+
+// shape is the scenario's report shape, whatever its options; documents
+// written before results carried it are drawn with it too (LegacyShape).
+func shape() result.ScenarioShape {
 	return result.ScenarioShape{
 		Scenario: ScenarioName,
 		Categorical: &result.CategoricalShape{

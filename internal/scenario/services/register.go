@@ -15,11 +15,13 @@ import (
 var QuickServices = []int{1, 1000}
 
 func init() {
+	legacy := shape()
 	scenario.Register(scenario.Registration{
-		Name:    ScenarioName,
-		Usage:   "services at scale: kube-proxy's iptables and eBPF service load balancing × service-table sizes",
-		Flags:   flags,
-		Metrics: metrics,
+		Name:        ScenarioName,
+		Usage:       "services at scale: kube-proxy's iptables and eBPF service load balancing × service-table sizes",
+		Flags:       flags,
+		Metrics:     metrics,
+		LegacyShape: &legacy,
 	})
 }
 
@@ -57,7 +59,11 @@ var ServiceMetrics = []string{SvcSetupSeconds, SvcTeardownSeconds}
 
 // Shape draws the scenario against the number of services, one line per
 // implementation (scenario.Shaper).
-func (s *Scenario) Shape() result.ScenarioShape {
+func (s *Scenario) Shape() result.ScenarioShape { return shape() }
+
+// shape is the scenario's report shape, whatever its options; documents
+// written before results carried it are drawn with it too (LegacyShape).
+func shape() result.ScenarioShape {
 	return result.ScenarioShape{
 		Scenario: ScenarioName,
 		Sweep: &result.SweepShape{
