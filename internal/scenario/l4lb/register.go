@@ -44,8 +44,11 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 }
 
 // Shape draws one grouped bar chart per cell and metric: groups LB mode +
-// transport, bars firewall off/on (scenario.Shaper).
-func (s *Scenario) Shape() result.ScenarioShape {
+// transport + CPU placement + SYN flood, bars firewall off/on
+// (scenario.Shaper).
+func (s *Scenario) Shape() result.ScenarioShape { return shape() }
+
+func shape() result.ScenarioShape {
 	return result.ScenarioShape{
 		Scenario: ScenarioName,
 		Categorical: &result.CategoricalShape{
@@ -54,50 +57,41 @@ func (s *Scenario) Shape() result.ScenarioShape {
 			Intro: "North-south load balancing (seed 003): an external client reaches the VIP through a BPF load-balancer node in front of two workers. " +
 				"Groups: LB mode (snat: replies return through the LB; dsr: the worker answers the client directly; kubeproxy: nftables DNAT + masquerade with conntrack, no BPF), LB-to-worker transport (direct, vxlan), " +
 				"LB CPU (shared; split: the LB's receive processing alone on one CPU) and the refused client's SYN flood rate; bars: host firewall off and on " +
-				"(on: only the client's prefix is allowed; a second client connects during every cell and must be refused). Every cell proved its mode from the LB's and workers' counters. " +
-				"Node CPU is receive processing charged to the node's network namespaces by BPF accounting plus the CPU of the processes in its pods, in % of one core over the client's run; median with 95 % CI.",
-			Metrics: result.MetricsPerTest(shownMetrics),
+				introTail,
+			Metrics: result.MetricsPerTest(func(test string) []string {
+				var out []string
+				if result.IsStream(test) {
+					out = append(out, result.ThroughputBitsPerSec)
+				} else {
+					out = append(out, result.TransPerSec, result.LatencyUsP50, result.LatencyUsP99)
+				}
+				if test == result.TestHTTP {
+					out = append(out, result.Errors)
+				}
+				return append(out, MetricLBCPU, MetricWorkersCPU, result.HostCPUPct)
+			}),
 		},
-		MetricTitles: metricTitles(),
+		MetricTitles: map[string]string{
+			MetricLBCPU:      "LB node CPU",
+			MetricWorkersCPU: "Workers' CPU",
+		},
 	}
 }
+
+// introTail ends the section's intro, today's and the legacy one.
+const introTail = "(on: only the client's prefix is allowed; a second client connects during every cell and must be refused). Every cell proved its mode from the LB's and workers' counters. " +
+	"Node CPU is receive processing charged to the node's network namespaces by BPF accounting plus the CPU of the processes in its pods, in % of one core over the client's run; median with 95 % CI."
 
 // legacyShape draws the documents written before results carried their
 // shape: the scenario had then neither the kubeproxy mode nor the CPU
-// placement and the SYN flood (their groups), which its intro names.
+// placement and the SYN flood, so their two groups and the intro naming
+// them are left out.
 func legacyShape() result.ScenarioShape {
-	return result.ScenarioShape{
-		Scenario: ScenarioName,
-		Categorical: &result.CategoricalShape{
-			Groups: []string{LabelLBMode, LabelTransport}, GroupHeaders: []string{"LB mode", "Transport"},
-			Series: LabelFirewall, SeriesHeader: "Firewall",
-			Intro: "North-south load balancing (seed 003): an external client reaches the VIP through a BPF load-balancer node in front of two workers. " +
-				"Groups: LB mode (snat: replies return through the LB; dsr: the worker answers the client directly) and LB-to-worker transport (direct, vxlan); bars: host firewall off and on " +
-				"(on: only the client's prefix is allowed; a second client connects during every cell and must be refused). Every cell proved its mode from the LB's and workers' counters. " +
-				"Node CPU is receive processing charged to the node's network namespaces by BPF accounting plus the CPU of the processes in its pods, in % of one core over the client's run; median with 95 % CI.",
-			Metrics: result.MetricsPerTest(shownMetrics),
-		},
-		MetricTitles: metricTitles(),
-	}
-}
-
-// shownMetrics are the metrics the report shows for a test's cells.
-func shownMetrics(test string) []string {
-	var out []string
-	if result.IsStream(test) {
-		out = append(out, result.ThroughputBitsPerSec)
-	} else {
-		out = append(out, result.TransPerSec, result.LatencyUsP50, result.LatencyUsP99)
-	}
-	if test == result.TestHTTP {
-		out = append(out, result.Errors)
-	}
-	return append(out, MetricLBCPU, MetricWorkersCPU, result.HostCPUPct)
-}
-
-func metricTitles() map[string]string {
-	return map[string]string{
-		MetricLBCPU:      "LB node CPU",
-		MetricWorkersCPU: "Workers' CPU",
-	}
+	sh := shape()
+	c := sh.Categorical
+	c.Groups, c.GroupHeaders = slices.Clip(c.Groups[:2]), slices.Clip(c.GroupHeaders[:2])
+	c.Intro = "North-south load balancing (seed 003): an external client reaches the VIP through a BPF load-balancer node in front of two workers. " +
+		"Groups: LB mode (snat: replies return through the LB; dsr: the worker answers the client directly) and LB-to-worker transport (direct, vxlan); bars: host firewall off and on " +
+		introTail
+	return sh
 }
