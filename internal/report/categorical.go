@@ -13,7 +13,8 @@ import (
 // labels (e.g. LB mode + transport), one bar per value of the series label
 // (e.g. firewall), and a table per cell. The shape comes from the results
 // document (result.CategoricalShape, written by the scenario itself) or,
-// for documents written before that, from the legacy tables (legacy.go).
+// for documents written before that, from the shape the scenario
+// registered for them (result.LegacyShape, scenario.go's legacyShape).
 
 // categoricalMetrics are the metrics shown for a test: the shape's, else
 // the sweep layout's traffic metrics.

@@ -14,19 +14,43 @@ import (
 // series per value of a series label (mechanism, implementation; with a
 // variant label such as traversal, and the datapath, when several). The
 // shape comes from the results document (result.SweepShape, written by the
-// scenario itself) or, for documents written before that, from the legacy
-// tables (legacy.go).
+// scenario itself) or, for documents written before that, from the shape
+// the scenario registered for them (result.LegacyShape).
 
 // LabelRate marks a scenario's fixed-rate cell.
 const LabelRate = "rate"
 
 // shapeFor returns how a scenario's runs are drawn: the document's own
-// shape when it names the scenario, else a legacy table that fits.
+// shape when it names the scenario, else the legacy shape that fits.
 func (m *model) shapeFor(scen string, sr []*result.Run) (result.ScenarioShape, bool) {
 	if sh := m.set.Shape; sh != nil && sh.Scenario == scen && sh.Valid() == "" {
 		return *sh, true
 	}
-	return legacyShapeOf(scen, sr)
+	return legacyShape(scen, sr)
+}
+
+// legacyShape draws the runs of documents written before results carried
+// their shape: with the shape their scenario registered for such
+// documents (result.LegacyShape), when the runs carry its key label, as
+// the report always recognised them (the first group of a categorical
+// shape, the series of a sweep); runs without it (an egress-filter sweep
+// of rules alone, from before its mechanisms) are drawn generically.
+func legacyShape(scen string, sr []*result.Run) (result.ScenarioShape, bool) {
+	sh, ok := result.LegacyShape(scen)
+	if !ok {
+		return result.ScenarioShape{}, false
+	}
+	var key string
+	switch {
+	case sh.Categorical != nil:
+		key = sh.Categorical.Groups[0]
+	case sh.Sweep != nil:
+		key = sh.Sweep.Series
+	}
+	if v := values(sr, key); len(v) > 1 || (len(v) == 1 && v[0] != "") {
+		return sh, true
+	}
+	return result.ScenarioShape{}, false
 }
 
 // metricTitler titles metrics in a scenario's section: the shape's own

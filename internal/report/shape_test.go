@@ -171,6 +171,7 @@ func firstKey(m map[string]string) string {
 // golden files of TestFilterScenarioGolden); the same document with the
 // shape its scenario now writes draws identically.
 func TestLegacyShapeEqualsDocumentShape(t *testing.T) {
+	needEgressShape(t)
 	set := egressFixture()
 	if set.Shape != nil {
 		t.Fatal("the legacy fixture has a shape")
@@ -187,8 +188,8 @@ func TestLegacyShapeEqualsDocumentShape(t *testing.T) {
 	if err != nil || old.Shape != nil {
 		t.Fatalf("decoded %v, %v", old.Shape, err)
 	}
-	sh, ok := legacyShapeOf("egress-filter", ptrs(old.Runs))
-	if !ok || sh.Sweep == nil || sh.Sweep.Series != LabelMechanism {
+	sh, ok := legacyShape("egress-filter", ptrs(old.Runs))
+	if !ok || sh.Sweep == nil || sh.Sweep.Series != "mechanism" {
 		t.Fatalf("legacy shape %+v", sh)
 	}
 	// Through JSON, as the suite writes it.
@@ -222,4 +223,26 @@ func ptrs(runs []result.Run) []*result.Run {
 		out[i] = &runs[i]
 	}
 	return out
+}
+
+// A document without a shape is drawn with the shape its scenario
+// registered only when its runs carry the shape's key label (a sweep's
+// series): an egress-filter sweep of rules alone, from before the
+// mechanisms, is drawn generically, and so is a scenario that registered
+// none.
+func TestLegacyShapeNeedsItsKeyLabel(t *testing.T) {
+	needEgressShape(t)
+	runs := ptrs(egressFixture().Runs)
+	if sh, ok := legacyShape("egress-filter", runs); !ok || sh.Scenario != "egress-filter" || sh.Sweep == nil {
+		t.Errorf("egress-filter runs with mechanisms: %+v, %v", sh, ok)
+	}
+	if _, ok := legacyShape("dns-cache", runs); ok {
+		t.Error("a scenario without a registered shape has one")
+	}
+	for _, r := range runs {
+		delete(r.Labels, "mechanism")
+	}
+	if sh, ok := legacyShape("egress-filter", runs); ok {
+		t.Errorf("egress-filter runs without mechanisms: %+v", sh)
+	}
 }

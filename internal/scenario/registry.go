@@ -22,6 +22,7 @@ import (
 //				rules := fs.String("rules", "", "egress-filter: …")
 //				return func(c scenario.Common) (scenario.Scenario, error) { … }
 //			},
+//			Metrics: metrics, // its own metrics, documented (metrics.go)
 //		})
 //	}
 //
@@ -29,8 +30,10 @@ import (
 // scenarios.go). The suite's command binds every registered scenario's
 // flags (BindFlags), refuses a scenario's flags without it, and hands the
 // suite the chosen scenario's Builder; the suite builds it, records its
-// Config (Configer) and report Shape (Shaper). Nothing outside the
-// scenario's package names it.
+// Config (Configer) and report Shape (Shaper). The scenario's metrics (and
+// the legacy shape of a scenario older than shapes) go to pkg/result,
+// where reports find them. Nothing outside the scenario's package names
+// it.
 
 // Common is what the suite knows when it builds a scenario.
 type Common struct {
@@ -78,6 +81,17 @@ type Registration struct {
 	// Selects are flags of the scenario that select it by themselves,
 	// without --scenario (e.g. --encrypt runs the encryption scenario).
 	Selects []string
+	// Metrics documents the metrics the scenario reports beyond the
+	// engine's (its set-up costs, its proof's counters): Register adds
+	// them to pkg/result's (result.RegisterMetrics, owned by the scenario's
+	// name), so that reports, comparisons and exports know their units,
+	// directions and meanings. docs/results.md mirrors them.
+	Metrics map[string]result.MetricInfo
+	// LegacyShape is how reports draw the scenario's runs in results
+	// documents without a shape, those written before results carried
+	// one (result.Set.Shape): only scenarios older than that set it
+	// (result.RegisterLegacyShape). It names the scenario.
+	LegacyShape *result.ScenarioShape
 }
 
 // Configer is implemented by scenarios that record their options in the
@@ -102,10 +116,26 @@ type registry struct {
 
 var registered = &registry{m: map[string]Registration{}}
 
-// Register adds a scenario; called from the scenario package's init. It
-// panics on a registration without a name, usage or flags hook, or with a
-// name already registered (two packages claiming one --scenario value).
-func Register(r Registration) { registered.register(r) }
+// Register adds a scenario, its metrics and its legacy shape; called from
+// the scenario package's init. It panics on a registration without a name,
+// usage or flags hook, with a name already registered (two packages
+// claiming one --scenario value), with a legacy shape that is invalid or
+// names another scenario, and on a metric defined twice.
+func Register(r Registration) {
+	registered.register(r)
+	publish(r)
+}
+
+// publish hands the registration's metrics and legacy shape to pkg/result,
+// where every reader of results finds them.
+func publish(r Registration) {
+	if len(r.Metrics) > 0 {
+		result.RegisterMetrics(r.Name, r.Metrics)
+	}
+	if r.LegacyShape != nil {
+		result.RegisterLegacyShape(*r.LegacyShape)
+	}
+}
 
 // Lookup returns a registered scenario; the error lists the known ones.
 func Lookup(name string) (Registration, error) { return registered.lookup(name) }
@@ -121,6 +151,10 @@ func (g *registry) register(r Registration) {
 		panic(fmt.Sprintf("scenario.Register(%q): Usage must be one line", r.Name))
 	case r.Flags == nil:
 		panic(fmt.Sprintf("scenario.Register(%q): no Flags hook", r.Name))
+	case r.LegacyShape != nil && r.LegacyShape.Scenario != r.Name:
+		panic(fmt.Sprintf("scenario.Register(%q): its legacy shape names scenario %q", r.Name, r.LegacyShape.Scenario))
+	case r.LegacyShape != nil && r.LegacyShape.Valid() != "":
+		panic(fmt.Sprintf("scenario.Register(%q): legacy shape: %s", r.Name, r.LegacyShape.Valid()))
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/cnibench/cnibench/pkg/result"
 )
 
 // nameOnly is a scenario with a name and nothing else.
@@ -81,6 +83,13 @@ func TestRegister(t *testing.T) {
 		{"no usage", func(r Registration) Registration { r.Usage = ""; return r }, "Usage must be one line"},
 		{"usage on two lines", func(r Registration) Registration { r.Usage = "a\nb"; return r }, "Usage must be one line"},
 		{"no flags hook", func(r Registration) Registration { r.Flags = nil; return r }, "no Flags hook"},
+		{"legacy shape", func(r Registration) Registration { r.LegacyShape = sweepOf("a"); return r }, ""},
+		{"another's legacy shape", func(r Registration) Registration { r.LegacyShape = sweepOf("b"); return r }, `its legacy shape names scenario "b"`},
+		{"invalid legacy shape", func(r Registration) Registration {
+			r.LegacyShape = sweepOf("a")
+			r.LegacyShape.Sweep.Series = ""
+			return r
+		}, "legacy shape: sweep: x and series are required"},
 	}
 	for _, tt := range tests {
 		g := &registry{m: map[string]Registration{}}
@@ -92,6 +101,36 @@ func TestRegister(t *testing.T) {
 		case tt.want != "" && !strings.Contains(got, tt.want):
 			t.Errorf("%s: panic %q, want one containing %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+func sweepOf(scenario string) *result.ScenarioShape {
+	return &result.ScenarioShape{Scenario: scenario, Sweep: &result.SweepShape{X: "n", Series: "impl"}}
+}
+
+// Register hands a scenario's metrics, owned by its name, and its legacy
+// shape to pkg/result.
+func TestPublish(t *testing.T) {
+	r := fakeReg("test-publish", nil)
+	r.Metrics = map[string]result.MetricInfo{"test_publish_seconds": {Unit: "s", Better: result.Neutral, Help: "published"}}
+	r.LegacyShape = sweepOf("test-publish")
+	publish(r)
+	if m, ok := result.Known("test_publish_seconds"); !ok || m.Help != "published" {
+		t.Errorf("metric: %+v, %v", m, ok)
+	}
+	if i := slices.IndexFunc(result.Definitions(), func(d result.Definition) bool { return d.Name == "test_publish_seconds" }); i < 0 || result.Definitions()[i].Owner != "test-publish" {
+		t.Errorf("owner of test_publish_seconds: index %d", i)
+	}
+	if sh, ok := result.LegacyShape("test-publish"); !ok || sh.Sweep.Series != "impl" {
+		t.Errorf("legacy shape: %+v, %v", sh, ok)
+	}
+	// A second registration of the metric panics (two owners of a name).
+	if got := panicOf(func() { publish(fakeReg("test-publish-2", nil)) }); got != "" {
+		t.Errorf("nothing to publish: panic %q", got)
+	}
+	r.Name, r.LegacyShape = "test-publish-2", nil
+	if got := panicOf(func() { publish(r) }); !strings.Contains(got, "already test-publish's") {
+		t.Errorf("a metric registered twice: panic %q", got)
 	}
 }
 

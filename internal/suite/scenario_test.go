@@ -81,11 +81,11 @@ func TestScenarioCellApply(t *testing.T) {
 		{engine.TCPRR, result.Repeat{DurationSec: 0.5, Metrics: map[string]float64{result.TransPerSec: 1}}, 0},
 	}
 	for _, tt := range tests {
-		sc := &scenarioCell{metrics: map[string]float64{result.FilterSetupSeconds: 0.25}, config: map[string]string{"filter_seed": "7"}}
+		sc := &scenarioCell{metrics: map[string]float64{"filter_setup_seconds": 0.25}, config: map[string]string{"filter_seed": "7"}}
 		res := result.Result{Repeats: []result.Repeat{tt.repeat}}
 		sc.apply(cell{Test: tt.test}, &res)
 		m := res.Repeats[0].Metrics
-		if m[result.FilterSetupSeconds] != 0.25 || res.Config["filter_seed"] != "7" {
+		if m["filter_setup_seconds"] != 0.25 || res.Config["filter_seed"] != "7" {
 			t.Errorf("%s: point metrics/config not attached: %v %v", tt.test, m, res.Config)
 		}
 		got, ok := m[result.DatagramsReceivedPerSec]

@@ -65,22 +65,7 @@ const (
 	EchoRequestsLost        = "echo_requests_lost"
 	EchoRepliesLate         = "echo_replies_late"
 	EchoRepliesMismatched   = "echo_replies_mismatched"
-
-	// The egress-filter scenario (internal/scenario/egress): set-up costs
-	// of the filter at one (mechanism, rules) point, attached to every
-	// repeat measured at it.
-	FilterSetupSeconds           = "filter_setup_seconds"
-	FilterSetupReturnedSeconds   = "filter_setup_returned_seconds"
-	FilterSetupResolutionSeconds = "filter_setup_resolution_seconds"
-	FilterSetupAllowedLost       = "filter_setup_allowed_lost_probes"
-	FilterUpdateAddSeconds       = "filter_update_add_seconds"
-	FilterUpdateRemoveSeconds    = "filter_update_remove_seconds"
-	FilterKernelBytes            = "filter_kernel_bytes"
-	FilterLoaderRSSBytes         = "filter_loader_rss_bytes"
-	FilterTeardownSeconds        = "filter_teardown_seconds"
-	SvcSetupSeconds              = "svc_setup_seconds"
-	SvcTeardownSeconds           = "svc_teardown_seconds"
-	DatagramsReceivedPerSec      = "datagrams_received_per_sec"
+	DatagramsReceivedPerSec = "datagrams_received_per_sec"
 
 	// --pairs N on a cluster: N clients at once, one result.
 	Pairs           = "pairs"
@@ -104,7 +89,10 @@ const (
 	LoadTCPSRTTUsMedian       = "load_tcp_srtt_us_median"
 )
 
-// Metrics documents every metric cnibench reports. docs/results.md mirrors it.
+// Metrics documents the engine's metrics and the backends' (the lab's path
+// evidence, a cluster's --pairs); a scenario's own are registered by the
+// scenario (RegisterMetrics, registry.go). docs/results.md mirrors them
+// all.
 var Metrics = map[string]MetricInfo{
 	Pairs:                              {"pairs", Neutral, "kubernetes --pairs N: client/server pairs measured at once in the cell (rates and counts are their sum; latencies the worst pair's)"},
 	PairSpreadPct:                      {"%", LowerIsBetter, "kubernetes --pairs N: (max − min) ÷ mean of the pairs' headline metric (throughput for streams, trans/s otherwise), in %"},
@@ -177,45 +165,10 @@ var Metrics = map[string]MetricInfo{
 	EchoRequestsLost:                   {"requests", LowerIsBetter, "ICMP echo requests that got no reply within --timeout, counted in the window where the timeout expired (icmp_echo)"},
 	EchoRepliesLate:                    {"replies", LowerIsBetter, "ICMP echo replies that came after their request was counted lost, or duplicates (icmp_echo)"},
 	EchoRepliesMismatched:              {"messages", LowerIsBetter, "messages read from the ICMP sockets that were no intact echo reply of this flow and session: wrong type, size, cookie, sequence or payload (icmp_echo)"},
-	FilterSetupSeconds:                 {"s", LowerIsBetter, "egress-filter scenario: time from the start of loading the deny set until enforcement was proven (a probe to the server's address inside a deny CIDR no longer arrives while its ordinary address still answers); the probe that located it is filter_setup_resolution_seconds after the previous one"},
-	FilterSetupReturnedSeconds:         {"s", LowerIsBetter, "egress-filter scenario: time from the start of loading the deny set until the loader returned (filter_setup_seconds is when it was proven to enforce)"},
-	FilterSetupResolutionSeconds:       {"s", Neutral, "egress-filter scenario: resolution of filter_setup_seconds, the gap between the first dropped probe and the one before it"},
-	FilterSetupAllowedLost:             {"probes", LowerIsBetter, "egress-filter scenario on a cluster: probes of the allowed server (one every 10 ms) unanswered while the deny went in and was proven; it answered again by the end of the proof, else the point fails as cutting it"},
-	FilterUpdateAddSeconds:             {"s", LowerIsBetter, "egress-filter scenario: time from the start of adding one /32 to the loaded set until a probe to it was proven dropped"},
-	FilterUpdateRemoveSeconds:          {"s", LowerIsBetter, "egress-filter scenario: time from the start of removing that /32 again until probes to it arrived again"},
-	FilterKernelBytes:                  {"bytes", LowerIsBetter, "egress-filter scenario: kernel memory of the filter's rules or maps as the kernel reports it (BPF map memory, ipset size in memory); absent when the mechanism cannot tell"},
-	FilterLoaderRSSBytes:               {"bytes", LowerIsBetter, "egress-filter scenario: peak RSS of the loader; an external loader's own peak (ipset, iptables-restore), or for in-process loaders the suite's peak RSS during the load minus its RSS before"},
-	FilterTeardownSeconds:              {"s", LowerIsBetter, "egress-filter scenario: time to remove the filter after the point's cells"},
-	SvcSetupSeconds:                    {"s", LowerIsBetter, "services scenario: time to load the point's service table (iptables: iptables-nft-restore on both nodes; eBPF: maps filled and programs attached)"},
-	SvcTeardownSeconds:                 {"s", LowerIsBetter, "services scenario: time to remove the service table after the point's cells"},
-	"svc_conntrack_vip_entries":        {"entries", Neutral, "services scenario: conntrack entries in the nodes after the cell whose original destination is a service VIP (netfilter saw the VIP: iptables)"},
-	"svc_conntrack_nat_entries":        {"entries", Neutral, "services scenario: conntrack entries in the nodes after the cell whose reply does not come from their original destination (NAT applied)"},
-	"svc_backends_reached":             {"backends", Neutral, "services scenario: distinct backends the nodes' conntrack saw reached during the cell"},
-	"svc_lb_translations":              {"translations", Neutral, "services scenario: the eBPF implementation's translations during the cell (socket LB: connects and sends rewritten; TC LB: new flows)"},
-	"svc_syn_retransmits":              {"SYNs", LowerIsBetter, "services scenario: SYNs retransmitted by the scenario's pods during the cell (each costs the connection 1 s)"},
-	"svc_paws_timewait_rejects":        {"segments", LowerIsBetter, "services scenario: segments the pods refused against a TIME_WAIT socket of the same four-tuple (PAWS): port reuse after NAT"},
 	"k8s_pods_syn_retransmits":         {"SYNs", LowerIsBetter, "kubernetes backend: SYNs retransmitted in the run's pods' namespaces during the cell (each costs its connection 1 s)"},
 	"k8s_pods_paws_timewait_rejects":   {"segments", LowerIsBetter, "kubernetes backend: segments the run's pods refused against a TIME_WAIT socket of the same four-tuple (PAWS)"},
 	"k8s_nodes_syn_retransmits":        {"SYNs", LowerIsBetter, "kubernetes backend: SYNs retransmitted in the two nodes' namespaces during the cell (includes every workload of the nodes)"},
 	"k8s_nodes_paws_timewait_rejects":  {"segments", LowerIsBetter, "kubernetes backend: segments the two nodes refused against a TIME_WAIT socket of the same four-tuple (PAWS; every workload of the nodes)"},
-	"lb_configure_seconds":             {"s", LowerIsBetter, "l4lb scenario: time to configure the point's mode (programs loaded and attached, tunnels, firewall)"},
-	"lb_forward_packets":               {"packets", Neutral, "l4lb scenario: client-to-backend packets the LB translated during the cell"},
-	"lb_reverse_packets":               {"packets", Neutral, "l4lb scenario: replies the LB translated during the cell (snat; 0 in dsr, where replies bypass the LB)"},
-	"lb_worker_revnat_packets":         {"packets", Neutral, "l4lb scenario: replies the workers translated back to the VIP during the cell (dsr)"},
-	"lb_firewall_drops":                {"packets", Neutral, "l4lb scenario: service packets the host firewall dropped during the cell (the refused client's)"},
-	"lb_refused_attempts":              {"connects", Neutral, "l4lb scenario: connects the refused client (another prefix) made to the VIP during the cell, firewall off or on"},
-	"lb_refused_connected":             {"connects", Neutral, "l4lb scenario: of those, connects that completed a handshake (must be 0 with the firewall on)"},
-	"lb_refused_reset":                 {"connects", Neutral, "l4lb scenario: of those, connects answered with a reset (must be 0 with the firewall on)"},
-	"lb_node_cpu_pct":                  {"%", LowerIsBetter, "l4lb scenario: the LB node's CPU in % of one core over the client's run: receive processing charged to its network namespace by BPF accounting (internal/bpf/nscpu)"},
-	"lb_workers_cpu_pct":               {"%", LowerIsBetter, "l4lb scenario: both workers' CPU in % of one core over the client's run: receive processing charged to the workers' and their pods' namespaces plus the backend processes' CPU time"},
-	"lb_worker1_cpu_pct":               {"%", LowerIsBetter, "l4lb scenario: worker 1's share of lb_workers_cpu_pct"},
-	"lb_worker2_cpu_pct":               {"%", LowerIsBetter, "l4lb scenario: worker 2's share of lb_workers_cpu_pct"},
-	"encryption_setup_seconds":         {"s", LowerIsBetter, "encryption scenario: time to set the point's tunnel up on both nodes (keys, devices or xfrm states, routes, pod MTUs)"},
-	"encryption_overhead_bytes":        {"bytes", Neutral, "encryption scenario: per-packet overhead of the tunnel on IPv4 (the pods' MTU is lowered by it when pod_mtu=lowered)"},
-	"wire_capture_frames":              {"frames", Neutral, "encryption scenario: frames the AF_PACKET capture on node 2's wire scanned during the cell (both directions)"},
-	"wire_marker_frames":               {"frames", LowerIsBetter, "encryption scenario: of those, frames holding the engine's payload marker in clear (0 when encrypted; > 0 is the negative control without encryption)"},
-	"wire_encrypted_frames":            {"frames", Neutral, "encryption scenario: of those, frames of the tunnel's protocol (udp/51820 for WireGuard, esp or udp/4500 for IPsec)"},
-	"wire_capture_coverage_pct":        {"%", Neutral, "encryption scenario: frames the capture scanned as a share of the packets the wire interface counted (the proof needs the capture to have kept up)"},
 	DatagramsReceivedPerSec:            {"datagrams/s", HigherIsBetter, "packet rate: distinct UDP datagrams the receiver got per second of the measured window (datagrams_received ÷ window; udp_stream in scenarios)"},
 	ConntrackEntries:                   {"entries", Neutral, "connection-tracking entries in the two node namespaces right after the repeat (shows whether a datapath engages conntrack)"},
 	"time_wait_at_start":               {"sockets", Neutral, "TCP sockets in TIME_WAIT in the datapath's namespaces when the repeat started (the suite flushes conntrack before every cell but cannot remove TIME_WAIT sockets, so it records them)"},
@@ -238,30 +191,13 @@ var Metrics = map[string]MetricInfo{
 	"vxlan_tx_packets":                 {"packets", Neutral, "packets the nodes' VXLAN devices sent during the repeat (path proof of the vxlan datapaths on cross-node paths)"},
 	"wire_tx_packets":                  {"packets", Neutral, "packets the two nodes sent on the node-to-node wire during the repeat (with wire_tx_bytes: frame size on the wire, at most MTU + 14 on the NIC-like wire)"},
 	"wire_tx_bytes":                    {"bytes", Neutral, "bytes (Ethernet frames) the two nodes sent on the node-to-node wire during the repeat"},
-
-	// The services scenario on a Kubernetes cluster
-	// (internal/scenario/services/cluster.go): set-up costs of one point,
-	// attached to every repeat measured at it; the removal's on Close.
-	"svc_cluster_services":                  {"services", Neutral, "services scenario on a cluster: ClusterIP services the point created (N: N−1 fillers and the measured service)"},
-	"svc_cluster_api_objects":               {"objects", Neutral, "services scenario on a cluster: API objects the point created (a Service and an EndpointSlice per service)"},
-	"svc_cluster_api_bytes":                 {"bytes", Neutral, "services scenario on a cluster: bytes of the create requests' JSON bodies sent to the API server (the client's default encoding; what etcd stores is larger)"},
-	"svc_cluster_fillers_seconds":           {"s", LowerIsBetter, "services scenario on a cluster: time to create the N−1 filler services (both objects each) through the API, paced by the client's rate limit (50 requests/s by default)"},
-	"svc_cluster_create_services_per_sec":   {"services/s", HigherIsBetter, "services scenario on a cluster: filler services created per second (svc_cluster_fillers_seconds ÷ N−1; at most half the client's requests/s once its burst is spent)"},
-	"svc_cluster_programming_seconds":       {"s", LowerIsBetter, "services scenario on a cluster: time from the measured (Nth) service's EndpointSlice create until its VIP answered for good from the client pod: the API call, the control plane's propagation and the datapath's programming (kube-proxy or the CNI), with any backlog of the fillers'"},
-	"svc_cluster_watch_resolution_seconds":  {"s", Neutral, "services scenario on a cluster: time between the probes that located svc_cluster_programming_seconds and svc_cluster_removal_refused_seconds (their resolution)"},
-	"svc_cluster_cni_cpu_millicores":        {"millicores", LowerIsBetter, "services scenario on a cluster: CPU of the CNI's pods on the run's two nodes (cgroups) over the point's creation, in thousandths of a core; kube-proxy's pods are not included"},
-	"svc_cluster_cni_memory_bytes":          {"bytes", LowerIsBetter, "services scenario on a cluster: working set of the CNI's pods on the run's two nodes after the point's creation"},
-	"svc_cluster_cni_window_seconds":        {"s", Neutral, "services scenario on a cluster: length of the window svc_cluster_cni_cpu_millicores averages over (the whole creation)"},
-	"svc_cluster_removal_seconds":           {"s", LowerIsBetter, "services scenario on a cluster: time from the first delete call until none of the point's Services and EndpointSlices was left in the API"},
-	"svc_cluster_removal_refused_seconds":   {"s", LowerIsBetter, "services scenario on a cluster: time from the first delete call (the EndpointSlices go first) until the measured VIP stopped answering for good from the client pod"},
-	"svc_cluster_settle_seconds":            {"s", LowerIsBetter, "services scenario on a cluster: time from the end of the removal until the CNI's pods on the run's two nodes used less than the bound (default 250 mCPU) over a 2 s window, at most 90 s: the datapath's own tear-down, which the next point would otherwise measure"},
-	"svc_cluster_settle_cni_cpu_millicores": {"millicores", LowerIsBetter, "services scenario on a cluster: CPU of the CNI's pods over the last window of svc_cluster_settle_seconds (below the bound when it settled)"},
 }
 
-// Info returns the metric's documentation, with a generic entry for
-// unknown names (guessing the unit from the name).
+// Info returns the metric's documentation (Known: the engine's or a
+// registered one), with a generic entry for unknown names (guessing the
+// unit from the name).
 func Info(name string) MetricInfo {
-	if m, ok := Metrics[name]; ok {
+	if m, ok := Known(name); ok {
 		return m
 	}
 	if m, ok := profileMetricInfo(name); ok {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -170,13 +171,13 @@ func TestEgressScenarioOnCluster(t *testing.T) {
 				continue
 			}
 			m := r.Repeats[0].Metrics
-			for _, k := range []string{result.FilterSetupSeconds, result.FilterSetupReturnedSeconds, result.TransPerSec} {
+			for _, k := range []string{filter.SetupSeconds, filter.SetupReturnedSeconds, result.TransPerSec} {
 				if m[k] <= 0 {
 					t.Errorf("%s %s: %s = %v", mech, rules, k, m[k])
 				}
 			}
-			if raw && m[result.FilterTeardownSeconds] <= 0 {
-				t.Errorf("%s %s: %s = %v", mech, rules, result.FilterTeardownSeconds, m[result.FilterTeardownSeconds])
+			if raw && m[filter.TeardownSeconds] <= 0 {
+				t.Errorf("%s %s: %s = %v", mech, rules, filter.TeardownSeconds, m[filter.TeardownSeconds])
 			}
 			if raw && !strings.Contains(r.Config["filter_target"], "NET_ADMIN and BPF") {
 				t.Errorf("%s %s: config %v", mech, rules, r.Config)

@@ -14,6 +14,7 @@ import (
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/scenario/egress"
+	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
 	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/testutil"
 	"github.com/cnibench/cnibench/pkg/result"
@@ -128,8 +129,8 @@ func TestSuiteEgressScenario(t *testing.T) {
 	if want := 3 * 2 * 6; len(set.Runs) != want {
 		t.Fatalf("%d runs, want %d\n%s", len(set.Runs), want, progress)
 	}
-	proven := []string{result.FilterSetupSeconds, result.FilterSetupReturnedSeconds, result.FilterSetupResolutionSeconds,
-		result.FilterUpdateAddSeconds, result.FilterUpdateRemoveSeconds, result.FilterLoaderRSSBytes, result.FilterTeardownSeconds}
+	proven := []string{filter.SetupSeconds, filter.SetupReturnedSeconds, filter.SetupResolutionSeconds,
+		filter.UpdateAddSeconds, filter.UpdateRemoveSeconds, filter.LoaderRSSBytes, filter.TeardownSeconds}
 	for _, r := range set.Runs {
 		l := r.Labels
 		if l["scenario"] != egress.ScenarioName || l["datapath"] != lab.ScenarioDatapath || l["path"] != "cross-node" ||
@@ -144,13 +145,13 @@ func TestSuiteEgressScenario(t *testing.T) {
 		m := r.Repeats[0].Metrics
 		want := proven
 		if l["mechanism"] == "none" {
-			want = []string{result.FilterSetupReturnedSeconds, result.FilterTeardownSeconds}
+			want = []string{filter.SetupReturnedSeconds, filter.TeardownSeconds}
 		} else {
-			want = append(slices.Clone(want), result.FilterKernelBytes)
+			want = append(slices.Clone(want), filter.KernelBytes)
 			// A proven deny: the filter took effect after loading started
 			// and before the proof's end.
-			if s := m[result.FilterSetupSeconds]; s <= -0.01 || s > 60 || m[result.FilterSetupResolutionSeconds] <= 0 {
-				t.Errorf("%v: set-up %v s, resolution %v s", l, s, m[result.FilterSetupResolutionSeconds])
+			if s := m[filter.SetupSeconds]; s <= -0.01 || s > 60 || m[filter.SetupResolutionSeconds] <= 0 {
+				t.Errorf("%v: set-up %v s, resolution %v s", l, s, m[filter.SetupResolutionSeconds])
 			}
 			if r.Config["filter_denied_addr"] == "" || r.Config["filter_load_method"] == "" {
 				t.Errorf("%v: config %v", l, r.Config)

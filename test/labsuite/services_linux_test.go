@@ -39,8 +39,8 @@ func TestSuiteServicesScenario(t *testing.T) {
 			continue
 		}
 		m := r.Repeats[0].Metrics
-		if m[result.TransPerSec] <= 0 || (m[result.SvcSetupSeconds] <= 0 && l["implementation"] != services.ImplNone) {
-			t.Errorf("%v: rate %v, set-up %v", l, m[result.TransPerSec], m[result.SvcSetupSeconds])
+		if m[result.TransPerSec] <= 0 || (m[services.SvcSetupSeconds] <= 0 && l["implementation"] != services.ImplNone) {
+			t.Errorf("%v: rate %v, set-up %v", l, m[result.TransPerSec], m[services.SvcSetupSeconds])
 		}
 		// The proof, as recorded: iptables translated in conntrack, the
 		// eBPF paths in BPF with no VIP in conntrack.

@@ -2,8 +2,11 @@ package suitecmd
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,6 +192,66 @@ func TestScenarioShapesDrawAsBefore(t *testing.T) {
 		if !strings.Contains(legacy, "## Scenario "+name) {
 			t.Errorf("%s: no section of its own", name)
 		}
+	}
+}
+
+// A scenario older than shapes registers the shape its documents written
+// without one are drawn with (l4lb's differs from what it writes today:
+// those documents had two groups); each draws them in a section of its
+// own.
+func TestLegacyShapesDraw(t *testing.T) {
+	var legacy []string
+	for _, name := range scenario.Names() {
+		sh, ok := result.LegacyShape(name)
+		if !ok {
+			continue
+		}
+		legacy = append(legacy, name)
+		reg, err := scenario.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		build, err := reg.Parse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := build(scenario.Common{Profile: "quick", Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := render(t, syntheticSet(sc, sh))
+		// The tables' head: the sweep's series, the categorical groups
+		// and series.
+		var head string
+		if c := sh.Categorical; c != nil {
+			head = "| " + strings.Join(append(slices.Clone(c.GroupHeaders), c.SeriesHeader), " | ") + " |"
+		} else {
+			head = "| " + sh.Sweep.SeriesHeader + " |"
+		}
+		if !strings.Contains(got, "## Scenario "+name) || !strings.Contains(got, head) {
+			t.Errorf("%s: no section of its own drawn with its legacy shape (%q)", name, head)
+		}
+	}
+	if !slices.Equal(legacy, []string{"egress-filter", "encryption", "l4lb", "services"}) {
+		t.Errorf("legacy shapes of %v", legacy)
+	}
+}
+
+// The report's tests draw egress-filter documents without a shape with
+// the scenario's legacy shape as a document would carry it (they link no
+// scenario): it is the one the scenario registers.
+func TestReportTestsEgressShape(t *testing.T) {
+	b, err := os.ReadFile("../../report/testdata/shape-egress-filter.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got result.ScenarioShape
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want, ok := result.LegacyShape("egress-filter")
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("internal/report/testdata/shape-egress-filter.json is not egress-filter's legacy shape:\n%+v\n%+v", got, want)
 	}
 }
 

@@ -257,6 +257,10 @@ func isScenarioRun(l map[string]string) bool {
 	return false
 }
 
+// filterSetupSeconds is the egress-filter scenario's set-up metric, shown
+// beside its points' cells.
+const filterSetupSeconds = "filter_setup_seconds"
+
 // scenarioKeyOrder is the order of a scenario's parameter columns.
 var scenarioKeyOrder = []string{"datapath", "path", "flows", "mechanism", "traversal", "rules"}
 
@@ -344,8 +348,8 @@ func scenarioTable(w io.Writer, name string, runs []result.Run) error {
 			cells[rk] = map[col]string{}
 		}
 		cells[rk][c] = primaryText(r)
-		if sm, ok := report.Summary(r, result.FilterSetupSeconds); ok && setup[rk] == "" {
-			setup[rk] = report.Value(result.FilterSetupSeconds, sm.Median)
+		if sm, ok := report.Summary(r, filterSetupSeconds); ok && setup[rk] == "" {
+			setup[rk] = report.Value(filterSetupSeconds, sm.Median)
 		}
 	}
 	testRank := map[string]int{}

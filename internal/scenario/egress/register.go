@@ -22,10 +22,13 @@ var QuickRules = []int{10, 1000}
 const NoneMechanism = "none"
 
 func init() {
+	legacy := shape()
 	scenario.Register(scenario.Registration{
-		Name:  ScenarioName,
-		Usage: "egress filtering at scale: filter mechanisms × deny-set sizes, set-up and update costs, traffic through the filter",
-		Flags: flags,
+		Name:        ScenarioName,
+		Usage:       "egress filtering at scale: filter mechanisms × deny-set sizes, set-up and update costs, traffic through the filter",
+		Flags:       flags,
+		Metrics:     filter.Metrics,
+		LegacyShape: &legacy,
 	})
 }
 
@@ -101,13 +104,17 @@ func (s *Scenario) Config() map[string]string {
 // FilterMetrics are the per-point costs of loading a filter, in the order
 // the report shows them.
 var FilterMetrics = []string{
-	result.FilterSetupSeconds, result.FilterUpdateAddSeconds, result.FilterUpdateRemoveSeconds,
-	result.FilterTeardownSeconds, result.FilterKernelBytes, result.FilterLoaderRSSBytes,
+	filter.SetupSeconds, filter.UpdateAddSeconds, filter.UpdateRemoveSeconds,
+	filter.TeardownSeconds, filter.KernelBytes, filter.LoaderRSSBytes,
 }
 
 // Shape draws the scenario against the rule count, one line per mechanism
 // (scenario.Shaper).
-func (s *Scenario) Shape() result.ScenarioShape {
+func (s *Scenario) Shape() result.ScenarioShape { return shape() }
+
+// shape is the scenario's report shape, whatever its options; documents
+// written before results carried it are drawn with it too (LegacyShape).
+func shape() result.ScenarioShape {
 	return result.ScenarioShape{
 		Scenario: ScenarioName,
 		Sweep: &result.SweepShape{
@@ -118,12 +125,12 @@ func (s *Scenario) Shape() result.ScenarioShape {
 			PointLead:    "Loading the filter: set-up until a denied probe is proven dropped, one update (add and remove one /32), tear-down and memory.",
 		},
 		MetricTitles: map[string]string{
-			result.FilterSetupSeconds:        "Set-up until enforced",
-			result.FilterUpdateAddSeconds:    "Update: add one CIDR",
-			result.FilterUpdateRemoveSeconds: "Update: remove one CIDR",
-			result.FilterTeardownSeconds:     "Tear-down",
-			result.FilterKernelBytes:         "Kernel memory of the rules",
-			result.FilterLoaderRSSBytes:      "Loader peak RSS",
+			filter.SetupSeconds:        "Set-up until enforced",
+			filter.UpdateAddSeconds:    "Update: add one CIDR",
+			filter.UpdateRemoveSeconds: "Update: remove one CIDR",
+			filter.TeardownSeconds:     "Tear-down",
+			filter.KernelBytes:         "Kernel memory of the rules",
+			filter.LoaderRSSBytes:      "Loader peak RSS",
 		},
 	}
 }

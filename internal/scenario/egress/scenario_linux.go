@@ -15,7 +15,6 @@ import (
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
 	"github.com/cnibench/cnibench/internal/scenario/egress/proof"
-	res "github.com/cnibench/cnibench/pkg/result"
 )
 
 // labDeployment is what the scenario needs of a lab deployment (the lab
@@ -98,7 +97,7 @@ func (p *prepared) Close(ctx context.Context) (map[string]float64, error) {
 	if err := p.f.Close(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("remove the filter: %w", err)
 	}
-	return map[string]float64{res.FilterTeardownSeconds: time.Since(t0).Seconds()}, nil
+	return map[string]float64{filter.TeardownSeconds: time.Since(t0).Seconds()}, nil
 }
 
 // Prepare loads the point's filter on the client's node and proves it: the
@@ -181,7 +180,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 		if err := load(ctx); err != nil {
 			return nil, err
 		}
-		pr.metrics[res.FilterSetupReturnedSeconds] = time.Since(t0).Seconds()
+		pr.metrics[filter.SetupReturnedSeconds] = time.Since(t0).Seconds()
 		pr.describe(info)
 		return pr, nil
 	}
@@ -206,11 +205,11 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 		}
 	}
 	if known {
-		pr.metrics[res.FilterLoaderRSSBytes] = float64(loaderRSS)
+		pr.metrics[filter.LoaderRSSBytes] = float64(loaderRSS)
 	}
-	pr.metrics[res.FilterSetupSeconds] = enf.Enforced.Seconds()
-	pr.metrics[res.FilterSetupReturnedSeconds] = enf.Returned.Seconds()
-	pr.metrics[res.FilterSetupResolutionSeconds] = enf.Resolution.Seconds()
+	pr.metrics[filter.SetupSeconds] = enf.Enforced.Seconds()
+	pr.metrics[filter.SetupReturnedSeconds] = enf.Returned.Seconds()
+	pr.metrics[filter.SetupResolutionSeconds] = enf.Resolution.Seconds()
 	pr.config["filter_probe_interval"] = enf.ProbeInterval.String()
 	pr.describe(info)
 
@@ -222,7 +221,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 		return nil, pr.fail(ctx, fmt.Errorf("%s with %d rules: probes to %s stopped arriving but the filter's drop counter is 0", name, n, filter.DeniedAddr))
 	}
 	if st.KernelBytesKnown {
-		pr.metrics[res.FilterKernelBytes] = float64(st.KernelBytes)
+		pr.metrics[filter.KernelBytes] = float64(st.KernelBytes)
 	}
 
 	up := probe
@@ -231,12 +230,12 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	if err != nil {
 		return nil, pr.fail(ctx, fmt.Errorf("prove %s drops %s after adding it to %d rules: %w", name, upd, n, err))
 	}
-	pr.metrics[res.FilterUpdateAddSeconds] = add.Enforced.Seconds()
+	pr.metrics[filter.UpdateAddSeconds] = add.Enforced.Seconds()
 	rel, err := proof.MeasureRelease(ctx, up, func(ctx context.Context) error { return pr.f.Remove(ctx, upd) })
 	if err != nil {
 		return nil, pr.fail(ctx, fmt.Errorf("prove %s lets %s through after removing it from %d rules: %w", name, upd, n+1, err))
 	}
-	pr.metrics[res.FilterUpdateRemoveSeconds] = rel.Released.Seconds()
+	pr.metrics[filter.UpdateRemoveSeconds] = rel.Released.Seconds()
 	return pr, nil
 }
 

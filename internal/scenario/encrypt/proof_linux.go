@@ -10,14 +10,6 @@ import (
 	"github.com/cnibench/cnibench/internal/scenario"
 )
 
-// Metrics of every cell's wire capture.
-const (
-	MetricWireFrames    = "wire_capture_frames"       // frames the capture scanned on node 2's wire
-	MetricWireMarker    = "wire_marker_frames"        // … with the payload marker in clear
-	MetricWireEncFrames = "wire_encrypted_frames"     // … of the tunnel's protocol
-	MetricWireCoverage  = "wire_capture_coverage_pct" // scanned / the interface's packet counters
-)
-
 // BeginCell implements scenario.Checker: a capture on node 2's wire for
 // the whole cell. Node 2 receives the clients' data (the server runs
 // there): copying every frame into the capture's ring costs the sender

@@ -12,11 +12,14 @@ import (
 const flagEncrypt = "encrypt"
 
 func init() {
+	legacy := shape()
 	scenario.Register(scenario.Registration{
-		Name:    ScenarioName,
-		Usage:   "pod traffic between the nodes in clear, through WireGuard and through IPsec (kernel and userspace), proven on the wire",
-		Flags:   flags,
-		Selects: []string{flagEncrypt},
+		Name:        ScenarioName,
+		Usage:       "pod traffic between the nodes in clear, through WireGuard and through IPsec (kernel and userspace), proven on the wire",
+		Flags:       flags,
+		Selects:     []string{flagEncrypt},
+		Metrics:     metrics,
+		LegacyShape: &legacy,
 	})
 }
 
@@ -35,10 +38,11 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 
 // Shape draws one grouped bar chart per cell and metric: groups
 // encryption + cipher, bars the pods' MTU (scenario.Shaper).
-func (s *Scenario) Shape() result.ScenarioShape {
-	// wire_marker_frames is MetricWireMarker (proof_linux.go; this file
-	// builds on every OS).
-	const wireMarker = "wire_marker_frames"
+func (s *Scenario) Shape() result.ScenarioShape { return shape() }
+
+// shape is the scenario's report shape, whatever its options; documents
+// written before results carried it are drawn with it too (LegacyShape).
+func shape() result.ScenarioShape {
 	return result.ScenarioShape{
 		Scenario: ScenarioName,
 		Categorical: &result.CategoricalShape{
@@ -49,13 +53,13 @@ func (s *Scenario) Shape() result.ScenarioShape {
 				"Every cell carries its proof from a capture on node 2's wire: encrypted cells saw the tunnel's packets and never the payload marker; the unencrypted ones saw the marker (negative control). Median with 95 % CI.",
 			Metrics: result.MetricsPerTest(func(test string) []string {
 				if result.IsStream(test) {
-					return []string{result.ThroughputBitsPerSec, result.CPUPctPer100Gbit, result.HostCPUPct, wireMarker}
+					return []string{result.ThroughputBitsPerSec, result.CPUPctPer100Gbit, result.HostCPUPct, MetricWireMarker}
 				}
 				return []string{result.TransPerSec, result.LatencyUsP50, result.LatencyUsP99, result.HostCPUPct}
 			}),
 		},
 		MetricTitles: map[string]string{
-			wireMarker: "Frames with the payload marker in clear",
+			MetricWireMarker: "Frames with the payload marker in clear",
 		},
 	}
 }

@@ -11,10 +11,13 @@ import (
 )
 
 func init() {
+	legacy := legacyShape()
 	scenario.Register(scenario.Registration{
-		Name:  ScenarioName,
-		Usage: "north-south load balancing: a BPF load balancer's modes (snat, dsr) × transports × host firewall, with per-node CPU",
-		Flags: flags,
+		Name:        ScenarioName,
+		Usage:       "north-south load balancing: a BPF load balancer's modes (snat, dsr) × transports × host firewall, with per-node CPU",
+		Flags:       flags,
+		Metrics:     metrics,
+		LegacyShape: &legacy,
 	})
 }
 
@@ -41,8 +44,11 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 }
 
 // Shape draws one grouped bar chart per cell and metric: groups LB mode +
-// transport, bars firewall off/on (scenario.Shaper).
-func (s *Scenario) Shape() result.ScenarioShape {
+// transport + CPU placement + SYN flood, bars firewall off/on
+// (scenario.Shaper).
+func (s *Scenario) Shape() result.ScenarioShape { return shape() }
+
+func shape() result.ScenarioShape {
 	return result.ScenarioShape{
 		Scenario: ScenarioName,
 		Categorical: &result.CategoricalShape{
@@ -51,8 +57,7 @@ func (s *Scenario) Shape() result.ScenarioShape {
 			Intro: "North-south load balancing (seed 003): an external client reaches the VIP through a BPF load-balancer node in front of two workers. " +
 				"Groups: LB mode (snat: replies return through the LB; dsr: the worker answers the client directly; kubeproxy: nftables DNAT + masquerade with conntrack, no BPF), LB-to-worker transport (direct, vxlan), " +
 				"LB CPU (shared; split: the LB's receive processing alone on one CPU) and the refused client's SYN flood rate; bars: host firewall off and on " +
-				"(on: only the client's prefix is allowed; a second client connects during every cell and must be refused). Every cell proved its mode from the LB's and workers' counters. " +
-				"Node CPU is receive processing charged to the node's network namespaces by BPF accounting plus the CPU of the processes in its pods, in % of one core over the client's run; median with 95 % CI.",
+				introTail,
 			Metrics: result.MetricsPerTest(func(test string) []string {
 				var out []string
 				if result.IsStream(test) {
@@ -71,4 +76,22 @@ func (s *Scenario) Shape() result.ScenarioShape {
 			MetricWorkersCPU: "Workers' CPU",
 		},
 	}
+}
+
+// introTail ends the section's intro, today's and the legacy one.
+const introTail = "(on: only the client's prefix is allowed; a second client connects during every cell and must be refused). Every cell proved its mode from the LB's and workers' counters. " +
+	"Node CPU is receive processing charged to the node's network namespaces by BPF accounting plus the CPU of the processes in its pods, in % of one core over the client's run; median with 95 % CI."
+
+// legacyShape draws the documents written before results carried their
+// shape: the scenario had then neither the kubeproxy mode nor the CPU
+// placement and the SYN flood, so their two groups and the intro naming
+// them are left out.
+func legacyShape() result.ScenarioShape {
+	sh := shape()
+	c := sh.Categorical
+	c.Groups, c.GroupHeaders = slices.Clip(c.Groups[:2]), slices.Clip(c.GroupHeaders[:2])
+	c.Intro = "North-south load balancing (seed 003): an external client reaches the VIP through a BPF load-balancer node in front of two workers. " +
+		"Groups: LB mode (snat: replies return through the LB; dsr: the worker answers the client directly) and LB-to-worker transport (direct, vxlan); bars: host firewall off and on " +
+		introTail
+	return sh
 }

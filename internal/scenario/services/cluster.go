@@ -107,7 +107,7 @@ const (
 	LabelKeyPoint = "cnibench.io/services-point"
 )
 
-// Metrics of a cluster point (pkg/result/metrics.go documents them).
+// Metrics of a cluster point (metrics.go documents them).
 const (
 	MetricClusterServices              = "svc_cluster_services"
 	MetricClusterAPIObjects            = "svc_cluster_api_objects"

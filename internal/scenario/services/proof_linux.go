@@ -16,31 +16,6 @@ import (
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
-// Evidence metrics of every cell (issue 11 item 4: each mode proves its
-// path). The suite flushes the nodes' conntrack tables before each cell,
-// so the entries counted after it are the cell's.
-const (
-	// MetricVIPEntries: conntrack entries in the nodes whose original
-	// destination is a service VIP (netfilter saw the VIP: iptables).
-	MetricVIPEntries = "svc_conntrack_vip_entries"
-	// MetricNATEntries: conntrack entries whose reply does not come from
-	// their original destination (some NAT was applied).
-	MetricNATEntries = "svc_conntrack_nat_entries"
-	// MetricBackends: distinct backends the nodes' conntrack saw reached.
-	MetricBackends = "svc_backends_reached"
-	// MetricTranslations: the eBPF implementation's translations (socket
-	// LB: connects rewritten; TC LB: new flows) during the cell.
-	MetricTranslations = "svc_lb_translations"
-	// MetricSynRetrans: SYNs retransmitted by every pod of the scenario
-	// (a connection whose first SYN was lost or refused waits 1 s).
-	MetricSynRetrans = "svc_syn_retransmits"
-	// MetricPAWSTimewait: segments the backends refused against a
-	// TIME_WAIT socket of the same four-tuple (a SYN whose timestamp is not
-	// newer than the old connection's last): what port reuse after NAT
-	// costs.
-	MetricPAWSTimewait = "svc_paws_timewait_rejects"
-)
-
 // tcpCounters sums two TcpExt counters over the scenario's pods.
 func (p *prepared) tcpCounters() (synRetrans, pawsTW uint64, err error) {
 	for _, pod := range p.lab.Topology.Pods {

@@ -15,10 +15,13 @@ import (
 var QuickServices = []int{1, 1000}
 
 func init() {
+	legacy := shape()
 	scenario.Register(scenario.Registration{
-		Name:  ScenarioName,
-		Usage: "services at scale: kube-proxy's iptables and eBPF service load balancing × service-table sizes",
-		Flags: flags,
+		Name:        ScenarioName,
+		Usage:       "services at scale: kube-proxy's iptables and eBPF service load balancing × service-table sizes",
+		Flags:       flags,
+		Metrics:     metrics,
+		LegacyShape: &legacy,
 	})
 }
 
@@ -52,11 +55,15 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 }
 
 // ServiceMetrics are the per-point costs of a services point.
-var ServiceMetrics = []string{result.SvcSetupSeconds, result.SvcTeardownSeconds}
+var ServiceMetrics = []string{SvcSetupSeconds, SvcTeardownSeconds}
 
 // Shape draws the scenario against the number of services, one line per
 // implementation (scenario.Shaper).
-func (s *Scenario) Shape() result.ScenarioShape {
+func (s *Scenario) Shape() result.ScenarioShape { return shape() }
+
+// shape is the scenario's report shape, whatever its options; documents
+// written before results carried it are drawn with it too (LegacyShape).
+func shape() result.ScenarioShape {
 	return result.ScenarioShape{
 		Scenario: ScenarioName,
 		Sweep: &result.SweepShape{
@@ -68,8 +75,8 @@ func (s *Scenario) Shape() result.ScenarioShape {
 			PointLead:    "Loading the services: time to load the table (both nodes' rules for iptables, the maps and attachments for eBPF), and to remove it.",
 		},
 		MetricTitles: map[string]string{
-			result.SvcSetupSeconds:    "Loading the services",
-			result.SvcTeardownSeconds: "Removing the services",
+			SvcSetupSeconds:    "Loading the services",
+			SvcTeardownSeconds: "Removing the services",
 		},
 	}
 }

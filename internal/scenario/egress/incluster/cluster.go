@@ -21,7 +21,6 @@ import (
 	"github.com/cnibench/cnibench/internal/kube/preflight"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
-	res "github.com/cnibench/cnibench/pkg/result"
 )
 
 // The mechanisms a cluster's own policy layer provides (the seed's actual
@@ -227,7 +226,7 @@ func (p *clusterPolicy) Close(ctx context.Context) (map[string]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remove the %s objects: %w", p.mech, err)
 	}
-	return map[string]float64{res.FilterTeardownSeconds: w.AfterSeconds}, nil
+	return map[string]float64{filter.TeardownSeconds: w.AfterSeconds}, nil
 }
 
 // NotEnforcedError is a cluster point whose deny was not enforced: the
@@ -323,10 +322,10 @@ func PreparePolicy(ctx context.Context, ca *cluster.Access, mech string, n int, 
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("load %s with %d rules: %w", mech, n, err), removeAll(ctx, remove))
 	}
-	p.metrics[res.FilterSetupSeconds] = w.AfterSeconds
-	p.metrics[res.FilterSetupReturnedSeconds] = returned.Seconds()
-	p.metrics[res.FilterSetupResolutionSeconds] = w.ResolutionSeconds
-	p.metrics[res.FilterSetupAllowedLost] = float64(lost)
+	p.metrics[filter.SetupSeconds] = w.AfterSeconds
+	p.metrics[filter.SetupReturnedSeconds] = returned.Seconds()
+	p.metrics[filter.SetupResolutionSeconds] = w.ResolutionSeconds
+	p.metrics[filter.SetupAllowedLost] = float64(lost)
 	if lost > 0 {
 		p.config["filter_allowed_cut"] = fmt.Sprintf("%d of %d probes of the allowed server unanswered while the deny went in, the last %.3fs after the first create (the deny took effect at %.3fs); answered again by the end of the proof",
 			lost, w.AllowedProbes, w.AllowedLastMissSeconds, w.AfterSeconds)

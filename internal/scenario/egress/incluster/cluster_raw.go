@@ -15,7 +15,7 @@ import (
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/scenario"
-	res "github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
 )
 
 // rawPodCaps are what a raw point's client pod gets, for that point only:
@@ -77,7 +77,7 @@ func (p *clusterRaw) Close(ctx context.Context) (map[string]float64, error) {
 	case r.Error != "":
 		errs = append(errs, errors.New(r.Error))
 	default:
-		m = map[string]float64{res.FilterTeardownSeconds: r.Watch.AfterSeconds}
+		m = map[string]float64{filter.TeardownSeconds: r.Watch.AfterSeconds}
 	}
 	return m, errors.Join(errs...)
 }
@@ -162,11 +162,11 @@ func PrepareRaw(ctx context.Context, ca *cluster.Access, mech string, n int, see
 		}
 		return fail(err)
 	}
-	p.metrics[res.FilterSetupSeconds] = r.Watch.AfterSeconds
-	p.metrics[res.FilterSetupReturnedSeconds] = r.ReturnedSeconds
-	p.metrics[res.FilterSetupResolutionSeconds] = r.Watch.ResolutionSeconds
+	p.metrics[filter.SetupSeconds] = r.Watch.AfterSeconds
+	p.metrics[filter.SetupReturnedSeconds] = r.ReturnedSeconds
+	p.metrics[filter.SetupResolutionSeconds] = r.Watch.ResolutionSeconds
 	if r.KernelBytesKnown {
-		p.metrics[res.FilterKernelBytes] = float64(r.KernelBytes)
+		p.metrics[filter.KernelBytes] = float64(r.KernelBytes)
 	}
 	p.config = map[string]string{
 		"filter_seed":            strconv.FormatUint(seed, 10),

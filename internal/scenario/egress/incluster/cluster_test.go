@@ -28,7 +28,7 @@ import (
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
 	"github.com/cnibench/cnibench/internal/scenario"
-	res "github.com/cnibench/cnibench/pkg/result"
+	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
 )
 
 type podPlace string
@@ -114,7 +114,7 @@ func TestPrepareClusterPolicyEnforced(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := p.Metrics()
-	if m[res.FilterSetupSeconds] <= 0 || m[res.FilterSetupReturnedSeconds] <= 0 || m[MetricPolicyObjects] < 3 || m[MetricPolicyBytes] <= 0 || m[MetricCNICPU] != 12 {
+	if m[filter.SetupSeconds] <= 0 || m[filter.SetupReturnedSeconds] <= 0 || m[MetricPolicyObjects] < 3 || m[MetricPolicyBytes] <= 0 || m[MetricCNICPU] != 12 {
 		t.Errorf("metrics %v", m)
 	}
 	if !strings.Contains(p.Config()["filter_load_method"], fmt.Sprintf("%v NetworkPolicy object(s)", m[MetricPolicyObjects])) {
@@ -125,7 +125,7 @@ func TestPrepareClusterPolicyEnforced(t *testing.T) {
 		t.Errorf("target %+v %v", tg, err)
 	}
 	cm, err := p.Close(context.Background())
-	if err != nil || cm[res.FilterTeardownSeconds] <= 0 {
+	if err != nil || cm[filter.TeardownSeconds] <= 0 {
 		t.Errorf("close: %v %v", cm, err)
 	}
 	l, _ := cs.NetworkingV1().NetworkPolicies("ns").List(context.Background(), metav1.ListOptions{})
@@ -358,8 +358,8 @@ func TestPrepareClusterPolicyAllowedCut(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer p.Close(context.Background())
-			if got := p.Metrics()[res.FilterSetupAllowedLost]; got != 3 {
-				t.Errorf("%s = %v, want 3", res.FilterSetupAllowedLost, got)
+			if got := p.Metrics()[filter.SetupAllowedLost]; got != 3 {
+				t.Errorf("%s = %v, want 3", filter.SetupAllowedLost, got)
 			}
 			if c := p.Config()["filter_allowed_cut"]; !strings.HasPrefix(c, "3 of 10 probes of the allowed server unanswered") {
 				t.Errorf("filter_allowed_cut %q", c)
