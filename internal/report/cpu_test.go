@@ -18,19 +18,8 @@ import (
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
-// section returns the Markdown (or text) of one section: from its "## "
-// heading to the next.
-func mdSection(doc, title string) string {
-	i := strings.Index(doc, "## "+title+"\n")
-	if i < 0 {
-		return ""
-	}
-	rest := doc[i+3:]
-	if j := strings.Index(rest, "\n## "); j >= 0 {
-		rest = rest[:j+1]
-	}
-	return "## " + rest
-}
+// mdSection is reporttest.MDSection.
+func mdSection(doc, title string) string { return reporttest.MDSection(doc, title) }
 
 func TestCPUSectionGolden(t *testing.T) {
 	set := reporttest.ProfiledSet(reporttest.ProfileOptions{})

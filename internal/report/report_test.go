@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,28 +38,11 @@ func TestFixturesUpToDate(t *testing.T) {
 	}
 }
 
-// checkGolden compares got with the golden file; with -update it rewrites
-// the file, on a mismatch it writes path.got (gitignored) for diffing.
+// checkGolden compares got with the golden file (reporttest.Golden, with
+// this package's -update).
 func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
-		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, got) {
-			return // unchanged: do not rewrite (other packages' tests read the fixtures)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		gotPath := strings.TrimSuffix(path, ".golden") + ".got"
-		_ = os.WriteFile(gotPath, got, 0o644)
-		t.Errorf("%s differs from the output; wrote %s (diff them, or run go test -update if the change is intended)", path, gotPath)
-	}
+	reporttest.Golden(t, path, got, *update)
 }
 
 func loadFixture(t *testing.T, name string) *result.Set {
@@ -113,7 +95,7 @@ var expectedCharts = map[string]int{
 	"scenario": 1,
 }
 
-var chartRE = regexp.MustCompile(`<svg [^>]*class="chart chart-([a-z]+)" id="([^"]+)" data-points="(\d+)"`)
+var chartRE = reporttest.ChartRE
 
 // checkCharts asserts the chart counts and that no chart is empty, in an
 // HTML document (the file or Chromium's DOM dump).

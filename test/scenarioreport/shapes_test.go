@@ -1,8 +1,14 @@
-package report
+// Package scenarioreport checks how the report draws scenarios from the
+// shapes they write: synthetic results documents of real scenarios (their
+// points, cells and shapes), rendered by internal/report, compared with
+// golden files. It lives above both, so that the report's own tests link
+// no scenario.
+package scenarioreport
 
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,11 +17,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/report"
+	"github.com/cnibench/cnibench/internal/report/reporttest"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/scenario/apps"
 	"github.com/cnibench/cnibench/internal/scenario/proxies"
 	"github.com/cnibench/cnibench/pkg/result"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files")
 
 // scenarioRuns is a small synthetic results document of a scenario as the
 // suite writes it: one run per datapath × point × cell of sc (the labels
@@ -143,9 +153,9 @@ func TestAppsReportGolden(t *testing.T) {
 		}
 	})
 	md, html := renderBoth(t, set)
-	md, sec := mdSection(md, "Scenario apps"), htmlSection(t, html, "scenario-apps")
-	checkGolden(t, "testdata/scenario-apps.md.golden", []byte(md))
-	checkGolden(t, "testdata/scenario-apps.html.golden", []byte(sec))
+	md, sec := reporttest.MDSection(md, "Scenario apps"), htmlSection(t, html, "scenario-apps")
+	reporttest.Golden(t, "testdata/scenario-apps.md.golden", []byte(md), *update)
+	reporttest.Golden(t, "testdata/scenario-apps.html.golden", []byte(sec), *update)
 	for _, w := range []string{
 		"## Scenario apps", "Real applications through each datapath (seed 002)",
 		"| Datapath | File size | Keep-alive (HTTP) |", "| veth-routing | 4KiB | on |", "| bridge | 64MiB | off |",
@@ -219,9 +229,9 @@ func TestProxiesReportGolden(t *testing.T) {
 	}
 	set := scenarioRuns(t, sc, []string{"veth-routing", "bridge"}, nil, metricsOf)
 	md, html := renderBoth(t, set)
-	md, sec := mdSection(md, "Scenario proxies"), htmlSection(t, html, "scenario-proxies")
-	checkGolden(t, "testdata/scenario-proxies.md.golden", []byte(md))
-	checkGolden(t, "testdata/scenario-proxies.html.golden", []byte(sec))
+	md, sec := reporttest.MDSection(md, "Scenario proxies"), htmlSection(t, html, "scenario-proxies")
+	reporttest.Golden(t, "testdata/scenario-proxies.md.golden", []byte(md), *update)
+	reporttest.Golden(t, "testdata/scenario-proxies.html.golden", []byte(sec), *update)
 	for _, w := range []string{
 		"## Scenario proxies", "HTTP GETs of the native engine through 0, 1 and 2 L7 proxies",
 		"| Datapath | Proxy hops | Keep-alive | Proxy |", "| veth-routing | 0 | on | none |", "| bridge | 2 | off | nginx |",
@@ -256,10 +266,10 @@ func TestProxiesReportGolden(t *testing.T) {
 func renderBoth(t *testing.T, set *result.Set) (md, html string) {
 	t.Helper()
 	var m, h bytes.Buffer
-	if err := Markdown(&m, set); err != nil {
+	if err := report.Markdown(&m, set); err != nil {
 		t.Fatal(err)
 	}
-	if err := HTML(&h, set); err != nil {
+	if err := report.HTML(&h, set); err != nil {
 		t.Fatal(err)
 	}
 	return m.String(), h.String()
@@ -269,7 +279,7 @@ func renderBoth(t *testing.T, set *result.Set) (md, html string) {
 // each test, none empty, and shows every label in want.
 func checkSectionCharts(t *testing.T, sec string, tests []string, perTest int, want []string) {
 	t.Helper()
-	charts := chartRE.FindAllStringSubmatch(sec, -1)
+	charts := reporttest.ChartRE.FindAllStringSubmatch(sec, -1)
 	if n, w := len(charts), perTest*len(tests); n < w {
 		t.Errorf("%d charts in the section, want at least %d (%d per test of %v)", n, w, perTest, tests)
 	}
