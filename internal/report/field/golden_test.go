@@ -3,11 +3,11 @@ package field
 import (
 	"bytes"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cnibench/cnibench/internal/report/reporttest"
 	"github.com/cnibench/cnibench/pkg/result"
 )
 
@@ -36,21 +36,7 @@ func goldenInputs(t *testing.T) []Input {
 
 func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		gotPath := strings.TrimSuffix(path, ".golden") + ".got"
-		_ = os.WriteFile(gotPath, got, 0o644)
-		t.Errorf("%s differs from the output; wrote %s (diff them, or run go test -update if the change is intended)", path, gotPath)
-	}
+	reporttest.Golden(t, path, got, *update)
 }
 
 func TestGolden(t *testing.T) {

@@ -6,11 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"html"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/cnibench/cnibench/internal/report/reporttest"
 	"github.com/cnibench/cnibench/internal/report/trend"
 	"github.com/cnibench/cnibench/internal/report/trend/trendtest"
 	"github.com/cnibench/cnibench/pkg/result"
@@ -141,21 +141,7 @@ func TestErrors(t *testing.T) {
 
 func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		gotPath := strings.TrimSuffix(path, ".golden") + ".got"
-		_ = os.WriteFile(gotPath, got, 0o644)
-		t.Errorf("%s differs from the output; wrote %s (diff them, or run go test -update if the change is intended)", path, gotPath)
-	}
+	reporttest.Golden(t, path, got, *update)
 }
 
 var svgRE = regexp.MustCompile(`<svg [^>]*class="chart chart-trend"[^>]*data-points="(\d+)"`)
