@@ -105,7 +105,7 @@ func deleteLabelled(ctx context.Context, cs kubernetes.Interface, ns, sel string
 	var errs []error
 	for _, k := range kinds(cs) {
 		var objs []objRef
-		err := call(ctx, "list "+k.kind+" objects in "+nsName(ns), func(ctx context.Context) (err error) {
+		err := Call(ctx, "list "+k.kind+" objects in "+nsName(ns), func(ctx context.Context) (err error) {
 			objs, err = k.list(ctx, ns, sel)
 			return err
 		})
@@ -117,12 +117,12 @@ func deleteLabelled(ctx context.Context, cs kubernetes.Interface, ns, sel string
 			if skip[o.ns] {
 				continue
 			}
-			err := call(ctx, "delete "+k.kind+" "+o.ns+"/"+o.name, func(ctx context.Context) error { return k.del(ctx, o.ns, o.name) })
+			err := Call(ctx, "delete "+k.kind+" "+o.ns+"/"+o.name, func(ctx context.Context) error { return k.del(ctx, o.ns, o.name) })
 			if err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, err)
 				continue
 			}
-			logger(ctx).Debug("deleted", "kind", k.kind, "object", o.ns+"/"+o.name)
+			Logger(ctx).Debug("deleted", "kind", k.kind, "object", o.ns+"/"+o.name)
 			removed = append(removed, k.kind+" "+o.ns+"/"+o.name)
 		}
 	}
@@ -150,7 +150,7 @@ func DeleteRun(ctx context.Context, cs kubernetes.Interface, ns, runID string, d
 	nsGone := !deleteNamespace
 	if deleteNamespace {
 		var n *corev1.Namespace
-		err := call(ctx, "get namespace "+ns, func(ctx context.Context) (err error) {
+		err := Call(ctx, "get namespace "+ns, func(ctx context.Context) (err error) {
 			n, err = cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			return err
 		})
@@ -168,7 +168,7 @@ func DeleteRun(ctx context.Context, cs kubernetes.Interface, ns, runID string, d
 				errs = append(errs, err)
 				nsGone = true
 			} else {
-				logger(ctx).Info("namespace deleted", "namespace", ns)
+				Logger(ctx).Info("namespace deleted", "namespace", ns)
 			}
 		}
 	}
@@ -183,7 +183,7 @@ func DeleteRun(ctx context.Context, cs kubernetes.Interface, ns, runID string, d
 
 // deleteNamespaceObj deletes namespace ns (not found is no error).
 func deleteNamespaceObj(ctx context.Context, cs kubernetes.Interface, ns string) error {
-	err := call(ctx, "delete namespace "+ns, func(ctx context.Context) error {
+	err := Call(ctx, "delete namespace "+ns, func(ctx context.Context) error {
 		return cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -205,7 +205,7 @@ func waitGone(ctx context.Context, cs kubernetes.Interface, ns, sel string, nsGo
 	err = wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		var what []string
 		var pods *corev1.PodList
-		transient, err := once(ctx, "list pods in "+nsName(ns), func(ctx context.Context) (err error) {
+		transient, err := Once(ctx, "list pods in "+nsName(ns), func(ctx context.Context) (err error) {
 			pods, err = cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 			return err
 		})
@@ -219,7 +219,7 @@ func waitGone(ctx context.Context, cs kubernetes.Interface, ns, sel string, nsGo
 			what = append(what, "pod "+p.Namespace+"/"+p.Name)
 		}
 		for _, n := range waitNS {
-			transient, err := once(ctx, "get namespace "+n, func(ctx context.Context) error {
+			transient, err := Once(ctx, "get namespace "+n, func(ctx context.Context) error {
 				_, err := cs.CoreV1().Namespaces().Get(ctx, n, metav1.GetOptions{})
 				return err
 			})
@@ -283,7 +283,7 @@ func Clean(ctx context.Context, cs kubernetes.Interface, namespace string, timeo
 	var nsList []string
 	var errs []error
 	var l *corev1.NamespaceList
-	err = call(ctx, "list namespaces", func(ctx context.Context) (err error) {
+	err = Call(ctx, "list namespaces", func(ctx context.Context) (err error) {
 		l, err = cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: sel})
 		return err
 	})
@@ -309,7 +309,7 @@ func Clean(ctx context.Context, cs kubernetes.Interface, namespace string, timeo
 			errs = append(errs, err)
 			continue
 		}
-		logger(ctx).Info("namespace deleted", "namespace", n)
+		Logger(ctx).Info("namespace deleted", "namespace", n)
 		removed = append(removed, "namespace "+n)
 		deleted = append(deleted, n)
 	}
@@ -323,7 +323,7 @@ func Clean(ctx context.Context, cs kubernetes.Interface, namespace string, timeo
 			err := Served(ctx, cs.Discovery(), gvr)
 			switch {
 			case IsNotServed(err):
-				logger(ctx).Debug("not served, skipped", "resource", gvr.Resource, "reason", err)
+				Logger(ctx).Debug("not served, skipped", "resource", gvr.Resource, "reason", err)
 				continue
 			case err != nil:
 				errs = append(errs, fmt.Errorf("clean %s: %w", gvr.Resource, err))

@@ -104,7 +104,7 @@ func Served(ctx context.Context, disc discovery.DiscoveryInterface, gvrs ...sche
 		list, ok := lists[gv]
 		if !ok {
 			var l *metav1.APIResourceList
-			err := call(ctx, "discover the resources of "+gv, func(ctx context.Context) (err error) {
+			err := Call(ctx, "discover the resources of "+gv, func(ctx context.Context) (err error) {
 				l, err = dc.ServerResourcesForGroupVersionWithContext(ctx, gv)
 				return err
 			})
@@ -332,7 +332,7 @@ func CreateClusterObjects(ctx context.Context, dyn dynamic.Interface, objs []*un
 		}
 		n := ObjectBytes(o.Object)
 		rc := dyn.Resource(gvr)
-		_, err = createOwn(ctx, fmt.Sprintf("create %s %s (%d of %d, %d bytes)", gvr.Resource, o.GetName(), i+1, len(objs), n), o,
+		_, err = CreateOwn(ctx, fmt.Sprintf("create %s %s (%d of %d, %d bytes)", gvr.Resource, o.GetName(), i+1, len(objs), n), o,
 			func(ctx context.Context) (*unstructured.Unstructured, error) {
 				return rc.Create(ctx, o, metav1.CreateOptions{})
 			},
@@ -340,22 +340,18 @@ func CreateClusterObjects(ctx context.Context, dyn dynamic.Interface, objs []*un
 				return rc.Get(ctx, o.GetName(), metav1.GetOptions{})
 			})
 		if err != nil {
-			return created, bytes, fmt.Errorf("%w%s", err, createHint(err))
+			return created, bytes, fmt.Errorf("%w%s", err, CreateHint(err))
 		}
 		created++
 		bytes += n
-		logger(ctx).Debug("created", "resource", gvr.Resource, "name", o.GetName(), "bytes", n)
+		Logger(ctx).Debug("created", "resource", gvr.Resource, "name", o.GetName(), "bytes", n)
 	}
 	return created, bytes, nil
 }
 
-// CreateHint says what to do about a failed create or delete (an object
-// too large, left by an earlier run, or refused for want of RBAC), as a
-// suffix for its error; "" if nothing useful can be said.
-func CreateHint(err error) string { return createHint(err) }
-
-// createHint says what to do about a failed create.
-func createHint(err error) string {
+// CreateHint says what to do about a failed create or delete (for callers
+// that make their own creates, too).
+func CreateHint(err error) string {
 	switch {
 	case apierrors.IsRequestEntityTooLargeError(err):
 		return " (too large for the API server: lower the deny CIDRs per object)"
@@ -400,7 +396,7 @@ func deleteClusterObjects(ctx context.Context, dyn dynamic.Interface, gvr schema
 		return nil, err
 	}
 	rc := dyn.Resource(gvr)
-	err = call(ctx, "delete "+gvr.Resource+" "+selector, func(ctx context.Context) error {
+	err = Call(ctx, "delete "+gvr.Resource+" "+selector, func(ctx context.Context) error {
 		return rc.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector})
 	})
 	switch {
@@ -408,20 +404,20 @@ func deleteClusterObjects(ctx context.Context, dyn dynamic.Interface, gvr schema
 		for _, it := range items {
 			removed = append(removed, kindName(gvr, it))
 		}
-		logger(ctx).Debug("deleted collection", "resource", gvr.Resource, "selector", selector, "objects", len(items))
+		Logger(ctx).Debug("deleted collection", "resource", gvr.Resource, "selector", selector, "objects", len(items))
 		return removed, nil
 	case apierrors.IsMethodNotSupported(err) || apierrors.IsForbidden(err):
-		logger(ctx).Debug("deletecollection refused, deleting one by one", "resource", gvr.Resource, "err", err)
+		Logger(ctx).Debug("deletecollection refused, deleting one by one", "resource", gvr.Resource, "err", err)
 	default:
 		return nil, err
 	}
 	var errs []error
 	for _, it := range items {
-		err := call(ctx, "delete "+gvr.Resource+" "+it.GetName(), func(ctx context.Context) error {
+		err := Call(ctx, "delete "+gvr.Resource+" "+it.GetName(), func(ctx context.Context) error {
 			return rc.Delete(ctx, it.GetName(), metav1.DeleteOptions{})
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("%w%s", err, createHint(err)))
+			errs = append(errs, fmt.Errorf("%w%s", err, CreateHint(err)))
 			continue
 		}
 		removed = append(removed, kindName(gvr, it))
@@ -433,7 +429,7 @@ func deleteClusterObjects(ctx context.Context, dyn dynamic.Interface, gvr schema
 // resource the cluster does not serve has none.
 func listClusterObjects(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, selector string) ([]unstructured.Unstructured, error) {
 	var l *unstructured.UnstructuredList
-	err := call(ctx, "list "+gvr.Resource+" "+selector, func(ctx context.Context) (err error) {
+	err := Call(ctx, "list "+gvr.Resource+" "+selector, func(ctx context.Context) (err error) {
 		l, err = dyn.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		return err
 	})
@@ -453,7 +449,7 @@ func listClusterObjects(ctx context.Context, dyn dynamic.Interface, gvr schema.G
 func waitClusterGone(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, selector string, timeout time.Duration) (left string, err error) {
 	err = wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		var items []unstructured.Unstructured
-		transient, err := once(ctx, "list "+gvr.Resource+" "+selector, func(ctx context.Context) error {
+		transient, err := Once(ctx, "list "+gvr.Resource+" "+selector, func(ctx context.Context) error {
 			l, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: selector})
 			if apierrors.IsNotFound(err) {
 				return nil

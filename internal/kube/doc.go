@@ -77,12 +77,9 @@ func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
 	return context.WithValue(ctx, loggerKey{}, l)
 }
 
-// Logger returns the logger WithLogger attached to ctx (one that discards
-// if none), for callers that log beside this package's calls.
-func Logger(ctx context.Context) *slog.Logger { return logger(ctx) }
-
-// logger returns the logger attached to ctx, or one that discards.
-func logger(ctx context.Context) *slog.Logger {
+// Logger returns the logger WithLogger attached to ctx, or one that
+// discards (kube's sub-packages and callers beside its calls log there).
+func Logger(ctx context.Context) *slog.Logger {
 	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok && l != nil {
 		return l
 	}

@@ -83,7 +83,7 @@ func (e *execer) Exec(ctx context.Context, namespace, pod, container string, cmd
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	logger(ctx).Debug("exec", "namespace", namespace, "pod", pod, "container", container, "cmd", cmd)
+	Logger(ctx).Debug("exec", "namespace", namespace, "pod", pod, "container", container, "cmd", cmd)
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)

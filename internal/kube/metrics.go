@@ -29,7 +29,7 @@ type Usage struct {
 // has no sample of yet (a new pod) is missing from the map.
 func PodMetrics(ctx context.Context, mc metricsclient.Interface, ns string, names []string) (map[string]Usage, error) {
 	var list *metricsv1beta1.PodMetricsList
-	err := call(ctx, "get pod metrics in namespace "+ns, func(ctx context.Context) (err error) {
+	err := Call(ctx, "get pod metrics in namespace "+ns, func(ctx context.Context) (err error) {
 		list, err = mc.MetricsV1beta1().PodMetricses(ns).List(ctx, metav1.ListOptions{})
 		return err
 	})
@@ -61,12 +61,12 @@ func PodMetrics(ctx context.Context, mc metricsclient.Interface, ns string, name
 // an aggregated API that is down answers 503 for as long as it is down.
 func MetricsAvailable(ctx context.Context, disc discovery.DiscoveryInterface) bool {
 	var res *metav1.APIResourceList
-	_, err := once(ctx, "discover "+MetricsGroupVersion, func(ctx context.Context) (err error) {
+	_, err := Once(ctx, "discover "+MetricsGroupVersion, func(ctx context.Context) (err error) {
 		res, err = discovery.ToDiscoveryInterfaceWithContext(disc).ServerResourcesForGroupVersionWithContext(ctx, MetricsGroupVersion)
 		return err
 	})
 	if err != nil {
-		logger(ctx).Debug("metrics API not available", "err", err)
+		Logger(ctx).Debug("metrics API not available", "err", err)
 		return false
 	}
 	for _, r := range res.APIResources {

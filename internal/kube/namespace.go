@@ -27,7 +27,7 @@ func RunNamespace(name, runID string) *corev1.Namespace {
 // NamespaceExists tells whether namespace name exists (the get retried as
 // every call is).
 func NamespaceExists(ctx context.Context, cs kubernetes.Interface, name string) (bool, error) {
-	err := call(ctx, "get namespace "+name, func(ctx context.Context) error {
+	err := Call(ctx, "get namespace "+name, func(ctx context.Context) error {
 		_, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		return err
 	})
@@ -51,7 +51,7 @@ func EnsureNamespace(ctx context.Context, cs kubernetes.Interface, name, runID s
 	case err != nil:
 		return false, err
 	case exists:
-		logger(ctx).Debug("namespace exists", "namespace", name)
+		Logger(ctx).Debug("namespace exists", "namespace", name)
 		return false, nil
 	}
 	return CreateNamespace(ctx, cs, name, runID)
@@ -65,7 +65,7 @@ func CreateNamespace(ctx context.Context, cs kubernetes.Interface, name, runID s
 	nss := cs.CoreV1().Namespaces()
 	get := func(ctx context.Context) (*corev1.Namespace, error) { return nss.Get(ctx, name, metav1.GetOptions{}) }
 	ns := RunNamespace(name, runID)
-	_, err = createOwn(ctx, "create namespace "+name, ns,
+	_, err = CreateOwn(ctx, "create namespace "+name, ns,
 		func(ctx context.Context) (*corev1.Namespace, error) {
 			return nss.Create(ctx, ns, metav1.CreateOptions{})
 		}, get)
@@ -75,7 +75,7 @@ func CreateNamespace(ctx context.Context, cs kubernetes.Interface, name, runID s
 	if err != nil {
 		return false, err
 	}
-	logger(ctx).Info("namespace created", "namespace", name)
+	Logger(ctx).Info("namespace created", "namespace", name)
 	return true, nil
 }
 
@@ -85,7 +85,7 @@ func CreateNamespace(ctx context.Context, cs kubernetes.Interface, name, runID s
 func CreateTokenSecret(ctx context.Context, cs kubernetes.Interface, ns, runID, token string) (secretName string, err error) {
 	s := TokenSecret(ns, runID, token)
 	secrets := cs.CoreV1().Secrets(ns)
-	got, err := createOwn(ctx, "create secret "+ns+"/"+s.Name, s,
+	got, err := CreateOwn(ctx, "create secret "+ns+"/"+s.Name, s,
 		func(ctx context.Context) (*corev1.Secret, error) {
 			return secrets.Create(ctx, s, metav1.CreateOptions{})
 		},

@@ -64,12 +64,12 @@ func AllowIngressFrom(ns, runID, name string, target, from map[string]string, po
 func ApplyPolicy(ctx context.Context, cs kubernetes.Interface, np *networkingv1.NetworkPolicy) error {
 	c := cs.NetworkingV1().NetworkPolicies(np.Namespace)
 	id := np.Namespace + "/" + np.Name
-	err := call(ctx, "create networkpolicy "+id, func(ctx context.Context) error {
+	err := Call(ctx, "create networkpolicy "+id, func(ctx context.Context) error {
 		_, err := c.Create(ctx, np, metav1.CreateOptions{})
 		return err
 	})
 	if err == nil {
-		logger(ctx).Debug("network policy created", "policy", id)
+		Logger(ctx).Debug("network policy created", "policy", id)
 		return nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -78,7 +78,7 @@ func ApplyPolicy(ctx context.Context, cs kubernetes.Interface, np *networkingv1.
 	// It exists (perhaps made by an earlier attempt of the create): the
 	// update makes it np's whoever made it.
 	var cur *networkingv1.NetworkPolicy
-	if err := call(ctx, "get networkpolicy "+id, func(ctx context.Context) (err error) {
+	if err := Call(ctx, "get networkpolicy "+id, func(ctx context.Context) (err error) {
 		cur, err = c.Get(ctx, np.Name, metav1.GetOptions{})
 		return err
 	}); err != nil {
@@ -86,20 +86,20 @@ func ApplyPolicy(ctx context.Context, cs kubernetes.Interface, np *networkingv1.
 	}
 	cur.Labels = np.Labels
 	cur.Spec = np.Spec
-	if err := call(ctx, "update networkpolicy "+id, func(ctx context.Context) error {
+	if err := Call(ctx, "update networkpolicy "+id, func(ctx context.Context) error {
 		_, err := c.Update(ctx, cur, metav1.UpdateOptions{})
 		return err
 	}); err != nil {
 		return err
 	}
-	logger(ctx).Debug("network policy updated", "policy", np.Namespace+"/"+np.Name)
+	Logger(ctx).Debug("network policy updated", "policy", np.Namespace+"/"+np.Name)
 	return nil
 }
 
 // DeletePolicy deletes network policy ns/name; one that does not exist is
 // not an error.
 func DeletePolicy(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
-	err := call(ctx, "delete networkpolicy "+ns+"/"+name, func(ctx context.Context) error {
+	err := Call(ctx, "delete networkpolicy "+ns+"/"+name, func(ctx context.Context) error {
 		return cs.NetworkingV1().NetworkPolicies(ns).Delete(ctx, name, metav1.DeleteOptions{})
 	})
 	if err != nil && !apierrors.IsNotFound(err) {

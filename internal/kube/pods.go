@@ -192,18 +192,18 @@ const imageHint = " (import the image: cnibench image build --out FILE, and load
 func StartPod(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, timeout time.Duration) (*corev1.Pod, error) {
 	ns, name := pod.Namespace, pod.Name
 	pods := cs.CoreV1().Pods(ns)
-	_, err := createOwn(ctx, "create pod "+ns+"/"+name, pod,
+	_, err := CreateOwn(ctx, "create pod "+ns+"/"+name, pod,
 		func(ctx context.Context) (*corev1.Pod, error) { return pods.Create(ctx, pod, metav1.CreateOptions{}) },
 		func(ctx context.Context) (*corev1.Pod, error) { return pods.Get(ctx, name, metav1.GetOptions{}) })
 	if err != nil {
 		return nil, err
 	}
-	logger(ctx).Debug("pod created", "pod", ns+"/"+name, "node", pod.Spec.NodeName)
+	Logger(ctx).Debug("pod created", "pod", ns+"/"+name, "node", pod.Spec.NodeName)
 	var last *corev1.Pod
 	var lastErr error // the last passing API error, for the timeout's message
 	err = wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		var p *corev1.Pod
-		transient, err := once(ctx, "get pod "+ns+"/"+name, func(ctx context.Context) (err error) {
+		transient, err := Once(ctx, "get pod "+ns+"/"+name, func(ctx context.Context) (err error) {
 			p, err = pods.Get(ctx, name, metav1.GetOptions{})
 			return err
 		})
@@ -222,7 +222,7 @@ func StartPod(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, tim
 	})
 	switch {
 	case err == nil:
-		logger(ctx).Debug("pod running", "pod", ns+"/"+name, "node", last.Spec.NodeName, "ip", last.Status.PodIP)
+		Logger(ctx).Debug("pod running", "pod", ns+"/"+name, "node", last.Spec.NodeName, "ip", last.Status.PodIP)
 		return last, nil
 	case wait.Interrupted(err) && ctx.Err() == nil:
 		state := podState(last)
@@ -316,7 +316,7 @@ func oneLine(s string) string {
 func DeletePod(ctx context.Context, cs kubernetes.Interface, ns, name string, timeout time.Duration) error {
 	zero := int64(0)
 	pods := cs.CoreV1().Pods(ns)
-	err := call(ctx, "delete pod "+ns+"/"+name, func(ctx context.Context) error {
+	err := Call(ctx, "delete pod "+ns+"/"+name, func(ctx context.Context) error {
 		return pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	})
 	if apierrors.IsNotFound(err) {
@@ -327,7 +327,7 @@ func DeletePod(ctx context.Context, cs kubernetes.Interface, ns, name string, ti
 	}
 	err = wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		// Any error but NotFound (a passing one included) is "not yet".
-		_, err := once(ctx, "get pod "+ns+"/"+name, func(ctx context.Context) error {
+		_, err := Once(ctx, "get pod "+ns+"/"+name, func(ctx context.Context) error {
 			_, err := pods.Get(ctx, name, metav1.GetOptions{})
 			return err
 		})

@@ -129,20 +129,13 @@ func Retryable(err error) bool {
 	return false
 }
 
-// call runs fn, an API call named what ("create pod ns/name"), under ctx's
+// Call runs fn, an API call named what ("create pod ns/name"), under ctx's
 // RetryPolicy: each attempt with its own deadline, retryable errors
 // retried with backoff. Its error names what, and, if it retried, the
 // attempts and the last error; it wraps the last error (or ctx's, if ctx
 // ended), so apierrors' predicates see through it.
-func call(ctx context.Context, what string, fn func(ctx context.Context) error) error {
-	return retry(ctx, what, func(ctx context.Context, _ int) error { return fn(ctx) })
-}
-
-// Call runs fn, an API call named what, under ctx's RetryPolicy as this
-// package's own calls run (call): for kube's sub-packages and callers that
-// make their own calls through a clientset.
 func Call(ctx context.Context, what string, fn func(ctx context.Context) error) error {
-	return call(ctx, what, fn)
+	return retry(ctx, what, func(ctx context.Context, _ int) error { return fn(ctx) })
 }
 
 // retry is call, telling fn which attempt (from 1) it makes.
@@ -171,7 +164,7 @@ func retry(ctx context.Context, what string, fn func(ctx context.Context, attemp
 			delay = max(delay, time.Duration(s)*time.Second)
 		}
 		delay = min(delay, p.MaxDelay)
-		logger(ctx).Debug("API call failed, retrying", "call", what, "attempt", attempt, "of", p.Attempts, "in", delay, "err", err)
+		Logger(ctx).Debug("API call failed, retrying", "call", what, "attempt", attempt, "of", p.Attempts, "in", delay, "err", err)
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
@@ -194,42 +187,27 @@ func attemptOnce(ctx context.Context, p RetryPolicy, attempt int, fn func(ctx co
 	return false, err
 }
 
-// once makes one attempt of fn, a wait loop's look at the cluster, within
+// Once makes one attempt of fn, a wait loop's look at the cluster, within
 // the policy's CallTimeout. transient says the error is passing trouble
 // (retryable, or the attempt timed out): it is logged, and the loop should
 // take it as "not yet" and look again. An error met after ctx (the loop's
 // own, with its deadline) ended is transient too: the loop's end is then
 // the loop's to report, as a timeout, not as the last look's error that
 // happened to straddle the deadline.
-func once(ctx context.Context, what string, fn func(ctx context.Context) error) (transient bool, err error) {
+func Once(ctx context.Context, what string, fn func(ctx context.Context) error) (transient bool, err error) {
 	timedOut, err := attemptOnce(ctx, retryPolicy(ctx), 1, func(ctx context.Context, _ int) error { return fn(ctx) })
 	if err == nil {
 		return false, nil
 	}
 	err = fmt.Errorf("%s: %w", what, err)
 	if ctx.Err() != nil || timedOut || Retryable(err) {
-		logger(ctx).Debug("API call failed, looking again", "call", what, "err", err)
+		Logger(ctx).Debug("API call failed, looking again", "call", what, "err", err)
 		return true, err
 	}
 	return false, err
 }
 
-// Once is one look of a caller's wait loop at the cluster, as this
-// package's own waits look (once): one attempt of fn within the policy's
-// CallTimeout; transient says to take the error as "not yet" and look
-// again.
-func Once(ctx context.Context, what string, fn func(ctx context.Context) error) (transient bool, err error) {
-	return once(ctx, what, fn)
-}
-
-// CreateOwn creates an object with create, retried as Call retries; a
-// retry that meets the object its earlier attempt created (same name and
-// run labels) takes it (createOwn).
-func CreateOwn[T metav1.Object](ctx context.Context, what string, want metav1.Object, create, get func(context.Context) (T, error)) (T, error) {
-	return createOwn(ctx, what, want, create, get)
-}
-
-// createOwn creates an object with create, retried as call retries. A
+// CreateOwn creates an object with create, retried as Call retries. A
 // create retried after a timeout or a dropped connection may have
 // succeeded on the server the first time: the retry then meets
 // AlreadyExists for the call's own object. When want (the object sent)
@@ -237,7 +215,7 @@ func CreateOwn[T metav1.Object](ctx context.Context, what string, want metav1.Ob
 // that name with the same two labels met by a retry is taken as created by
 // this call, and returned (get reads it). Otherwise, and on a first
 // attempt, AlreadyExists is an error as the server gave it.
-func createOwn[T metav1.Object](ctx context.Context, what string, want metav1.Object, create, get func(context.Context) (T, error)) (T, error) {
+func CreateOwn[T metav1.Object](ctx context.Context, what string, want metav1.Object, create, get func(context.Context) (T, error)) (T, error) {
 	var got T
 	err := retry(ctx, what, func(ctx context.Context, attempt int) error {
 		o, err := create(ctx)
@@ -252,7 +230,7 @@ func createOwn[T metav1.Object](ctx context.Context, what string, want metav1.Ob
 		if gerr != nil || !sameRun(want, cur) {
 			return err
 		}
-		logger(ctx).Debug("created by an earlier attempt", "call", what)
+		Logger(ctx).Debug("created by an earlier attempt", "call", what)
 		got = cur
 		return nil
 	})

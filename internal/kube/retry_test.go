@@ -92,7 +92,7 @@ func TestCall(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := WithRetryPolicy(context.Background(), fast)
 			n := 0
-			err := call(ctx, "create pod ns/p", func(ctx context.Context) error {
+			err := Call(ctx, "create pod ns/p", func(ctx context.Context) error {
 				n++
 				if n <= tt.slow {
 					<-ctx.Done() // as a real client: its request ends with ctx
@@ -123,7 +123,7 @@ func TestCallRetryAfter(t *testing.T) {
 	ctx := WithRetryPolicy(context.Background(), p)
 	n := 0
 	start := time.Now()
-	err := call(ctx, "list pods", func(context.Context) error {
+	err := Call(ctx, "list pods", func(context.Context) error {
 		if n++; n == 1 {
 			return apierrors.NewTooManyRequests("slow down", 1)
 		}
@@ -144,7 +144,7 @@ func TestCallStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(WithRetryPolicy(context.Background(), p), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := call(ctx, "get pod ns/p", func(context.Context) error { return apierrors.NewServiceUnavailable("down") })
+	err := Call(ctx, "get pod ns/p", func(context.Context) error { return apierrors.NewServiceUnavailable("down") })
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "get pod ns/p") || !strings.Contains(err.Error(), "the last: down") {
 		t.Errorf("err = %v", err)
 	}
@@ -176,7 +176,7 @@ func TestOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(WithRetryPolicy(context.Background(), fast))
 			defer cancel()
-			transient, err := once(ctx, "get pod ns/p", func(context.Context) error {
+			transient, err := Once(ctx, "get pod ns/p", func(context.Context) error {
 				if tt.endDuring {
 					cancel()
 				}
@@ -231,7 +231,7 @@ func TestCreateOwn(t *testing.T) {
 			// defaultRetry (5 s a call), not fast: the timeout here is an
 			// injected error, and a fake create slower than fast's 50 ms on
 			// a loaded machine would be a second one (make test saw 2 creates).
-			got, err := createOwn(WithRetryPolicy(context.Background(), defaultRetry), "create secret ns/s", want,
+			got, err := CreateOwn(WithRetryPolicy(context.Background(), defaultRetry), "create secret ns/s", want,
 				func(ctx context.Context) (*corev1.Secret, error) {
 					return secrets.Create(ctx, want, metav1.CreateOptions{})
 				},

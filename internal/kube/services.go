@@ -43,7 +43,7 @@ func BuildService(ns, runID, name string, selector map[string]string, ports []co
 func CreateBuiltService(ctx context.Context, cs kubernetes.Interface, svc *corev1.Service) (*corev1.Service, error) {
 	ns, name := svc.Namespace, svc.Name
 	svcs := cs.CoreV1().Services(ns)
-	got, err := createOwn(ctx, "create service "+ns+"/"+name, svc,
+	got, err := CreateOwn(ctx, "create service "+ns+"/"+name, svc,
 		func(ctx context.Context) (*corev1.Service, error) {
 			return svcs.Create(ctx, svc, metav1.CreateOptions{})
 		},
@@ -51,7 +51,7 @@ func CreateBuiltService(ctx context.Context, cs kubernetes.Interface, svc *corev
 	if err != nil {
 		return nil, err
 	}
-	logger(ctx).Debug("service created", "service", ns+"/"+name, "clusterIP", got.Spec.ClusterIP)
+	Logger(ctx).Debug("service created", "service", ns+"/"+name, "clusterIP", got.Spec.ClusterIP)
 	return got, nil
 }
 
@@ -62,7 +62,7 @@ func WaitEndpoints(ctx context.Context, cs kubernetes.Interface, ns, service str
 	got := 0
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		var list *discoveryv1.EndpointSliceList
-		transient, err := once(ctx, "list endpointslices of service "+ns+"/"+service, func(ctx context.Context) (err error) {
+		transient, err := Once(ctx, "list endpointslices of service "+ns+"/"+service, func(ctx context.Context) (err error) {
 			list, err = cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
 				LabelSelector: discoveryv1.LabelServiceName + "=" + service,
 			})
@@ -119,7 +119,7 @@ func WaitLoadBalancer(ctx context.Context, cs kubernetes.Interface, ns, name str
 	addr := ""
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
 		var s *corev1.Service
-		transient, err := once(ctx, "get service "+ns+"/"+name, func(ctx context.Context) (err error) {
+		transient, err := Once(ctx, "get service "+ns+"/"+name, func(ctx context.Context) (err error) {
 			s, err = cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 			return err
 		})
