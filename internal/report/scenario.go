@@ -109,11 +109,13 @@ type filterScenario struct {
 	skips  []result.Skip
 	rules  []string
 	series []filterSeries
+	// header is the tables' first column header.
+	header string
 }
 
-func newFilterScenario(m *model, shape result.ScenarioShape, scen string, runs []*result.Run) *filterScenario {
+func newFilterScenario(m *model, shape result.ScenarioShape, scen string, runs []*result.Run, o SweepOptions) *filterScenario {
 	sh := shape.Sweep
-	fs := &filterScenario{sh: sh, title: metricTitler(shape, sweepMetricTitle), scen: scen, runs: runs}
+	fs := &filterScenario{sh: sh, title: metricTitler(shape, sweepMetricTitle), scen: scen, runs: runs, header: sh.SeriesHeader}
 	var rules, mechs, travs, dps []string
 	for _, r := range runs {
 		rules = append(rules, r.Labels[sh.X])
@@ -158,7 +160,7 @@ func newFilterScenario(m *model, shape result.ScenarioShape, scen string, runs [
 					s.name += " (" + show(tr) + ")"
 					s.dot = tr != travs[0]
 				}
-				if len(dps) > 1 {
+				if len(dps) > 1 || o.DatapathHeader != "" {
 					s.name = show(dp) + ": " + s.name
 				}
 				if sh.Baseline != "" && mech == sh.Baseline {
@@ -170,7 +172,28 @@ func newFilterScenario(m *model, shape result.ScenarioShape, scen string, runs [
 			}
 		}
 	}
+	if len(dps) > 1 {
+		fs.colorPerLine()
+	}
+	if o.DatapathHeader != "" {
+		fs.header = o.DatapathHeader + ": " + sh.SeriesHeader
+	}
 	return fs
+}
+
+// colorPerLine gives every datapath × series value its own colour (its
+// variants keep it, dotted): with several datapaths (the field's CNIs)
+// a colour per series value alone would draw two CNIs' lines of one
+// mechanism alike. The baseline series stays dashed.
+func (fs *filterScenario) colorPerLine() {
+	k, prev := -1, ""
+	for i := range fs.series {
+		s := &fs.series[i]
+		if key := s.match[LabelDatapath] + "\x00" + s.match[fs.sh.Series]; key != prev {
+			k, prev = k+1, key
+		}
+		s.color = palette[k%len(palette)]
+	}
 }
 
 // skipFor is the recorded reason a point was not measured ("" if it was
@@ -223,7 +246,7 @@ func pick(runs []*result.Run, x string, match map[string]string, rules, metric s
 // count and a table with one row per series, one column per rule count.
 func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*result.Run) (*table, *lineChart) {
 	title := fs.title(metric)
-	t := &table{Caption: title + " by " + fs.sh.XText + ", " + caption, Header: []string{fs.sh.SeriesHeader}, Right: []bool{false}}
+	t := &table{Caption: title + " by " + fs.sh.XText + ", " + caption, Header: []string{fs.header}, Right: []bool{false}}
 	for _, rv := range fs.rules {
 		t.Header = append(t.Header, fs.sh.XText+" "+compactCount(rv))
 		t.Right = append(t.Right, true)
@@ -348,7 +371,12 @@ func (fs *filterScenario) metricsBlocks(lead, idPrefix, caption string, metrics 
 // filterScenarioSection: the set-up, update and memory costs of each
 // mechanism, then every cell's traffic metrics, against the rule count.
 func (m *model) filterScenarioSection(shape result.ScenarioShape, scen string, sr []*result.Run) section {
-	fs := newFilterScenario(m, shape, scen, sr)
+	return m.filterScenarioSectionWith(shape, scen, sr, SweepOptions{})
+}
+
+// filterScenarioSectionWith is filterScenarioSection with options (SweepView).
+func (m *model) filterScenarioSectionWith(shape result.ScenarioShape, scen string, sr []*result.Run, o SweepOptions) section {
+	fs := newFilterScenario(m, shape, scen, sr, o)
 	sh := fs.sh
 	id := "scenario-" + slug(scen)
 	s := section{ID: id, Title: "Scenario " + scen}

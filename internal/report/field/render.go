@@ -53,6 +53,12 @@ func HTML(w io.Writer, f *Field) error {
 					p("</tr>\n")
 				}
 				p("</tbody>\n</table></div>\n")
+			case bl.Charts != nil:
+				p("<div class=\"charts\">\n")
+				for _, c := range bl.Charts {
+					p("<figure>\n%s</figure>\n", c)
+				}
+				p("</div>\n")
 			}
 		}
 		sections = append(sections, report.PageSection{ID: s.ID, Title: s.Title, Body: b.String()})
