@@ -111,6 +111,9 @@ type Result struct {
 	// GateResult is the regression gate's outcome (Gate); nil when the
 	// comparison was not gated.
 	GateResult *GateResult
+	// SweepTests counts the sweep points × metrics the q-values adjust
+	// for (0: no sweep compared).
+	SweepTests int
 }
 
 // Table compares one metric.
@@ -120,6 +123,10 @@ type Table struct {
 	// or a single "datapath" column (ByDatapath).
 	Columns []string
 	Rows    []*Row
+	// Sweep, when set, says the rows are points of a sweep's curves
+	// (curves.go); Curves summarise them.
+	Sweep  *Sweep
+	Curves []Curve
 }
 
 // Row is one matched cell of the matrix.
@@ -166,6 +173,10 @@ type Cell struct {
 	// busy-host verdict. The gate judges neither.
 	Mismatch   []string
 	NotTrusted string
+	// Q is the Benjamini–Hochberg q-value of a sweep's point (HasQ),
+	// adjusted over every point × metric of the comparison's sweeps.
+	Q    float64
+	HasQ bool
 }
 
 // Compare matches runs and compares them.
@@ -228,10 +239,12 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 	}
 	tables := map[string]*Table{}
 	mismatched := map[int][]cellMismatch{}
+	sweeps := sweepsOf(inputs)
 	for _, p := range pairs {
 		mts := metricsFor(p.labels)
 		if len(o.Metrics) == 0 {
 			mts = append(slices.Clone(mts), shareMetrics(append([]*result.Run{p.base}, p.others...))...)
+			mts = append(pointMetrics(sweeps, p), mts...)
 		}
 		for _, mt := range mts {
 			row := &Row{Labels: p.labels, BaseLabels: p.baseLabels}
@@ -321,12 +334,18 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 		}, shifted)...)
 	}
 	dpOrder := datapathOrder(inputs)
+	curves := splitSweeps(tables, order, sweeps, len(o.Metrics) == 0)
 	for _, mt := range order {
 		if t := tables[mt]; t != nil {
 			sortRows(t.Rows, dpOrder)
 			r.Tables = append(r.Tables, t)
 		}
 	}
+	for _, t := range curves {
+		sortCurveRows(t.Rows, t.Sweep, dpOrder)
+		r.Tables = append(r.Tables, t)
+	}
+	r.qValues()
 	return r, nil
 }
 
@@ -420,80 +439,3 @@ func labelNames(set *result.Set) []string {
 	return out
 }
 
-func datapathOrder(inputs []Input) map[string]int {
-	order := map[string]int{report.BaselineDatapath: -1}
-	n := 0
-	for _, in := range inputs {
-		for _, d := range in.Set.Datapaths {
-			if _, ok := order[d.Name]; !ok {
-				order[d.Name] = n
-				n++
-			}
-		}
-	}
-	return order
-}
-
-// rowKeyOrder: rows sort by test, flows, mtu, scenario, rules, path, then
-// datapath (in the set's order), then any other label.
-var rowKeyOrder = []string{report.LabelTest, report.LabelFlows, report.LabelMTU, report.LabelScenario, report.LabelRules, report.LabelPath, report.LabelDatapath}
-
-func sortRows(rows []*Row, dpOrder map[string]int) {
-	sort.SliceStable(rows, func(i, j int) bool {
-		a, b := rows[i].Labels, rows[j].Labels
-		for _, k := range rowKeyOrder {
-			va, vb := a[k], b[k]
-			if va == vb {
-				continue
-			}
-			if k == report.LabelDatapath {
-				oa, oka := dpOrder[va]
-				ob, okb := dpOrder[vb]
-				switch {
-				case oka && okb:
-					return oa < ob
-				case oka:
-					return true
-				case okb:
-					return false
-				}
-			}
-			vs := report.SortValues(k, []string{va, vb})
-			return vs[0] == va
-		}
-		return result.LabelKey(a) < result.LabelKey(b)
-	})
-}
-
-// sortKeys orders label keys for display like the rows: test, flows, mtu,
-// scenario, rules, path, datapath, then the rest alphabetically.
-func sortKeys(keys []string) { report.SortKeysBy(rowKeyOrder, keys) }
-
-// hostNotes compares each input's machine with the first one's.
-func hostNotes(inputs []Input) []string {
-	var notes []string
-	base := inputs[0].Set.Host
-	for _, in := range inputs {
-		if in.Set.Interrupted {
-			notes = append(notes, fmt.Sprintf("%s is from an interrupted run: cells it lacks were not measured.", in.Name))
-		}
-	}
-	for _, in := range inputs[1:] {
-		h := in.Set.Host
-		var diffs []string
-		if h.CPUModel != base.CPUModel {
-			diffs = append(diffs, fmt.Sprintf("CPU %q vs %q", base.CPUModel, h.CPUModel))
-		}
-		if h.Cores != base.Cores {
-			diffs = append(diffs, fmt.Sprintf("%d vs %d cores", base.Cores, h.Cores))
-		}
-		if h.Kernel != base.Kernel {
-			diffs = append(diffs, fmt.Sprintf("kernel %s vs %s", base.Kernel, h.Kernel))
-		}
-		if len(diffs) > 0 {
-			notes = append(notes, fmt.Sprintf("%s and %s ran on different machines (%s): their differences are not the datapath's alone.",
-				inputs[0].Name, in.Name, strings.Join(diffs, ", ")))
-		}
-	}
-	return notes
-}

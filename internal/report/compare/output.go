@@ -2,14 +2,12 @@ package compare
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/report"
-	"github.com/cnibench/cnibench/pkg/result"
 	"github.com/cnibench/cnibench/pkg/stats"
 )
 
@@ -21,6 +19,8 @@ type rendered struct {
 	Right     []bool
 	Rows      [][]string
 	Footnotes []string
+	// After are lines under the table (a sweep's curve summaries).
+	After []string
 }
 
 type footnotes struct {
@@ -101,32 +101,17 @@ func shownKeys(t *Table) (vary []string, constant map[string]string) {
 func (r *Result) render() []rendered {
 	var out []rendered
 	for _, t := range r.Tables {
+		if t.Sweep != nil {
+			out = append(out, r.renderSweep(t))
+			continue
+		}
 		vary, constant := shownKeys(t)
-		title := fmt.Sprintf("%s: %s (%s)", t.Metric, report.MetricTitle(t.Metric), report.BetterText(t.Metric))
-		if report.MetricTitle(t.Metric) == t.Metric {
-			title = fmt.Sprintf("%s (%s)", t.Metric, report.BetterText(t.Metric))
-		}
-		if len(constant) > 0 {
-			ks := make([]string, 0, len(constant))
-			for k := range constant {
-				ks = append(ks, k)
-			}
-			sortKeys(ks)
-			var parts []string
-			for _, k := range ks {
-				parts = append(parts, k+"="+constant[k])
-			}
-			title += ", " + strings.Join(parts, " ")
-		}
-		rt := rendered{Title: title}
+		rt := rendered{Title: tableTitle(t.Metric, constant)}
 		for _, k := range vary {
 			rt.Header = append(rt.Header, k)
 			rt.Right = append(rt.Right, k == report.LabelFlows || k == report.LabelMTU || k == report.LabelRules)
 		}
-		base := "vs base"
-		if r.Mode != ByFile {
-			base = "vs " + r.Base
-		}
+		base := r.vsHeader()
 		for i, c := range t.Columns {
 			rt.Header = append(rt.Header, c)
 			rt.Right = append(rt.Right, true)
@@ -156,6 +141,36 @@ func (r *Result) render() []rendered {
 		out = append(out, rt)
 	}
 	return out
+}
+
+// tableTitle names the metric, its direction and the labels constant
+// across the table's rows.
+func tableTitle(metric string, constant map[string]string) string {
+	title := fmt.Sprintf("%s: %s (%s)", metric, report.MetricTitle(metric), report.BetterText(metric))
+	if report.MetricTitle(metric) == metric {
+		title = fmt.Sprintf("%s (%s)", metric, report.BetterText(metric))
+	}
+	if len(constant) > 0 {
+		ks := make([]string, 0, len(constant))
+		for k := range constant {
+			ks = append(ks, k)
+		}
+		sortKeys(ks)
+		var parts []string
+		for _, k := range ks {
+			parts = append(parts, k+"="+constant[k])
+		}
+		title += ", " + strings.Join(parts, " ")
+	}
+	return title
+}
+
+// vsHeader heads the change columns: "vs base", or "vs <baseline value>".
+func (r *Result) vsHeader() string {
+	if r.Mode != ByFile {
+		return "vs " + r.Base
+	}
+	return "vs base"
 }
 
 func sideText(metric string, s Side, fn *footnotes) string {
@@ -251,6 +266,9 @@ func (r *Result) notes() []string {
 			break
 		}
 	}
+	if r.SweepTests > 0 {
+		notes = append(notes, sweepNote(r.SweepTests, alpha))
+	}
 	notes = append(notes, r.ProfileNotes...)
 	notes = append(notes, r.HostNotes...)
 	notes = append(notes, r.ConfigNotes...)
@@ -296,6 +314,9 @@ func (r *Result) WriteText(w io.Writer) error {
 		for j, n := range t.Footnotes {
 			fmt.Fprintf(bw, "%s %s\n", superscript(j+1), n)
 		}
+		for _, l := range t.After {
+			fmt.Fprintln(bw, l)
+		}
 	}
 	fmt.Fprintln(bw)
 	for _, n := range r.notes() {
@@ -338,6 +359,12 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 		if len(t.Footnotes) > 0 {
 			fmt.Fprintln(bw)
 		}
+		for _, l := range t.After {
+			fmt.Fprintf(bw, "- %s\n", esc.Replace(l))
+		}
+		if len(t.After) > 0 {
+			fmt.Fprintln(bw)
+		}
 	}
 	for _, n := range r.notes() {
 		fmt.Fprintf(bw, "%s\n\n", esc.Replace(n))
@@ -345,149 +372,3 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 	return bw.Flush()
 }
 
-// JSON output (schema cnibench/compare/v1). Numbers that are undefined
-// (a delta against a zero median) are left out instead of being NaN.
-
-// SchemaCompare identifies the JSON output of compare.
-const SchemaCompare = "cnibench/compare/v1"
-
-type jsonResult struct {
-	Schema    string      `json:"schema"`
-	By        Mode        `json:"by"`
-	Base      string      `json:"base"`
-	Inputs    []string    `json:"inputs"`
-	Tables    []jsonTable `json:"tables"`
-	Unmatched int         `json:"unmatched,omitempty"`
-	Notes     []string    `json:"notes"`
-	Gate      *jsonGate   `json:"gate,omitempty"`
-}
-
-// jsonGate is the regression gate's outcome (compare --fail-on).
-type jsonGate struct {
-	FailOn     string        `json:"fail_on"`
-	Alpha      float64       `json:"alpha"`
-	Confidence float64       `json:"confidence"`
-	Failed     bool          `json:"failed"`
-	Passed     int           `json:"passed"`
-	Failures   []jsonVerdict `json:"failures"`
-	Unjudged   []jsonVerdict `json:"unjudged,omitempty"`
-}
-
-type jsonVerdict struct {
-	Labels map[string]string `json:"labels"`
-	Metric string            `json:"metric"`
-	Column string            `json:"column"`
-	Rule   string            `json:"rule"`
-	Change *float64          `json:"change,omitempty"` // percent, or pp for shares
-	Lo     *float64          `json:"lo,omitempty"`
-	Hi     *float64          `json:"hi,omitempty"`
-	Unit   string            `json:"unit,omitempty"`
-	P      *float64          `json:"p,omitempty"`
-	Why    string            `json:"why"`
-}
-
-func jsonGateOf(g *GateResult) *jsonGate {
-	if g == nil {
-		return nil
-	}
-	conv := func(vs []Verdict) []jsonVerdict {
-		out := []jsonVerdict{}
-		for _, v := range vs {
-			unit := "%"
-			if v.PP {
-				unit = "pp"
-			}
-			out = append(out, jsonVerdict{Labels: v.Labels, Metric: v.Metric, Column: v.Column, Rule: v.Rule,
-				Change: finite(v.Change), Lo: finite(v.Lo), Hi: finite(v.Hi), Unit: unit, P: finite(v.P), Why: v.Why})
-		}
-		return out
-	}
-	return &jsonGate{FailOn: g.RuleText(), Alpha: g.Alpha, Confidence: g.Confidence, Failed: g.Failed(), Passed: g.Passed,
-		Failures: conv(g.Failures), Unjudged: conv(g.Unjudged)}
-}
-
-type jsonTable struct {
-	Metric  string    `json:"metric"`
-	Unit    string    `json:"unit"`
-	Better  string    `json:"better"`
-	Columns []string  `json:"columns"`
-	Rows    []jsonRow `json:"rows"`
-}
-
-type jsonRow struct {
-	Labels     map[string]string `json:"labels"`
-	BaseLabels map[string]string `json:"base_labels,omitempty"`
-	Base       *stats.Summary    `json:"base"`
-	Compared   []jsonCell        `json:"compared"`
-}
-
-type jsonCell struct {
-	Summary     *stats.Summary `json:"summary"`
-	DeltaPct    *float64       `json:"delta_pct,omitempty"`
-	DeltaPP     *float64       `json:"delta_pp,omitempty"` // CPU-profile shares: change in percentage points
-	P           *float64       `json:"p,omitempty"`
-	Alpha       float64        `json:"alpha,omitempty"`
-	Significant bool           `json:"significant"`
-	Change      string         `json:"change,omitempty"` // "better", "worse", "none"
-	Warnings    []string       `json:"warnings,omitempty"`
-}
-
-func finite(v float64) *float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
-}
-
-func betterName(b result.Better) string {
-	switch b {
-	case result.HigherIsBetter:
-		return "higher"
-	case result.LowerIsBetter:
-		return "lower"
-	}
-	return "neutral"
-}
-
-// WriteJSON writes the comparison as indented JSON.
-func (r *Result) WriteJSON(w io.Writer) error {
-	out := jsonResult{Schema: SchemaCompare, By: r.Mode, Base: r.Base, Inputs: r.Inputs, Unmatched: r.Unmatched, Notes: r.notes(), Gate: jsonGateOf(r.GateResult)}
-	for _, t := range r.Tables {
-		info := result.Info(t.Metric)
-		jt := jsonTable{Metric: t.Metric, Unit: info.Unit, Better: betterName(info.Better), Columns: t.Columns}
-		for _, row := range t.Rows {
-			jr := jsonRow{Labels: row.Labels, BaseLabels: row.BaseLabels}
-			if row.Base.Present {
-				s := row.Base.Summary
-				jr.Base = &s
-			}
-			for _, c := range row.Cells {
-				var jc jsonCell
-				if c.Present {
-					s := c.Summary
-					jc.Summary = &s
-				}
-				if c.Compared {
-					jc.DeltaPct, jc.P, jc.Alpha, jc.Significant, jc.Warnings = finite(c.DeltaPct), finite(c.P), c.Alpha, c.Significant, c.Warnings
-					if IsShare(t.Metric) {
-						jc.DeltaPP = finite(c.DeltaPP)
-					}
-					switch c.Better {
-					case 1:
-						jc.Change = "better"
-					case -1:
-						jc.Change = "worse"
-					default:
-						jc.Change = "none"
-					}
-				}
-				jr.Compared = append(jr.Compared, jc)
-			}
-			jt.Rows = append(jt.Rows, jr)
-		}
-		out.Tables = append(out.Tables, jt)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
-}
