@@ -144,6 +144,9 @@ func newFilterScenario(m *model, shape result.ScenarioShape, scen string, runs [
 		mechs = append([]string{sh.Baseline}, append(mechs[:i:i], mechs[i+1:]...)...)
 	}
 	travs, dps = SortValues(sh.Variant, travs), SortValues(LabelDatapath, dps)
+	if len(o.DatapathOrder) > 0 {
+		SortKeysBy(o.DatapathOrder, dps)
+	}
 	for _, dp := range dps {
 		for mi, mech := range mechs {
 			for _, tr := range travs {

@@ -39,6 +39,9 @@ type SweepOptions struct {
 	// datapath too, even with one, and the tables' first column is
 	// "<DatapathHeader>: <series header>".
 	DatapathHeader string
+	// DatapathOrder orders the datapaths' lines (the field's entries in
+	// the order given); others follow, sorted.
+	DatapathOrder []string
 }
 
 // SweepShapeOf is how scenario scen of set is drawn when it is a sweep:

@@ -40,12 +40,19 @@ func sweepSections(f *Field) (secs []section, other []string) {
 		}
 	}
 	for _, scen := range scens {
-		set, entries := mergedSweep(f, scen)
+		var others []string
+		set, entries := mergedSweep(f, scen, &others)
 		if set == nil {
 			other = append(other, scen)
 			continue
 		}
-		v, ok := report.SweepView(set, scen, report.SweepOptions{DatapathHeader: "CNI"})
+		var order []string
+		for _, r := range set.Runs {
+			if !slices.Contains(order, r.Labels[report.LabelDatapath]) {
+				order = append(order, r.Labels[report.LabelDatapath])
+			}
+		}
+		v, ok := report.SweepView(set, scen, report.SweepOptions{DatapathHeader: "CNI", DatapathOrder: order})
 		if !ok {
 			other = append(other, scen)
 			continue
@@ -74,6 +81,9 @@ func sweepSections(f *Field) (secs []section, other []string) {
 		if l := notMeasuredPoints(set, scen, sh.Sweep); len(l) > 0 {
 			s.Blocks = append(s.Blocks, block{Para: "Points not measured, with the reason each run recorded:"}, block{List: l})
 		}
+		if len(others) > 0 {
+			s.Blocks = append(s.Blocks, block{Para: "Datapaths of the runs that took no part in " + scen + ":"}, block{List: others})
+		}
 		secs = append(secs, s)
 	}
 	return secs, other
@@ -84,7 +94,9 @@ func sweepSections(f *Field) (secs []section, other []string) {
 // entry's name and datapath when an entry's runs of scen have several),
 // with the first shape an entry's document gives the scenario; nil when
 // no entry has a sweep shape for it. entries are the entries with runs.
-func mergedSweep(f *Field, scen string) (*result.Set, []*Entry) {
+//
+// Skips of a datapath with no runs of scen go to others, one line each.
+func mergedSweep(f *Field, scen string, others *[]string) (*result.Set, []*Entry) {
 	set := &result.Set{Schema: result.SchemaResults}
 	var entries []*Entry
 	for _, e := range f.Measured {
@@ -123,10 +135,20 @@ func mergedSweep(f *Field, scen string) (*result.Set, []*Entry) {
 			if sk.Labels[report.LabelScenario] != scen {
 				continue
 			}
+			// A skip of a datapath that ran none of the scenario (the
+			// host network's baseline) is no point of a curve: said
+			// once per entry, datapath and reason.
+			dp, has := sk.Labels[report.LabelDatapath]
+			if has && !dps[dp] {
+				if n := fmt.Sprintf("%s: datapath %s, every point: %s", e.Name, dp, sk.Reason); !contains(*others, n) {
+					*others = append(*others, n)
+				}
+				continue
+			}
 			// A skip of no datapath in particular covers each of the
 			// entry's, and no other entry's.
-			names := []string{name(sk.Labels[report.LabelDatapath])}
-			if _, has := sk.Labels[report.LabelDatapath]; !has {
+			names := []string{name(dp)}
+			if !has {
 				names = names[:0]
 				for _, dp := range report.SortValues(report.LabelDatapath, keys(dps)) {
 					names = append(names, name(dp))
@@ -171,7 +193,7 @@ func sweepLead(f *Field, entries []*Entry, scen string, sh *result.SweepShape) s
 	}
 	p := fmt.Sprintf("One line per CNI configuration and %s (%s), each from its own run on its own cluster; "+
 		"a point's interval is that run's repeats, so what changed on the machines between the runs is in no interval.",
-		sh.Series, strings.Join(names, ", "))
+		sh.Series, strings.Join(names, "; "))
 	var without []string
 	for _, e := range f.Measured {
 		if !slices.Contains(entries, e) {
@@ -188,9 +210,14 @@ func sweepLead(f *Field, entries []*Entry, scen string, sh *result.SweepShape) s
 	if hostsDiffer(entries) {
 		differ = append(differ, "the machines (see What is compared)")
 	}
-	differ = append(differ, labelsDiffer(entries, scen, sh)...)
+	labels := labelsDiffer(entries, scen, sh)
+	for _, k := range keysOf(labels) {
+		differ = append(differ, "the label "+labels[k])
+	}
 	for _, d := range settingsDiffer(&Field{Measured: entries}) {
-		differ = append(differ, "the suite setting "+d)
+		if k, _, _ := strings.Cut(d, ":"); labels[k] == "" {
+			differ = append(differ, "the suite setting "+d)
+		}
 	}
 	if len(differ) == 0 {
 		return p + " Besides the CNI, the runs differ in none of their labels and suite settings."
@@ -209,9 +236,10 @@ func hostsDiffer(es []*Entry) bool {
 }
 
 // labelsDiffer are the labels of the entries' runs of scen, other than
-// the shape's and the cells', whose values differ between entries:
-// "kube_proxy_mode: iptables for calico; nftables for cilium".
-func labelsDiffer(es []*Entry, scen string, sh *result.SweepShape) []string {
+// the shape's and the cells', whose values differ between entries, by
+// label: "kube_proxy_mode: iptables for calico / flannel; nftables for
+// cilium".
+func labelsDiffer(es []*Entry, scen string, sh *result.SweepShape) map[string]string {
 	vals := map[string]map[*Entry][]string{}
 	for _, e := range es {
 		for _, r := range e.Set.Runs {
@@ -231,17 +259,23 @@ func labelsDiffer(es []*Entry, scen string, sh *result.SweepShape) []string {
 			}
 		}
 	}
-	var out []string
+	out := map[string]string{}
 	for _, k := range keysOf(vals) {
-		var parts []string
-		distinct := map[string]bool{}
+		var order []string
+		by := map[string][]string{}
 		for _, e := range es {
-			v := strings.Join(report.SortValues(k, vals[k][e]), ", ")
-			distinct[v] = true
-			parts = append(parts, orDash(v)+" for "+e.Name)
+			v := orDash(strings.Join(report.SortValues(k, vals[k][e]), ", "))
+			if _, ok := by[v]; !ok {
+				order = append(order, v)
+			}
+			by[v] = append(by[v], e.Name)
 		}
-		if len(distinct) > 1 {
-			out = append(out, "the label "+k+": "+strings.Join(parts, "; "))
+		if len(order) > 1 {
+			var parts []string
+			for _, v := range order {
+				parts = append(parts, v+" for "+strings.Join(by[v], " / "))
+			}
+			out[k] = k + ": " + strings.Join(parts, "; ")
 		}
 	}
 	return out
