@@ -32,6 +32,7 @@ type Sweep struct {
 	// Series is the label of the scenario's lines (mechanism); Baseline
 	// its value with nothing loaded (none), whose curve comes first.
 	Series   string `json:"series"`
+	Variant  string `json:"variant,omitempty"`
 	Baseline string `json:"baseline,omitempty"`
 	// titles are the scenario's own metric titles.
 	titles map[string]string
@@ -51,10 +52,6 @@ type Curve struct {
 	OneSide                []string
 	Alpha                  float64
 }
-
-// cellLabels are the labels of a point's cells: a per-point metric
-// (set-up time) is the same for every cell of its point.
-var cellLabels = []string{report.LabelTest, report.LabelFlows, report.LabelPath, report.LabelRate}
 
 // sweepsOf are the sweep shapes of the inputs' scenarios (the first input
 // that draws a scenario as a sweep gives its shape).
@@ -128,7 +125,7 @@ func splitSweeps(tables map[string]*Table, order []string, sw map[string]result.
 			st := byScen[scen][mt]
 			if st == nil {
 				st = &Table{Metric: mt, Columns: t.Columns, Sweep: &Sweep{Scenario: scen, X: sh.X, XText: sh.XText,
-					Series: sh.Series, Baseline: sh.Baseline, titles: sw[scen].MetricTitles}}
+					Series: sh.Series, Variant: sh.Variant, Baseline: sh.Baseline, titles: sw[scen].MetricTitles}}
 				byScen[scen][mt] = st
 			}
 			st.Rows = append(st.Rows, row)
@@ -148,7 +145,7 @@ func splitSweeps(tables map[string]*Table, order []string, sw map[string]result.
 		for _, mt := range mts {
 			if st := byScen[scen][mt]; st != nil {
 				if slices.Contains(sw[scen].Sweep.PointMetrics, mt) {
-					st.Rows = onePerPoint(st.Rows)
+					st.Rows = onePerPoint(st.Rows, st.Sweep)
 				}
 				out = append(out, st)
 			}
@@ -168,15 +165,49 @@ func keysOf[V any](m map[string]V) []string {
 
 // onePerPoint keeps, of the rows of a per-point metric, one per point (the
 // row with the most repeats; the cells of a point share its values), its
-// labels without the cell's.
-func onePerPoint(rows []*Row) []*Row {
+// labels without the cell's: test, flows, path and rate, and any other
+// that takes several values among the rows of one point (udp_handshake), a point
+// being a value of the sweep's x, series and variant on one datapath and
+// CNI.
+func onePerPoint(rows []*Row, sw *Sweep) []*Row {
+	point := func(l map[string]string) string {
+		p := map[string]string{}
+		for k, v := range l {
+			if k == report.LabelScenario || k == sw.X || k == sw.Series || k == sw.Variant || k == report.LabelDatapath || k == labelCNI || strings.HasPrefix(k, cniPrefix) {
+				p[k] = v
+			}
+		}
+		return result.LabelKey(p)
+	}
+	seen := map[string]map[string]string{} // point -> label -> first value
+	cell := map[string]bool{report.LabelTest: true, report.LabelFlows: true, report.LabelPath: true, report.LabelRate: true}
+	for _, r := range rows {
+		pk := point(r.Labels)
+		if seen[pk] == nil {
+			seen[pk] = map[string]string{}
+			for k, v := range r.Labels {
+				seen[pk][k] = v
+			}
+			continue
+		}
+		for k, v := range r.Labels {
+			if first, ok := seen[pk][k]; !ok || first != v {
+				cell[k] = true
+			}
+		}
+		for k := range seen[pk] {
+			if _, ok := r.Labels[k]; !ok {
+				cell[k] = true
+			}
+		}
+	}
 	strip := func(l map[string]string) map[string]string {
 		if l == nil {
 			return nil
 		}
 		out := map[string]string{}
 		for k, v := range l {
-			if !slices.Contains(cellLabels, k) {
+			if !cell[k] {
 				out[k] = v
 			}
 		}

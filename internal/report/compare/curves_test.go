@@ -102,3 +102,36 @@ func stats0() (c stats.Change) {
 	c.Ratio, c.Lo, c.Hi = math.NaN(), math.NaN(), math.NaN()
 	return c
 }
+
+// A per-point metric keeps one row per point, whatever labels tell the
+// point's cells apart (test, path, and a scenario's own such as
+// udp_handshake).
+func TestOnePerPoint(t *testing.T) {
+	sw := &Sweep{Scenario: "egress-filter", X: "rules", Series: "mechanism", Variant: "traversal"}
+	row := func(mech, rules, test, hs string, n int) *Row {
+		l := map[string]string{"scenario": "egress-filter", "mechanism": mech, "rules": rules, "traversal": "every-packet", "test": test, "path": "cross-node"}
+		if hs != "" {
+			l["udp_handshake"] = hs
+		}
+		return &Row{Labels: l, Base: Side{Present: true, Summary: stats.Summary{N: n}}}
+	}
+	rows := []*Row{
+		row("ipset", "10", "tcp_rr", "", 5), row("ipset", "10", "udp_stream", "reply", 5), row("ipset", "10", "udp_stream", "", 4),
+		row("ipset", "1000", "tcp_rr", "", 5), row("ipset", "1000", "udp_stream", "reply", 5),
+		row("nftables", "10", "tcp_rr", "", 3), row("nftables", "10", "udp_stream", "reply", 5),
+	}
+	got := onePerPoint(rows, sw)
+	if len(got) != 3 {
+		t.Fatalf("%d rows, want 3 (one per point)", len(got))
+	}
+	for _, r := range got {
+		for _, k := range []string{"test", "path", "udp_handshake"} {
+			if _, ok := r.Labels[k]; ok {
+				t.Errorf("%v keeps the cell label %s", r.Labels, k)
+			}
+		}
+		if r.Labels["mechanism"] == "nftables" && r.Base.Summary.N != 5 {
+			t.Errorf("nftables at 10: the row with %d repeats, want the one with the most (5)", r.Base.Summary.N)
+		}
+	}
+}
