@@ -280,9 +280,13 @@ func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*resul
 		row := []cell{txt(s.name)}
 		ls := lineSeries{Name: s.name, Color: s.color, Dashed: s.dash, Dotted: s.dot}
 		for _, rv := range fs.rules {
+			x, xerr := strconv.ParseFloat(rv, 64)
 			if reason := fs.skipFor(s.match, rv); reason != "" {
 				row = append(row, txt(shortReason(reason)))
 				notes = append(notes, s.name+" "+compactCount(rv)+": "+shortReason(reason))
+				if xerr == nil && numeric {
+					ls.Marks = append(ls.Marks, mark{X: x, Reason: compactCount(rv) + " " + fs.sh.XText + ": " + reason})
+				}
 				continue
 			}
 			r := pick(runs, fs.sh.X, s.match, rv, metric)
@@ -295,6 +299,9 @@ func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*resul
 				if failedRun(r) {
 					row = append(row, txt("failed"))
 					notes = append(notes, s.name+" "+compactCount(rv)+": failed")
+					if xerr == nil && numeric {
+						ls.Marks = append(ls.Marks, mark{X: x, Reason: compactCount(rv) + " " + fs.sh.XText + ": failed: " + r.Repeats[0].Error})
+					}
 				} else {
 					row = append(row, txt("—"))
 				}
@@ -302,7 +309,7 @@ func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*resul
 			}
 			anyValue = true
 			row = append(row, txt(fmtSummary(metric, sm, ok)))
-			if x, err := strconv.ParseFloat(rv, 64); err == nil && numeric {
+			if xerr == nil && numeric {
 				warn := stats.Notable(sm)
 				anyWarn = anyWarn || warn
 				ls.Pts = append(ls.Pts, point{X: x, V: sm.Median / sc.Div, Lo: sm.CI95Low / sc.Div, Hi: sm.CI95High / sc.Div, Warn: warn})
@@ -311,7 +318,7 @@ func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*resul
 		if !allDash(row[1:]) {
 			t.Rows = append(t.Rows, row)
 		}
-		if len(ls.Pts) > 0 {
+		if len(ls.Pts) > 0 || len(ls.Marks) > 0 {
 			lc.Series = append(lc.Series, ls)
 		}
 	}
@@ -319,9 +326,9 @@ func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*resul
 		return nil, nil
 	}
 	if len(notes) > 0 {
-		lc.Note = "not drawn: " + strings.Join(notes, "; ")
+		lc.Note = "× not measured: " + strings.Join(notes, "; ")
 		if runeLen(lc.Note) > 110 {
-			lc.Note = fmt.Sprintf("%d points not drawn (too large, skipped or failed): see the table", len(notes))
+			lc.Note = fmt.Sprintf("× %d points not measured (too large, skipped or failed): see the table", len(notes))
 		}
 	}
 	if anyWarn {

@@ -20,6 +20,16 @@ type lineSeries struct {
 	Dashed bool // the reference (baseline) series
 	Dotted bool // a variant of another series (same colour), e.g. another traversal
 	Pts    []point
+	// Marks are the series' points that were not measured (skipped, too
+	// large, failed): a cross at their x on the axis, the reason its
+	// tooltip.
+	Marks []mark
+}
+
+// mark is a point of a series without a value, at X.
+type mark struct {
+	X      float64
+	Reason string
 }
 
 type lineChart struct {
@@ -137,6 +147,9 @@ func (c *lineChart) svg() string {
 	}
 	w.p(`<text x="%s" y="%s" font-size="12" fill="#222" text-anchor="middle">%s</text>`+"\n", f((left+right)/2), f(bottom+38), esc(c.XLabel))
 	for si, s := range c.Series {
+		if len(s.Pts) == 0 {
+			continue // only marks
+		}
 		var d strings.Builder
 		for i, p := range s.Pts {
 			cmd := "L"
@@ -151,6 +164,17 @@ func (c *lineChart) svg() string {
 			w.errBar(x, yOf(p.Lo), yOf(p.Hi), 4)
 			w.p(`<circle class="point" cx="%s" cy="%s" r="4" fill="%s"><title>%s: %s</title></circle>`+"\n",
 				f(x), f(y), colors[si], esc(s.Name), esc(Num(p.V)))
+		}
+	}
+	// Crosses at the foot of the plot for the points not measured, in
+	// the series' colour, stacked where several series miss one x.
+	stack := map[float64]int{}
+	for si, s := range c.Series {
+		for _, m := range s.Marks {
+			x, y := xOf(m.X), bottom-7-11*float64(stack[m.X])
+			stack[m.X]++
+			w.p(`<text class="mark" x="%s" y="%s" font-size="14" font-weight="bold" fill="%s" text-anchor="middle">×<title>%s: %s</title></text>`+"\n",
+				f(x), f(y+5), colors[si], esc(s.Name), esc(m.Reason))
 		}
 	}
 	for i, line := range noteLines {

@@ -84,10 +84,20 @@ func TestSweepCharts(t *testing.T) {
 	for _, want := range []string{
 		`id="scenario-egress-filter"`, `id="scenario-services"`,
 		"calico vxlan: calico-gnp", "calico vxlan: networkpolicy", "cilium: cilium-policy", "cilium: networkpolicy",
-		"cilium: networkpolicy 1k: failed", "calico ebpf: calico-ebpf 10k: too large",
+		"× not measured: cilium: networkpolicy 1k: failed", "× not measured: calico ebpf: calico-ebpf 10k: too large",
 	} {
 		if !strings.Contains(h, want) {
 			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	// The failed and the too-large points are crosses at their N, their
+	// reasons the tooltips.
+	for _, want := range []string{
+		`×<title>cilium: networkpolicy: 1k rules: failed: prepare failed: not enforced: the allowed server was cut for the whole 1m0s wait</title>`,
+		`×<title>calico ebpf: calico-ebpf: 10k services: too large: the cluster holds at most 5000 services (--cluster-scale)</title>`,
+	} {
+		if n := strings.Count(h, want); n != 5 {
+			t.Errorf("%d charts mark %q, want 5", n, want)
 		}
 	}
 	for _, bad := range []string{"NaN", "Inf", `data-points="0"`} {
