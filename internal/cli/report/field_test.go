@@ -81,3 +81,24 @@ func TestFieldErrors(t *testing.T) {
 		})
 	}
 }
+
+// Committed egress-filter sweeps of one CNI in several configurations
+// (docs/data/egress-cilium120-2026-12-04): the field report draws one curve
+// per configuration and mechanism.
+func TestFieldSweep(t *testing.T) {
+	d := "../../../docs/data/egress-cilium120-2026-12-04"
+	args := []string{"--format", "html", filepath.Join(d, "cilium120-native"), filepath.Join(d, "cilium120-vxlan")}
+	out, errOut, code := execute(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		`<section id="scenario-egress-filter">`, `class="chart chart-scenario"`,
+		"cilium native routing: networkpolicy", "cilium tunnel vxlan: cilium-policy",
+		"Datapaths of the runs that took no part in egress-filter",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the field report lacks %q", want)
+		}
+	}
+}
