@@ -99,10 +99,16 @@ func TestGolden(t *testing.T) {
 			"flannel-vxlan.json.gz", "cilium-native.json.gz"}},
 		{"by-cni-mode.md", []string{"--by", "cni,cni_mode", "--baseline", "flannel,vxlan", "--where", "path=cross-node,flows=8", "--format", "md",
 			"flannel-vxlan.json.gz", "flannel-host-gw.json.gz"}},
+		// Sweeps read as curves (writeSweeps).
+		{"curves-by-mechanism.text", []string{"--by", "mechanism", "--baseline", "none", "egress.json"}},
+		{"curves-files.text", []string{"--metrics", "filter_setup_seconds,trans_per_sec", "egress.json", "egress-new.json"}},
+		{"curves-files.md", []string{"--format", "md", "--metrics", "latency_us_p99", "egress.json", "egress-new.json"}},
+		{"curves-by-cni.text", []string{"--by", "cni", "--baseline", "calico", "--metrics", "filter_setup_seconds,latency_us_p99", "calico.json", "cilium.json"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			inTemp(t)
+			writeSweeps(t)
 			out, errOut, code := execute(t, tt.args...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)

@@ -3,7 +3,6 @@ package comparecmd
 import (
 	"encoding/json"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/report/reporttest"
@@ -39,35 +38,6 @@ func writeSweeps(t *testing.T) {
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// Sweeps compare as curves: per curve, the points in numeric order of N,
-// with the ratio, its interval and the q-value, and each curve's summary.
-func TestCurvesGolden(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		args []string
-	}{
-		{"curves-by-mechanism.text", []string{"--by", "mechanism", "--baseline", "none", "egress.json"}},
-		{"curves-files.text", []string{"--metrics", "filter_setup_seconds,trans_per_sec", "egress.json", "egress-new.json"}},
-		{"curves-files.md", []string{"--format", "md", "--metrics", "latency_us_p99", "egress.json", "egress-new.json"}},
-		{"curves-by-cni.text", []string{"--by", "cni", "--baseline", "calico", "--metrics", "filter_setup_seconds,latency_us_p99", "calico.json", "cilium.json"}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Chdir(t.TempDir())
-			writeSweeps(t)
-			out, errOut, code := execute(t, tt.args...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, errOut)
-			}
-			for _, bad := range []string{"NaN", "Inf", "%!"} {
-				if strings.Contains(out, bad) {
-					t.Errorf("output contains %q", bad)
-				}
-			}
-			golden(t, tt.name, out)
-		})
 	}
 }
 

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -136,7 +137,7 @@ func splitSweeps(tables map[string]*Table, order []string, sw map[string]result.
 		}
 	}
 	var out []*Table
-	for _, scen := range report.SortValues(report.LabelScenario, keysOf(byScen)) {
+	for _, scen := range report.SortValues(report.LabelScenario, slices.Sorted(maps.Keys(byScen))) {
 		mts := order
 		if pointFirst {
 			pm := sw[scen].Sweep.PointMetrics
@@ -151,15 +152,6 @@ func splitSweeps(tables map[string]*Table, order []string, sw map[string]result.
 			}
 		}
 	}
-	return out
-}
-
-func keysOf[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 
@@ -402,7 +394,7 @@ func (c Curve) Text(x string) string {
 }
 
 func sortedLabelKeys(l map[string]string) []string {
-	ks := keysOf(l)
+	ks := slices.Sorted(maps.Keys(l))
 	sortKeys(ks)
 	return ks
 }

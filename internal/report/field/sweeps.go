@@ -2,6 +2,7 @@ package field
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -150,7 +151,7 @@ func mergedSweep(f *Field, scen string, others *[]string) (*result.Set, []*Entry
 			names := []string{name(dp)}
 			if !has {
 				names = names[:0]
-				for _, dp := range report.SortValues(report.LabelDatapath, keys(dps)) {
+				for _, dp := range report.SortValues(report.LabelDatapath, slices.Sorted(maps.Keys(dps))) {
 					names = append(names, name(dp))
 				}
 			}
@@ -172,15 +173,6 @@ func relabel(l map[string]string, name string) map[string]string {
 		out[k] = v
 	}
 	out[report.LabelDatapath] = name
-	return out
-}
-
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 
@@ -211,7 +203,7 @@ func sweepLead(f *Field, entries []*Entry, scen string, sh *result.SweepShape) s
 		differ = append(differ, "the machines (see What is compared)")
 	}
 	labels := labelsDiffer(entries, scen, sh)
-	for _, k := range keysOf(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		differ = append(differ, "the label "+labels[k])
 	}
 	for _, d := range settingsDiffer(&Field{Measured: entries}) {
@@ -260,7 +252,7 @@ func labelsDiffer(es []*Entry, scen string, sh *result.SweepShape) map[string]st
 		}
 	}
 	out := map[string]string{}
-	for _, k := range keysOf(vals) {
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
 		var order []string
 		by := map[string][]string{}
 		for _, e := range es {
@@ -278,15 +270,6 @@ func labelsDiffer(es []*Entry, scen string, sh *result.SweepShape) map[string]st
 			out[k] = k + ": " + strings.Join(parts, "; ")
 		}
 	}
-	return out
-}
-
-func keysOf[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 
