@@ -67,6 +67,13 @@ confidence interval, the change in percent and the p-value of a two-sided
 Mann-Whitney U test; "~" marks differences that are not significant (p > 0.05).
 Warnings (too few repeats, noisy samples, outliers) are footnotes.
 
+Runs of a sweep scenario (egress-filter against rules, services against the
+number of services) are compared as curves, in tables of their own: rows per
+curve, ordered by N numerically, each point with the ratio of the two sides and
+its 95 % interval and a Benjamini-Hochberg q-value over every point and metric
+of the sweeps compared, and a summary per curve ("worse at 3 of 4 points
+(q <= 0.05): rules=1000,10000,100000"). Other comparisons are unchanged.
+
 CPU-profile shares (cpu_share_<family>, % of all samples; suite --cpu-profile)
 are compared like other metrics, their change in percentage points ("+18.0 pp").
 A profiled cell (label cpu_profile=on) never matches an unprofiled one; a note
