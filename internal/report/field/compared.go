@@ -30,10 +30,17 @@ func comparedSection(f *Field) section {
 	if interleaved {
 		how = "measured in the same run, its cells interleaved with the CNI's"
 	}
-	s.Blocks = append(s.Blocks, block{Para: fmt.Sprintf("Each CNI configuration below is one results file, one run on its own cluster. "+
-		"Each is graded against its own cluster's node-to-node baseline (the host network), %s; the CNIs themselves were measured in separate runs, "+
-		"one after another, so what changed on the machines between runs is in no interval: read a difference between two CNIs' grades "+
-		"that their intervals do not clearly separate as none.", how)})
+	if len(fieldTests(f)) == 0 {
+		// Scenario runs only: nothing is graded against a baseline.
+		s.Blocks = append(s.Blocks, block{Para: "Each CNI configuration below is one results file, one run on its own cluster; " +
+			"the CNIs were measured in separate runs, one after another, so what changed on the machines between runs is in no interval: " +
+			"read a difference between two CNIs' points that their intervals do not clearly separate as none."})
+	} else {
+		s.Blocks = append(s.Blocks, block{Para: fmt.Sprintf("Each CNI configuration below is one results file, one run on its own cluster. "+
+			"Each is graded against its own cluster's node-to-node baseline (the host network), %s; the CNIs themselves were measured in separate runs, "+
+			"one after another, so what changed on the machines between runs is in no interval: read a difference between two CNIs' grades "+
+			"that their intervals do not clearly separate as none.", how)})
+	}
 	var list []string
 	for _, e := range f.Measured {
 		item := fmt.Sprintf("%s: %s, from %s, measured %s", e.Name, e.ID, e.File, span(e.Set.Start, e.Set.End))
