@@ -8,7 +8,7 @@ import (
 // Against R's p.adjust(p, method = "BH").
 func TestBenjaminiHochberg(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
+		name    string
 		p, want []float64
 	}{
 		{"R p.adjust", []float64{0.01, 0.04, 0.03, 0.005}, []float64{0.02, 0.04, 0.04, 0.02}},

@@ -438,4 +438,3 @@ func labelNames(set *result.Set) []string {
 	sort.Strings(out)
 	return out
 }
-

@@ -371,4 +371,3 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 	}
 	return bw.Flush()
 }
-

@@ -258,4 +258,3 @@ func interferenceBlocks(f *Field) []block {
 	}
 	return out
 }
-

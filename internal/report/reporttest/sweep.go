@@ -40,7 +40,7 @@ var (
 // cross-node, 1 flow) per point, five repeats, on a cluster's CNI when
 // CNI is set (labels cni, cni_mode, cni_version), else on the lab.
 type SweepOptions struct {
-	Shape             result.ScenarioShape
+	Shape              result.ScenarioShape
 	CNI, Mode, Version string
 	// Series are the values of the shape's series label; Xs its x values.
 	Series []string
