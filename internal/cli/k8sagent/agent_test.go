@@ -118,7 +118,7 @@ func TestJSONShapes(t *testing.T) {
 		"cgroup.controllers": "cpu memory\n", "kubepods/pod1234/cpu.stat": "usage_usec 7\n",
 		"system.slice/kube-proxy.service/cpu.stat": "usage_usec 9\n", "system.slice/kube-proxy.service/memory.current": "50\n",
 		"system.slice/kube-proxy.service/memory.stat": "inactive_file 10\n",
-		"kubepods/pod1234/memory.current": "100\n", "kubepods/pod1234/memory.stat": "inactive_file 30\n",
+		"kubepods/pod1234/memory.current":             "100\n", "kubepods/pod1234/memory.stat": "inactive_file 30\n",
 	} {
 		if err := os.WriteFile(filepath.Join(root, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
