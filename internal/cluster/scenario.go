@@ -56,6 +56,22 @@ type Access struct {
 	// that point only) and returns where to run in it and how to remove it
 	// (waiting until it is gone).
 	NewClientPod func(ctx context.Context, short string, caps []string) (backend.Place, func(context.Context) error, error)
+
+	// --- Services at scale (issue 36; serviceproxy.go) ---
+	// ServiceProxy names what serves ClusterIP services (cni.ServiceProxy:
+	// kube-proxy-iptables, kube-proxy-nftables, cilium-kpr, calico-ebpf,
+	// none, unknown), ServiceProxyEvidence why.
+	ServiceProxy         string
+	ServiceProxyEvidence []string
+	// ProxyUsage is CNIUsage for kube-proxy (its pods, or its cgroup when
+	// it runs outside pods) on the two nodes: metrics ProxyCPU,
+	// ProxyMemory, ProxyWindow; nil usage and why when no kube-proxy runs
+	// there or it could not be read.
+	ProxyUsage func(ctx context.Context, fn func(context.Context) error) (usage map[string]float64, why string, err error)
+	// APIQPS and APIBurst are the clientset's API rate limit (0: unknown).
+	APIQPS   float64
+	APIBurst int
+	// --- end of services at scale ---
 }
 
 // ServerPod is a server pod of a cluster run.
@@ -104,6 +120,7 @@ func (d *Deployment) ClusterAccess(datapath string) (*Access, error) {
 		CNIUsage:     d.cniUsage,
 		NewClientPod: d.newClientPod,
 	}
+	d.serviceScaleAccess(a)
 	return a, nil
 }
 
