@@ -7,8 +7,8 @@ package cluster
 import (
 	"cmp"
 	"context"
-	"maps"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
