@@ -34,6 +34,31 @@ const (
 	MetricPAWSTimewait = "svc_paws_timewait_rejects"
 )
 
+// Metrics of a cluster point (metrics.go documents them).
+const (
+	MetricClusterServices              = "svc_cluster_services"
+	MetricClusterAPIObjects            = "svc_cluster_api_objects"
+	MetricClusterAPIBytes              = "svc_cluster_api_bytes"
+	MetricClusterFillersSeconds        = "svc_cluster_fillers_seconds"
+	MetricClusterCreatePerSec          = "svc_cluster_create_services_per_sec"
+	MetricClusterProgrammingSeconds    = "svc_cluster_programming_seconds"
+	MetricClusterWatchResolution       = "svc_cluster_watch_resolution_seconds"
+	MetricClusterCNICPU                = "svc_cluster_cni_cpu_millicores"
+	MetricClusterCNIMemory             = "svc_cluster_cni_memory_bytes"
+	MetricClusterCNIWindow             = "svc_cluster_cni_window_seconds"
+	MetricClusterRemovalSeconds        = "svc_cluster_removal_seconds"
+	MetricClusterRemovalRefusedSeconds = "svc_cluster_removal_refused_seconds"
+	MetricClusterSettleSeconds         = "svc_cluster_settle_seconds"
+	MetricClusterSettleCPU             = "svc_cluster_settle_cni_cpu_millicores"
+)
+
+// cniUsageMetrics maps cluster.Access.CNIUsage's metrics to the point's.
+var cniUsageMetrics = map[string]string{
+	"cni_cpu_millicores":       MetricClusterCNICPU,
+	"cni_memory_bytes":         MetricClusterCNIMemory,
+	"cni_usage_window_seconds": MetricClusterCNIWindow,
+}
+
 // metrics documents the scenario's own metrics, those above and a cluster
 // point's (cluster.go), registered with the scenario (register.go;
 // docs/results.md mirrors them).
