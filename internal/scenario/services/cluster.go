@@ -102,6 +102,9 @@ func ClusterCells() []scenario.Cell {
 // stops answering (a second watch, --want refused) and until the API
 // objects are gone.
 func PrepareCluster(ctx context.Context, env scenario.Env, ca *cluster.Access, n int, o ClusterOptions) (_ scenario.Prepared, err error) {
+	if ca != nil && o.ClientQPS == 0 {
+		o.ClientQPS = ca.APIQPS // the clientset's own limit (0: unknown, the default)
+	}
 	o, err = o.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("services on a cluster: %w", err)
@@ -154,25 +157,29 @@ func PrepareCluster(ctx context.Context, env scenario.Env, ca *cluster.Access, n
 		prog, err = p.create(ctx)
 		return err
 	}
+	// kube-proxy's usage inside the CNI's window (its two readings are the
+	// CNI window's only extra time).
+	measured, proxy := p.withProxyUsage(create)
 	var usage map[string]float64
 	var why string
 	if ca.CNIUsage != nil {
-		usage, why, err = ca.CNIUsage(ctx, create)
+		usage, why, err = ca.CNIUsage(ctx, measured)
 	} else {
 		why = "not measured: the deployment gives no CNI usage"
-		err = create(ctx)
+		err = measured(ctx)
 	}
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range usage {
-		if name, ok := cniUsageMetrics[k]; ok {
-			p.metrics[name] = v
-		}
-	}
+	copyMetrics(p.metrics, usage, cniUsageMetrics)
+	copyMetrics(p.metrics, proxy.usage, proxyUsageMetrics)
 	p.metrics[MetricClusterProgrammingSeconds] = prog.AfterSeconds
 	p.metrics[MetricClusterWatchResolution] = prog.ResolutionSeconds
-	p.config = p.makeConfig(ctx, env, usage, why)
+	if prog.FirstConnectSeconds > 0 {
+		p.metrics[MetricClusterFirstConnect] = prog.FirstConnectSeconds
+	}
+	p.config = p.makeConfig(env, usage, why)
+	p.proxyConfig(p.config, proxy)
 	log.Debug("services on a cluster prepared", "services", n, "vip", p.vip, "programming_s", prog.AfterSeconds)
 	return p, nil
 }

@@ -5,6 +5,7 @@ package services
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/scenario"
@@ -38,7 +39,11 @@ const (
 	// DefaultClusterWorkers creating or deleting services at once: enough
 	// to keep the client's rate limiter busy (each worker makes two calls
 	// per service), few enough not to queue hundreds of calls behind it.
+	// A higher API rate (--api-qps) gets one worker per 25 requests/s,
+	// at most MaxClusterWorkers (workersFor).
 	DefaultClusterWorkers = 8
+	// MaxClusterWorkers bounds the workers of a high API rate.
+	MaxClusterWorkers = 64
 	// DefaultClusterQPS is the client's API rate (requests per second) of
 	// the clientset kube.LoadConfig makes (burst 100): creating N services
 	// takes 2N calls, so about N/25 seconds once the burst is spent —
@@ -129,11 +134,11 @@ func (o ClusterOptions) withDefaults() (ClusterOptions, error) {
 	if o.MaxServices == 0 {
 		o.MaxServices = DefaultClusterMaxServices
 	}
-	if o.Workers == 0 {
-		o.Workers = DefaultClusterWorkers
-	}
 	if o.ClientQPS == 0 {
 		o.ClientQPS = DefaultClusterQPS
+	}
+	if o.Workers == 0 {
+		o.Workers = workersFor(o.ClientQPS)
 	}
 	def(&o.WatchInterval, DefaultWatchInterval)
 	def(&o.WatchWait, DefaultWatchWait)
@@ -172,4 +177,12 @@ func ClusterTooLarge(n int, o ClusterOptions) error {
 			scenario.ErrTooLarge, n, bound, ClusterScaleFlag, ClusterScaleFlag)
 	}
 	return fmt.Errorf("%w: %d services: more than %d per point on a cluster, even with %s", scenario.ErrTooLarge, n, bound, ClusterScaleFlag)
+}
+
+// workersFor is the workers that keep an API rate of qps requests/s busy:
+// DefaultClusterWorkers up to 200 requests/s, then one per 25 requests/s
+// (a call takes tens of milliseconds on a loaded API server), at most
+// MaxClusterWorkers.
+func workersFor(qps float64) int {
+	return min(max(DefaultClusterWorkers, int(math.Ceil(qps/25))), MaxClusterWorkers)
 }

@@ -1,6 +1,9 @@
 package services
 
-import "github.com/cnibench/cnibench/pkg/result"
+import (
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/pkg/result"
+)
 
 // Set-up costs of a lab point, attached to every repeat measured at it,
 // and its tear-down.
@@ -50,9 +53,23 @@ const (
 	MetricClusterRemovalRefusedSeconds = "svc_cluster_removal_refused_seconds"
 	MetricClusterSettleSeconds         = "svc_cluster_settle_seconds"
 	MetricClusterSettleCPU             = "svc_cluster_settle_cni_cpu_millicores"
+	// Issue 36: the first connection through the Nth service, and the
+	// service proxy's own usage (kube-proxy's, where it runs).
+	MetricClusterFirstConnect   = "svc_cluster_first_connect_seconds"
+	MetricClusterProxyCPU       = "svc_cluster_proxy_cpu_millicores"
+	MetricClusterProxyMemory    = "svc_cluster_proxy_memory_bytes"
+	MetricClusterProxyWindow    = "svc_cluster_proxy_window_seconds"
+	MetricClusterSettleProxyCPU = "svc_cluster_settle_proxy_cpu_millicores"
 )
 
 // cniUsageMetrics maps cluster.Access.CNIUsage's metrics to the point's.
+// proxyUsageMetrics maps cluster.Access.ProxyUsage's to the point's.
+var proxyUsageMetrics = map[string]string{
+	cluster.ProxyCPU:    MetricClusterProxyCPU,
+	cluster.ProxyMemory: MetricClusterProxyMemory,
+	cluster.ProxyWindow: MetricClusterProxyWindow,
+}
+
 var cniUsageMetrics = map[string]string{
 	"cni_cpu_millicores":       MetricClusterCNICPU,
 	"cni_memory_bytes":         MetricClusterCNIMemory,
@@ -85,4 +102,9 @@ var metrics = map[string]result.MetricInfo{
 	MetricClusterRemovalRefusedSeconds: {Unit: "s", Better: result.LowerIsBetter, Help: "services scenario on a cluster: time from the first delete call (the EndpointSlices go first) until the measured VIP stopped answering for good from the client pod"},
 	MetricClusterSettleSeconds:         {Unit: "s", Better: result.LowerIsBetter, Help: "services scenario on a cluster: time from the end of the removal until the CNI's pods on the run's two nodes used less than the bound (default 250 mCPU) over a 2 s window, at most 90 s: the datapath's own tear-down, which the next point would otherwise measure"},
 	MetricClusterSettleCPU:             {Unit: "millicores", Better: result.LowerIsBetter, Help: "services scenario on a cluster: CPU of the CNI's pods over the last window of svc_cluster_settle_seconds (below the bound when it settled)"},
+	MetricClusterFirstConnect:          {Unit: "s", Better: result.LowerIsBetter, Help: "services scenario on a cluster: connect time (SYN to established) of the first connection to the measured (Nth) service's VIP that answered once it was programmed (the probe that starts svc_cluster_programming_seconds' lasting answer): the first packet's path through the new rules or maps, not tcp_crr's steady state"},
+	MetricClusterProxyCPU:              {Unit: "millicores", Better: result.LowerIsBetter, Help: "services scenario on a cluster: CPU of kube-proxy on the run's two nodes (its pods' cgroups, or its own cgroup when it runs outside pods) over the point's creation, in thousandths of a core; absent where no kube-proxy runs (the CNI's replacement is in svc_cluster_cni_cpu_millicores)"},
+	MetricClusterProxyMemory:           {Unit: "bytes", Better: result.LowerIsBetter, Help: "services scenario on a cluster: working set of kube-proxy on the run's two nodes after the point's creation"},
+	MetricClusterProxyWindow:           {Unit: "s", Better: result.Neutral, Help: "services scenario on a cluster: length of the window svc_cluster_proxy_cpu_millicores averages over (the whole creation)"},
+	MetricClusterSettleProxyCPU:        {Unit: "millicores", Better: result.LowerIsBetter, Help: "services scenario on a cluster: CPU of kube-proxy on the run's two nodes over the last window of svc_cluster_settle_seconds"},
 }
