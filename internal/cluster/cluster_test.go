@@ -508,7 +508,13 @@ func (f *fakeCluster) inventory(t *testing.T, ns string) []string {
 // up brings the backend up and returns the deployment.
 func up(t *testing.T, ctx context.Context, b *Backend) *Deployment {
 	t.Helper()
-	dep, err := b.Up(ctx, backend.Spec{Token: testToken, MTU: 9000})
+	return upSpec(t, ctx, b, backend.Spec{Token: testToken, MTU: 9000})
+}
+
+// upSpec is up with a spec of its own (a scenario's).
+func upSpec(t *testing.T, ctx context.Context, b *Backend, spec backend.Spec) *Deployment {
+	t.Helper()
+	dep, err := b.Up(ctx, spec)
 	if dep == nil {
 		t.Fatalf("Up returned no deployment (err %v)", err)
 	}

@@ -153,17 +153,8 @@ func (d *Deployment) cniUsage(ctx context.Context, fn func(context.Context) erro
 	if rerr != nil {
 		return nil, "the CNI's cgroups could not be read: " + firstLine(rerr.Error()), err
 	}
-	var cpu, mem float64
-	for h := range byHelper {
-		for uid, u := range cgroupUsage(first[h], second[h]) {
-			if u.err != "" {
-				left = append(left, "pod "+uid+": "+u.err)
-				continue
-			}
-			cpu += u.millicores
-			mem += u.memBytes
-		}
-	}
+	cpu, mem, _, unread := sumUsage(first, second)
+	left = append(left, unread...)
 	m := map[string]float64{"cni_cpu_millicores": cpu, "cni_memory_bytes": mem, "cni_usage_window_seconds": el.Seconds()}
 	why := ""
 	if len(left) > 0 {

@@ -163,20 +163,7 @@ func (d *Deployment) proxyUsage(ctx context.Context, fn func(context.Context) er
 	if rerr != nil {
 		return nil, "kube-proxy's cgroups could not be read: " + firstLine(rerr.Error()), err
 	}
-	var cpu, mem float64
-	var left []string
-	read := 0
-	for h := range targets {
-		for id, u := range cgroupUsage(first[h], second[h]) {
-			if u.err != "" {
-				left = append(left, id+": "+u.err)
-				continue
-			}
-			read++
-			cpu += u.millicores
-			mem += u.memBytes
-		}
-	}
+	cpu, mem, read, left := sumUsage(first, second)
 	slices.Sort(left)
 	if read == 0 {
 		return nil, "kube-proxy's cgroups not found: " + strings.Join(left, "; "), err
@@ -214,4 +201,26 @@ func validAPIRate(qps float64, burst int) error {
 		return fmt.Errorf("--api-burst %d: must be between 1 and %d (default 100)", burst, 2*MaxAPIQPS)
 	}
 	return nil
+}
+
+// sumUsage sums the CPU over the interval and the memory of every pod and
+// cgroup of two readings (host pod → report), cgroupUsage's; read counts
+// those summed, left says which were not and why ("pod UID: …", or
+// "cgroup PATH: …" for readTargets' cgroups).
+func sumUsage(first, second map[string]agent.CgroupReport) (cpu, mem float64, read int, left []string) {
+	for h := range second {
+		for id, u := range cgroupUsage(first[h], second[h]) {
+			if u.err != "" {
+				if !strings.HasPrefix(id, "cgroup ") {
+					id = "pod " + id
+				}
+				left = append(left, id+": "+u.err)
+				continue
+			}
+			read++
+			cpu += u.millicores
+			mem += u.memBytes
+		}
+	}
+	return cpu, mem, read, left
 }

@@ -17,16 +17,7 @@ import (
 // the service proxy label.
 func upScenario(t *testing.T, ctx context.Context, b *Backend, serviceProxy bool) *Deployment {
 	t.Helper()
-	dep, err := b.Up(ctx, backend.Spec{Token: testToken, MTU: 9000, Scenario: &backend.ScenarioSpec{Name: "services", ServiceProxy: serviceProxy}})
-	if dep == nil {
-		t.Fatalf("Up returned no deployment (err %v)", err)
-	}
-	d := dep.(*Deployment)
-	t.Cleanup(func() { _ = d.Down(context.Background()) })
-	if err != nil {
-		t.Fatalf("Up: %v", err)
-	}
-	return d
+	return upSpec(t, ctx, b, backend.Spec{Token: testToken, MTU: 9000, Scenario: &backend.ScenarioSpec{Name: "services", ServiceProxy: serviceProxy}})
 }
 
 // The fake nodes' kube-proxy runs outside pods (it answers its mode, no
