@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/discovery"
@@ -142,21 +141,17 @@ func (d *Deployment) cniUsage(ctx context.Context, fn func(context.Context) erro
 		}
 		return nil, why, fn(ctx)
 	}
-	first, readErr := d.readHosts(ctx, byHelper)
-	t0 := time.Now()
-	err := fn(ctx)
-	el := time.Since(t0)
-	if readErr != nil {
-		return nil, "the CNI's cgroups could not be read: " + firstLine(readErr.Error()), err
+	targets := map[string]usageTarget{}
+	for h, uids := range byHelper {
+		targets[h] = usageTarget{uids: uids}
 	}
-	second, rerr := d.readHosts(ctx, byHelper)
-	if rerr != nil {
-		return nil, "the CNI's cgroups could not be read: " + firstLine(rerr.Error()), err
+	first, second, el, why, err := d.readAround(ctx, "the CNI's", targets, fn)
+	if why != "" {
+		return nil, why, err
 	}
 	cpu, mem, _, unread := sumUsage(first, second)
 	left = append(left, unread...)
 	m := map[string]float64{"cni_cpu_millicores": cpu, "cni_memory_bytes": mem, "cni_usage_window_seconds": el.Seconds()}
-	why := ""
 	if len(left) > 0 {
 		why = "left out: " + strings.Join(left, ", ")
 	}

@@ -152,16 +152,9 @@ func (d *Deployment) proxyUsage(ctx context.Context, fn func(context.Context) er
 	if targets == nil {
 		return nil, why, fn(ctx)
 	}
-	first, readErr := d.readTargets(ctx, targets)
-	t0 := time.Now()
-	err = fn(ctx)
-	el := time.Since(t0)
-	if readErr != nil {
-		return nil, "kube-proxy's cgroups could not be read: " + firstLine(readErr.Error()), err
-	}
-	second, rerr := d.readTargets(ctx, targets)
-	if rerr != nil {
-		return nil, "kube-proxy's cgroups could not be read: " + firstLine(rerr.Error()), err
+	first, second, el, why, err := d.readAround(ctx, "kube-proxy's", targets, fn)
+	if why != "" {
+		return nil, why, err
 	}
 	cpu, mem, read, left := sumUsage(first, second)
 	slices.Sort(left)
@@ -223,4 +216,22 @@ func sumUsage(first, second map[string]agent.CgroupReport) (cpu, mem float64, re
 		}
 	}
 	return cpu, mem, read, left
+}
+
+// readAround reads targets' cgroups before and after fn and times fn;
+// why (naming whose cgroups) says why they could not be read, err is
+// fn's.
+func (d *Deployment) readAround(ctx context.Context, whose string, targets map[string]usageTarget, fn func(context.Context) error) (
+	first, second map[string]agent.CgroupReport, el time.Duration, why string, err error) {
+	first, readErr := d.readTargets(ctx, targets)
+	t0 := time.Now()
+	err = fn(ctx)
+	el = time.Since(t0)
+	if readErr == nil {
+		second, readErr = d.readTargets(ctx, targets)
+	}
+	if readErr != nil {
+		return nil, nil, el, whose + " cgroups could not be read: " + firstLine(readErr.Error()), err
+	}
+	return first, second, el, "", err
 }
