@@ -79,7 +79,9 @@ func ClusterCells() []scenario.Cell {
 //  4. sends the watch its go line, then creates the EndpointSlice;
 //  5. reads the watch's answer: the time from the go line until the
 //     first probe of the lasting answer (MetricClusterProgrammingSeconds,
-//     at MetricClusterWatchResolution).
+//     at MetricClusterWatchResolution), and that probe's connect time,
+//     the first connection through the newly programmed service
+//     (MetricClusterFirstConnect).
 //
 // The programming time is therefore measured from the EndpointSlice's
 // create call (the go line travels the exec stream to the pod while the
@@ -92,7 +94,9 @@ func ClusterCells() []scenario.Cell {
 // CNI's BPF maps), and any backlog of the fillers' programming still
 // under way: it is the time until the Nth service answers. CNI CPU and
 // memory (cluster.Access.CNIUsage: the CNI's pods on the two nodes) are
-// measured around steps 1–5.
+// measured around steps 1–5, kube-proxy's (cluster.Access.ProxyUsage,
+// where it runs) inside that window. The client's API rate is the
+// clientset's (ca.APIQPS, --api-qps) unless o.ClientQPS says otherwise.
 //
 // Everything the point creates carries ca.Labels plus LabelKeyScenario
 // and LabelKeyPoint; on any error of Prepare, and on Close, it is deleted
