@@ -82,13 +82,15 @@ var ClusterPointMetrics = []string{MetricClusterProgrammingSeconds, MetricCluste
 	MetricClusterRemovalSeconds, MetricClusterFillersSeconds, MetricClusterCreatePerSec, MetricClusterProxyCPU, MetricClusterCNICPU,
 	MetricClusterProxyMemory, MetricClusterCNIMemory, MetricClusterSettleSeconds}
 
-// clusterShape draws cluster points: every metric against N, one line per
-// service proxy (cluster.LabelServiceProxy: kube-proxy's mode, Cilium's
-// replacement, Calico's eBPF dataplane) and per CNI when several.
+// clusterShape draws cluster points: every metric against N, one line
+// (and colour) per service proxy (cluster.LabelServiceProxy: kube-proxy's
+// mode, Cilium's replacement, Calico's eBPF dataplane), prefixed with the
+// CNI's datapath when several CNIs are drawn. Every cluster point is
+// implementation ImplCluster, so the implementation names no line.
 func clusterShape() result.ScenarioShape {
 	sh := shape()
 	sw := *sh.Sweep
-	sw.Variant = cluster.LabelServiceProxy
+	sw.Series, sw.SeriesHeader = cluster.LabelServiceProxy, "Service proxy"
 	sw.Baseline = ""
 	sw.Intro = "Every metric against the number of ClusterIP services on the cluster (log scale; N−1 selectorless fillers, then the measured service), " +
 		"one line per CNI and service proxy (kube-proxy and its mode, or the CNI that replaces it); median over repeats with its 95 % CI, each repeat a set-up of its own. " +

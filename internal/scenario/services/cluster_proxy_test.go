@@ -202,7 +202,7 @@ func TestClusterShape(t *testing.T) {
 	}
 	s.SetBackend(cluster.Name, ClusterOptions{})
 	sh := s.Shape()
-	if !s.ServiceProxyLabel() || sh.Sweep.Variant != cluster.LabelServiceProxy || sh.Sweep.Series != LabelImplementation || sh.Sweep.Baseline != "" {
+	if !s.ServiceProxyLabel() || sh.Sweep.Series != cluster.LabelServiceProxy || sh.Sweep.Variant != "" || sh.Sweep.Baseline != "" {
 		t.Errorf("cluster: label %v, shape %+v", s.ServiceProxyLabel(), sh.Sweep)
 	}
 	if why := sh.Valid(); why != "" {
