@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # e2e-all.sh CNIBENCH E2E_TEST [CNI...] : `make e2e-all`: suite-e2e.sh for every CNI the harness
-# knows (lib.sh CNIS), or the ones named, in turn, each with every test it can run (E2E_SET=all),
+# knows (lib.sh CNIS), or the ones named (a name may end in +kube-proxy-MODE: README.md), in turn, each with every test it can run (E2E_SET=all),
 # whatever the one before did; each CNI built once and cached by version (build-cni.sh). Ends with
 # a summary — CNI, version, mode, result (passed, failed, or skipped with the reason), the Go tests
 # passed/failed/skipped, seconds, host unchanged — printed and written with the commit it ran on to
@@ -13,7 +13,7 @@ shift 2
 LCD=$(cd "$(dirname "$0")" && pwd)
 source "$LCD/lib.sh"
 list=${*:-$CNIS}
-for c in $list; do [[ " $CNIS " == *" $c "* ]] || die "e2e-all: unknown CNI $c (want some of: $CNIS)"; done
+for c in $list; do cni_known "$c" || die "e2e-all: unknown CNI $c (want some of: $CNIS, optionally with ${KUBE_PROXY_SUFFIX}MODE)"; done
 OUTD=${E2E_ALL_OUT:-/tmp/cnibench-k8s-e2e}
 mkdir -p "$OUTD"
 commit=$(git -C "$LCD" rev-parse --short HEAD 2>/dev/null || echo unknown)

@@ -16,7 +16,8 @@
 # Then one report puts the CNIs side by side: `cnibench report OUTDIR/<cni>/...` ->
 # OUTDIR/field.{html,md,txt}. Exit 1 if any CNI that should run failed, else 0.
 # Env: FIELD_SUITE_ARGS replaces the suite's shape (default below); FIELD_CNIS, FIELD_NOT_SERVED,
-# FIELD_KERNEL.
+# FIELD_KERNEL. A CNI named NAME+kube-proxy-MODE is NAME with kube-proxy in MODE (iptables,
+# nftables; lib.sh cni_load, README.md): its own entry, directory and row.
 set -euo pipefail
 export _t0=$(date +%s.%N)
 BIN=$(realpath "${1:?usage: field.sh CNIBENCH OUTDIR [CNI...]}")
@@ -105,7 +106,7 @@ while IFS='|' read -r name mode probe what; do
 done <<<"$FIELD_KERNEL"
 for c in $list; do
   t=$SECONDS
-  if [[ " $CNIS " != *" $c "* ]]; then
+  if ! cni_known "$c"; then
     not_measured "$c" "" "$c: the local cluster's harness cannot install it yet (hack/local-cluster/cni/README.md)"
     row "$c" "| $c | not measured: not in the harness | 0 | — |"; continue
   fi
@@ -128,7 +129,7 @@ for c in $list; do
     IMAGES="$OUT/image.tar" "$LC_DIR/up.sh" --cni "$c" >"$OUT/$c.up.log" 2>&1 || { tail -30 "$OUT/$c.up.log"; echo "field: $c: the cluster did not come up"; exit 4; }
     cni_verify >"$OUT/$c.verify.txt" 2>&1 || { cat "$OUT/$c.verify.txt"; echo "field: $c: does not run as configured"; exit 5; }
     innet n1 "$BIN" suite --backend kubernetes --kubeconfig "$KUBECONFIG_ADMIN" --image "$REF" --image-pull-policy Never \
-      --cni-conf-dir "$LC_STATE/{node}/cni" --cluster-name local-2node "$@" --out "$OUT/$c" >"$OUT/$c.suite.log" 2>&1 ||
+      --cni-conf-dir "$LC_STATE/{node}/cni" --kube-proxy-cgroup "$KUBE_PROXY_CGROUP" --cluster-name local-2node "$@" --out "$OUT/$c" >"$OUT/$c.suite.log" 2>&1 ||
       { tail -20 "$OUT/$c.suite.log"; echo "field: $c: the suite failed"; exit 6; }
   ' field "$LCD" "$c" "$OUT" "$BIN" "$REF" "${SUITE_ARGS[@]}" >"$log" 2>&1 || rc=$?
   s=$((SECONDS - t))

@@ -36,6 +36,17 @@ KUBECONFIG_ADMIN=$PKI/admin.kubeconfig
 NODES="n1 n2"                 # n1 also runs the control plane
 NS_PREFIX=cnbk8s-             # node netns: cnbk8s-n1, cnbk8s-n2 (not cnb-: that is the tests' prefix)
 CGROOT=/cnbk8s                # kubelet cgroupRoot = /cnbk8s-<node> in every v1 hierarchy
+# kube-proxy's mode on the CNIs that keep it (CNI_KUBE_PROXY=yes): iptables (the default) or nftables
+# (GA in Kubernetes 1.33; needs nft, which deps.sh installs). A CNI name with the suffix
+# +kube-proxy-MODE sets it for that name only (cni_load: bridge+kube-proxy-nftables); the
+# environment's applies to every name without the suffix. README.md, "kube-proxy's mode".
+KUBE_PROXY_MODES="iptables nftables"
+KUBE_PROXY_MODE_ENV=${KUBE_PROXY_MODE:-iptables}
+KUBE_PROXY_SUFFIX=+kube-proxy-
+# kube-proxy's cgroup below each v1 hierarchy ({node}: n1, n2), inside the node's cgroup root
+# (down.sh removes it with the root): cnibench reads its CPU and memory there
+# (--kube-proxy-cgroup, docs/kubernetes.md), as it reads the pods' below the same root.
+KUBE_PROXY_CGROUP="${CGROOT#/}-{node}/kube-proxy"
 SERVICE_CIDR=10.96.0.0/16
 CLUSTER_CIDR=10.244.0.0/16
 NODE_NET=10.250.0             # n1 10.250.0.1, n2 10.250.0.2; only inside the node netns
@@ -255,15 +266,39 @@ stage_busybox() {
 
 # The CNIs up.sh --cni installs (cni/<family>.sh; interface in cni/README.md).
 CNIS="bridge bridge-dual flannel-vxlan flannel-host-gw flannel-wireguard cilium-vxlan cilium-geneve cilium-native cilium-native-legacy cilium-native-kube-proxy cilium-wireguard cilium120-vxlan cilium120-geneve cilium120-native cilium120-native-legacy cilium120-native-kube-proxy cilium120-wireguard calico-vxlan calico-nftables calico-bgp calico-ebpf canal kube-router"
+# cni_known NAME : NAME is one of CNIS, with or without a +kube-proxy-MODE suffix.
+cni_known() { [[ " $CNIS " == *" ${1%%+*} "* ]]; }
 # cni_load NAME : check NAME and source its family's script (sets CNI, CNI_FAMILY, CNI_VERSION, …).
+# NAME may end in +kube-proxy-MODE (KUBE_PROXY_MODES): CNI is then the name without it, CNI_NAME
+# the whole name, KUBE_PROXY_MODE the mode; without it KUBE_PROXY_MODE is the environment's
+# (default iptables). A mode other than iptables on a CNI that runs no kube-proxy is refused.
 cni_load() {
-  CNI=$1
-  [[ " $CNIS " == *" $CNI "* ]] || die "--cni $CNI: unknown CNI (want one of: $CNIS)"
+  CNI_NAME=$1 CNI=${1%%+*} KUBE_PROXY_MODE=$KUBE_PROXY_MODE_ENV
+  local suffix=""
+  if [ "$CNI_NAME" != "$CNI" ]; then
+    suffix=${CNI_NAME#"$CNI"}
+    [[ $suffix == "$KUBE_PROXY_SUFFIX"* ]] || die "--cni $CNI_NAME: unknown suffix $suffix (want ${KUBE_PROXY_SUFFIX}MODE, MODE one of: $KUBE_PROXY_MODES)"
+    KUBE_PROXY_MODE=${suffix#"$KUBE_PROXY_SUFFIX"}
+  fi
+  [[ " $KUBE_PROXY_MODES " == *" $KUBE_PROXY_MODE "* ]] ||
+    die "${suffix:+--cni $CNI_NAME: }kube-proxy mode $KUBE_PROXY_MODE: want one of: $KUBE_PROXY_MODES"
+  [[ " $CNIS " == *" $CNI "* ]] || die "--cni $CNI: unknown CNI (want one of: $CNIS, optionally with ${KUBE_PROXY_SUFFIX}MODE)"
   # the family: NAME up to its first dash, unless a script is named after the whole NAME (kube-router)
   CNI_FAMILY=${CNI%%-*}; [ -f "$LC_DIR/cni/$CNI.sh" ] && CNI_FAMILY=$CNI
   CNI_IMAGES="" CNI_PLUGINS="" CNI_NEEDS="" CNI_DEPS=""
   CILIUM_VERSION=$CILIUM_VERSION_BASE
   source "$LC_DIR/cni/$CNI_FAMILY.sh"
+  if [ "$KUBE_PROXY_MODE" != iptables ]; then
+    if [ "$CNI_KUBE_PROXY" != yes ]; then
+      [ -z "$suffix" ] || die "--cni $CNI_NAME: $CNI runs no kube-proxy (its CNI replaces it): there is no kube-proxy mode to set"
+    else
+      # the family's summary names kube-proxy's mode (iptables) or only kube-proxy
+      case $CNI_MODE in
+        *"kube-proxy iptables"*) CNI_MODE=${CNI_MODE//kube-proxy iptables/kube-proxy $KUBE_PROXY_MODE} ;;
+        *) CNI_MODE="$CNI_MODE (kube-proxy $KUBE_PROXY_MODE)" ;;
+      esac
+    fi
+  fi
 }
 # cni_supported : whether this kernel has the link types the CNI's mode needs (CNI_NEEDS), probed
 # by creating one in a scratch network namespace; prints the reason when it has not.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # suite-e2e.sh [--cni NAME] CNIBENCH E2E_TEST : the Kubernetes backend end to end on the local
-# two-node cluster with CNI NAME (default bridge; lib.sh CNIS).
+# two-node cluster with CNI NAME (default bridge; lib.sh CNIS, or one with +kube-proxy-MODE: the
+# tests of the CNI without the suffix, its output in a directory of its own).
 #   host snapshot -> a brief lab suite on the lab datapath that models the CNI (to compare with)
 #   -> cnibench image build -> up.sh --cni NAME (image imported) -> host state while it runs ->
 #   E2E_TEST (go test -c -tags e2e ./test/e2e) inside node n1's network namespace, where the API
@@ -16,14 +17,14 @@ BIN=$(realpath "${1:?usage: suite-e2e.sh [--cni NAME] CNIBENCH E2E_TEST}")
 TEST=$(realpath "${2:?usage: suite-e2e.sh [--cni NAME] CNIBENCH E2E_TEST}")
 source "$(dirname "$0")/lib.sh"
 cni_load "$CNI"
-if ! why=$(cni_supported); then echo "suite e2e ($CNI): skipped: $why"; exit $SKIP_EXIT; fi
-OUT=${E2E_OUT:-/tmp/cnibench-k8s-e2e/$CNI}
+if ! why=$(cni_supported); then echo "suite e2e ($CNI_NAME): skipped: $why"; exit $SKIP_EXIT; fi
+OUT=${E2E_OUT:-/tmp/cnibench-k8s-e2e/$CNI_NAME}
 rm -rf "$OUT"; mkdir -p "$OUT"
 exec > >(tee "$OUT/e2e.log") 2>&1
 result=1
 "$LC_DIR/deps.sh" $CNI_DEPS   # before the snapshot: packages are not host state the run must restore
 "$LC_DIR/hoststate.sh" snapshot "$OUT/host-before"
-trap "e2e_teardown 'suite e2e ($CNI)'" EXIT
+trap "e2e_teardown 'suite e2e ($CNI_NAME)'" EXIT
 
 # The lab run the cluster run is compared with: same tests, the datapath that models this CNI (and
 # the baseline).
@@ -35,10 +36,10 @@ ts "lab suite done"
 REF=cnibench.local/cnibench:e2e
 "$BIN" image build --binary "$BIN" --ref "$REF" --out "$OUT/cnibench-image.tar"
 ts "image built"
-IMAGES="$OUT/cnibench-image.tar" "$LC_DIR/up.sh" --cni "$CNI"
-ts "cluster up ($CNI)"
+IMAGES="$OUT/cnibench-image.tar" "$LC_DIR/up.sh" --cni "$CNI_NAME"
+ts "cluster up ($CNI_NAME)"
 "$LC_DIR/hoststate.sh" during "$OUT/host-before" "$OUT/host-during" || die "the cluster changed the host while it runs"
-cni_verify || die "$CNI does not run as configured"
+cni_verify || die "$CNI_NAME does not run as configured"
 outside_serve "$BIN"   # the egress scenario's servers outside the cluster (lib.sh outside_net)
 # The CNI-independent tests (interrupt, crash, RBAC) run once, with bridge; the CPU profile runs
 # on every CNI (a real CNI's flamegraph next to its lab model's); the managed-cluster run also on
@@ -55,14 +56,15 @@ case $CNI in
 esac
 run=${E2E_RUN:-$run} # E2E_RUN=REGEX: only these tests (while working on one)
 [ -z "${E2E_RUN:-}" ] || skip=""
-[ -z "$skip" ] || echo "suite e2e ($CNI): E2E_SET=ci: skipping $skip (the real CNI's run has them)"
+[ -z "$skip" ] || echo "suite e2e ($CNI_NAME): E2E_SET=ci: skipping $skip (the real CNI's run has them)"
 
 cd "$OUT"
 innet n1 env CNIBENCH_E2E_BIN="$BIN" CNIBENCH_E2E_KUBECONFIG="$KUBECONFIG_ADMIN" CNIBENCH_E2E_IMAGE="$REF" \
   CNIBENCH_E2E_CNI_CONF_DIR="$LC_STATE/{node}/cni" CNIBENCH_E2E_OUT="$OUT" CNIBENCH_E2E_LAB="$OUT/lab/results.json" \
   CNIBENCH_E2E_EXPECT_CNI="$CNI" CNIBENCH_E2E_EXPECT_CNI_VERSION="$CNI_VERSION" CNIBENCH_E2E_EGRESS_DENIED="$OUTSIDE_DENIED" CNIBENCH_E2E_EGRESS_ALLOWED="$OUTSIDE_ALLOWED" \
+  CNIBENCH_E2E_KUBE_PROXY_CGROUP="$KUBE_PROXY_CGROUP" CNIBENCH_E2E_EXPECT_KUBE_PROXY_MODE="$KUBE_PROXY_MODE" \
   "$TEST" -test.v -test.count=1 -test.timeout 20m ${run:+-test.run "$run"} ${skip:+-test.skip "$skip"} 2>&1 | tee "$OUT/go-test.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the end-to-end test failed (see $OUT/go-test.log)"
 "$LC_DIR/hoststate.sh" during "$OUT/host-before" "$OUT/host-during-2" || die "the cluster changed the host while it ran"
-ts "end-to-end test passed ($CNI)"
+ts "end-to-end test passed ($CNI_NAME)"
 result=0

@@ -6,7 +6,8 @@
 # Usage: up.sh [--cni NAME]   (NAME: bridge (default), bridge-dual (IPv4 and IPv6 nodes, pods and
 #   services), flannel-vxlan, flannel-host-gw, cilium-vxlan, cilium-native, cilium-native-legacy,
 #   cilium-native-kube-proxy, the same with cilium120- (Cilium 1.20), calico-vxlan, calico-nftables,
-#   canal, kube-router; or CNI=NAME; lib.sh CNIS lists them all; see cni/README.md)
+#   canal, kube-router; or CNI=NAME; lib.sh CNIS lists them all; see cni/README.md; NAME+kube-proxy-MODE
+#   runs kube-proxy in MODE, iptables or nftables, as KUBE_PROXY_MODE=MODE does for every NAME: README.md)
 # Env: K8S_VERSION, LC_CACHE, LC_STATE, LC_RUN (lib.sh); IMAGES="a.tar b.tar" extra image
 # tarballs to import on both nodes; READY_TIMEOUT (s, default 120) per node; CNI_TIMEOUT (s) for
 # the CNI's agents to be ready.
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 cni_load "$CNI"
-if ! why=$(cni_supported); then echo "skipped: --cni $CNI: $why"; exit $SKIP_EXIT; fi
+if ! why=$(cni_supported); then echo "skipped: --cni $CNI_NAME: $why"; exit $SKIP_EXIT; fi
 if [ -e "$LC_RUN" ] || [ -e "$LC_STATE" ] || [ -e /run/netns/${NS_PREFIX}n1 ] || [ -e /run/netns/${NS_PREFIX}n2 ]; then
   die "leftovers of a previous cluster ($LC_RUN, $LC_STATE or netns ${NS_PREFIX}*): run $LC_DIR/down.sh first"
 fi
@@ -150,6 +151,18 @@ waitup kube-controller-manager "default serviceaccount" 60 kc get serviceaccount
 ts control-plane
 
 # ---------- nodes ----------
+# bash -c script: CGROUP CMD... : move this shell into cgroup CGROUP below the v1 cpu, cpuacct and
+# memory hierarchies where the node's root exists (below the v2 root on a v2 host), then exec CMD
+# (the same pid: the pid file stays right). Best effort: a cgroup that cannot be joined is said in
+# the log, and kube-proxy runs all the same (its usage is then not measured).
+KUBE_PROXY_IN_CGROUP='cg=$1; shift
+if [ -e /sys/fs/cgroup/cgroup.controllers ]; then dirs=/sys/fs/cgroup/; else dirs=$(ls -d /sys/fs/cgroup/*/); fi
+for h in $dirs; do
+  case $h in /sys/fs/cgroup/|*/cpu/|*/cpuacct/|*/cpu,cpuacct/|*/cpuacct,cpu/|*/memory/) ;; *) continue ;; esac
+  [ -d "$h${cg%/*}" ] || continue
+  { mkdir -p "$h$cg" && echo $$ >"$h$cg/cgroup.procs"; } 2>/dev/null || echo "kube-proxy: could not join cgroup $h$cg" >&2
+done
+exec "$@"'
 sysctls_changed() { [ "$(sysctl $KUBELET_SYSCTLS 2>/dev/null | sed 's/ = /=/')" != "$(cat "$LC_RUN/sysctl.orig")" ]; }
 # Ready, and the node controller has lifted the taints it set while the node
 # was not (node.kubernetes.io/not-ready:NoExecute outlives the condition by
@@ -241,14 +254,17 @@ apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: $PKI/kube-proxy.kubeconfig}
 hostnameOverride: $N
-mode: iptables
+mode: $KUBE_PROXY_MODE
 clusterCIDR: $(cluster_cidrs)
 metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
 # 0 = leave the (host-wide) nf_conntrack sysctls alone
 conntrack: {maxPerCore: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 KP
-  [ "$CNI_KUBE_PROXY" = yes ] && start kube-proxy-$N $N "$K8S_BIN/kube-proxy" --config="$D/kube-proxy.yaml"
+  # kube-proxy in a cgroup of its own below the node's (lib.sh KUBE_PROXY_CGROUP), so that its
+  # CPU and memory can be read apart from everything else up.sh started
+  [ "$CNI_KUBE_PROXY" = yes ] && start kube-proxy-$N $N bash -c "$KUBE_PROXY_IN_CGROUP" kube-proxy \
+    "${KUBE_PROXY_CGROUP//\{node\}/$N}" "$K8S_BIN/kube-proxy" --config="$D/kube-proxy.yaml"
   return 0
 }
 for n in $NODES; do start_node $n; ts "node $n started"; done
@@ -259,7 +275,7 @@ sysctl -qw $(cat "$LC_RUN/sysctl.orig")
 ts "nodes Ready"
 kc get nodes -o wide
 cat <<EOM
-cluster up with CNI $CNI ($CNI_VERSION) in $(echo "$(date +%s.%N) - $_t0" | bc | cut -d. -f1)s
+cluster up with CNI $CNI_NAME ($CNI_VERSION) in $(echo "$(date +%s.%N) - $_t0" | bc | cut -d. -f1)s
   kubeconfig: $KUBECONFIG_ADMIN   (the API is at https://$(node_ip n1):6443 inside netns $(netns n1) only)
   kubectl:    $LC_DIR/kubectl.sh get pods -A      (= nsenter --net=/run/netns/$(netns n1) $K8S_BIN/kubectl --kubeconfig $KUBECONFIG_ADMIN ...)
   images:     $LC_DIR/import-image.sh IMAGE.tar   (then imagePullPolicy: Never)

@@ -95,6 +95,10 @@ type ScenarioSpec struct {
 	// pods, not the client's node and veth (which only some datapaths
 	// expose), so every datapath with pods can run it.
 	AnyDatapath bool
+	// ServiceProxy: label the runs with what serves ClusterIP services
+	// (a cluster's kube-proxy and its mode, or the CNI that replaces it),
+	// so that a report's curves are named by it.
+	ServiceProxy bool
 }
 
 // Pod is an extra pod a scenario needs.

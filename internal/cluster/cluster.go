@@ -109,6 +109,16 @@ type Options struct {
 	// PodTimeout bounds the wait for each pod and the service.
 	PodTimeout time.Duration
 	Logger     *slog.Logger
+
+	// Services at scale (issue 36).
+	// APIQPS and APIBurst are the client's API rate limit (requests per
+	// second, and its burst): 0 keeps kube.LoadConfig's (50, 100).
+	APIQPS   float64
+	APIBurst int
+	// KubeProxyCgroup is kube-proxy's cgroup below each hierarchy when it
+	// runs outside pods ({node}: the node's name; "":
+	// DefaultKubeProxyCgroup).
+	KubeProxyCgroup string
 }
 
 // maxPairs bounds --pairs: each pair is two pods.
@@ -143,6 +153,10 @@ type Backend struct {
 	factsEvidence []string
 	// archOnce settles Options.Placement.Arches (nodeArches).
 	archOnce sync.Once
+	// qps and burst are the clientset's API rate limit (0: unknown, a
+	// test's clientset).
+	qps   float64
+	burst int
 }
 
 // New connects to the cluster of o's kubeconfig and context.
@@ -151,11 +165,18 @@ func New(o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.APIQPS > 0 {
+		cfg.QPS = float32(o.APIQPS)
+	}
+	if o.APIBurst > 0 {
+		cfg.Burst = o.APIBurst
+	}
 	cs, err := kube.NewClient(cfg)
 	if err != nil {
 		return nil, err
 	}
 	b := NewWithClient(o, cs, kube.NewExecer(cfg, cs))
+	b.qps, b.burst = float64(cfg.QPS), cfg.Burst
 	b.kubeconfigCluster, b.apiHost = kube.ClusterName(o.Kubeconfig, o.Context), cfg.Host
 	if mc, err := kube.NewMetricsClient(cfg); err == nil {
 		b.metrics = mc
@@ -272,7 +293,10 @@ func (o Options) Validate() error {
 	if o.FootprintWindow < 0 {
 		return fmt.Errorf("--footprint-window %s: must not be negative", o.FootprintWindow)
 	}
-	return nil
+	if err := validAPIRate(o.APIQPS, o.APIBurst); err != nil {
+		return err
+	}
+	return validKubeProxyCgroup(o.KubeProxyCgroup)
 }
 
 // newRunID returns a short random ID labelling one run's objects.
@@ -291,7 +315,8 @@ func (b *Backend) Up(ctx context.Context, spec backend.Spec) (backend.Deployment
 	if err != nil {
 		return nil, err
 	}
-	d := &Deployment{b: b, runID: id, ns: b.o.Namespace, log: b.o.Logger.With("run", id)}
+	d := &Deployment{b: b, runID: id, ns: b.o.Namespace, log: b.o.Logger.With("run", id),
+		labelServiceProxy: spec.Scenario != nil && spec.Scenario.ServiceProxy}
 	// The kube package's calls log to the run's logger.
 	if err := d.up(d.kctx(ctx), spec); err != nil {
 		return d, err

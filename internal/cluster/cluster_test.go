@@ -327,6 +327,15 @@ func (f *fakeCluster) Exec(ctx context.Context, ns, podName, container string, c
 			if a == "--pod-uid" {
 				r.Pods = append(r.Pods, agent.PodCgroup{UID: args[i+1], CPUUsageNanos: uint64(now-f.t0.UnixNano()) / 10, MemoryWorkingSetBytes: 30 << 20, TimeUnixNano: now})
 			}
+			// A cgroup by path (kube-proxy outside pods): 50 mCPU and 20 MiB,
+			// if it is the node's own.
+			if a == "--cgroup" {
+				c := agent.PodCgroup{Path: args[i+1], CPUUsageNanos: uint64(now-f.t0.UnixNano()) / 20, MemoryWorkingSetBytes: 20 << 20, TimeUnixNano: now}
+				if !strings.Contains(c.Path, map[string]string{podHostA: "n1", podHostB: "n2"}[short]) {
+					c = agent.PodCgroup{Path: args[i+1], Error: "cpu: no cgroup " + c.Path, TimeUnixNano: now}
+				}
+				r.Cgroups = append(r.Cgroups, c)
+			}
 		}
 		return out(r)
 	}
@@ -499,7 +508,13 @@ func (f *fakeCluster) inventory(t *testing.T, ns string) []string {
 // up brings the backend up and returns the deployment.
 func up(t *testing.T, ctx context.Context, b *Backend) *Deployment {
 	t.Helper()
-	dep, err := b.Up(ctx, backend.Spec{Token: testToken, MTU: 9000})
+	return upSpec(t, ctx, b, backend.Spec{Token: testToken, MTU: 9000})
+}
+
+// upSpec is up with a spec of its own (a scenario's).
+func upSpec(t *testing.T, ctx context.Context, b *Backend, spec backend.Spec) *Deployment {
+	t.Helper()
+	dep, err := b.Up(ctx, spec)
 	if dep == nil {
 		t.Fatalf("Up returned no deployment (err %v)", err)
 	}

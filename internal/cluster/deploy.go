@@ -67,6 +67,7 @@ type Deployment struct {
 	// answers it ("" if it did not), and what was asked.
 	proxyMode         string
 	proxyModeEvidence []string
+	labelServiceProxy bool // the scenario asked for LabelServiceProxy
 	// resConfig describes the pods' resources (pod_cpu, pod_memory,
 	// pod_qos) in the runs' config.
 	resConfig map[string]string
@@ -436,6 +437,7 @@ func (d *Deployment) Labels() map[string]string {
 		l["kube_proxy_mode"] = "unknown: no kube-proxy pod, node not asked"
 	}
 	maps.Copy(l, d.cniLabels())
+	maps.Copy(l, d.serviceProxyLabels())
 	return l
 }
 

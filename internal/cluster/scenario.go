@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/discovery"
@@ -56,6 +55,22 @@ type Access struct {
 	// that point only) and returns where to run in it and how to remove it
 	// (waiting until it is gone).
 	NewClientPod func(ctx context.Context, short string, caps []string) (backend.Place, func(context.Context) error, error)
+
+	// --- Services at scale (issue 36; serviceproxy.go) ---
+	// ServiceProxy names what serves ClusterIP services (cni.ServiceProxy:
+	// kube-proxy-iptables, kube-proxy-nftables, cilium-kpr, calico-ebpf,
+	// none, unknown), ServiceProxyEvidence why.
+	ServiceProxy         string
+	ServiceProxyEvidence []string
+	// ProxyUsage is CNIUsage for kube-proxy (its pods, or its cgroup when
+	// it runs outside pods) on the two nodes: metrics ProxyCPU,
+	// ProxyMemory, ProxyWindow; nil usage and why when no kube-proxy runs
+	// there or it could not be read.
+	ProxyUsage func(ctx context.Context, fn func(context.Context) error) (usage map[string]float64, why string, err error)
+	// APIQPS and APIBurst are the clientset's API rate limit (0: unknown).
+	APIQPS   float64
+	APIBurst int
+	// --- end of services at scale ---
 }
 
 // ServerPod is a server pod of a cluster run.
@@ -104,6 +119,7 @@ func (d *Deployment) ClusterAccess(datapath string) (*Access, error) {
 		CNIUsage:     d.cniUsage,
 		NewClientPod: d.newClientPod,
 	}
+	d.serviceScaleAccess(a)
 	return a, nil
 }
 
@@ -125,30 +141,17 @@ func (d *Deployment) cniUsage(ctx context.Context, fn func(context.Context) erro
 		}
 		return nil, why, fn(ctx)
 	}
-	first, readErr := d.readHosts(ctx, byHelper)
-	t0 := time.Now()
-	err := fn(ctx)
-	el := time.Since(t0)
-	if readErr != nil {
-		return nil, "the CNI's cgroups could not be read: " + firstLine(readErr.Error()), err
+	targets := map[string]usageTarget{}
+	for h, uids := range byHelper {
+		targets[h] = usageTarget{uids: uids}
 	}
-	second, rerr := d.readHosts(ctx, byHelper)
-	if rerr != nil {
-		return nil, "the CNI's cgroups could not be read: " + firstLine(rerr.Error()), err
+	first, second, el, why, err := d.readAround(ctx, "the CNI's", targets, fn)
+	if why != "" {
+		return nil, why, err
 	}
-	var cpu, mem float64
-	for h := range byHelper {
-		for uid, u := range cgroupUsage(first[h], second[h]) {
-			if u.err != "" {
-				left = append(left, "pod "+uid+": "+u.err)
-				continue
-			}
-			cpu += u.millicores
-			mem += u.memBytes
-		}
-	}
+	cpu, mem, _, unread := sumUsage(first, second)
+	left = append(left, unread...)
 	m := map[string]float64{"cni_cpu_millicores": cpu, "cni_memory_bytes": mem, "cni_usage_window_seconds": el.Seconds()}
-	why := ""
 	if len(left) > 0 {
 		why = "left out: " + strings.Join(left, ", ")
 	}

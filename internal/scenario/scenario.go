@@ -146,6 +146,14 @@ type AnyDatapath interface {
 	AnyDatapath() bool
 }
 
+// ServiceProxyLabeler is implemented by scenarios whose runs on a cluster
+// are labelled with what serves its ClusterIP services
+// (backend.ScenarioSpec.ServiceProxy), e.g. services: its curves are
+// named by kube-proxy's mode or the CNI that replaces it.
+type ServiceProxyLabeler interface {
+	ServiceProxyLabel() bool
+}
+
 // Celler is implemented by scenarios that choose every point's cells; the
 // suite gives the others its default cells (egress-filter's list).
 type Celler interface {

@@ -183,6 +183,9 @@ func (st *state) planScenario(ctx context.Context, deps *[]*depRun) ([]*point, e
 	if a, ok := sc.(scenario.AnyDatapath); ok {
 		spec.AnyDatapath = a.AnyDatapath()
 	}
+	if l, ok := sc.(scenario.ServiceProxyLabeler); ok {
+		spec.ServiceProxy = l.ServiceProxyLabel()
+	}
 	dr, err := st.bringUp(ctx, backend.Spec{MTU: st.o.MTUs[0], Scenario: spec})
 	if dr != nil {
 		*deps = append(*deps, dr)

@@ -17,6 +17,8 @@
 //	CNIBENCH_E2E_EXPECT_CNI   the CNI the cluster runs, as up.sh --cni names it (expects in cni_test.go)
 //	CNIBENCH_E2E_EXPECT_CNI_VERSION  its version (the family script's CNI_VERSION, its images' tag); "" not checked
 //	CNIBENCH_E2E_EGRESS_DENIED, _ALLOWED  IP:PORT of the `cnibench serve` outside the cluster (lib.sh outside_serve)
+//	CNIBENCH_E2E_KUBE_PROXY_CGROUP  kube-proxy's cgroup outside pods (--kube-proxy-cgroup; lib.sh KUBE_PROXY_CGROUP)
+//	CNIBENCH_E2E_EXPECT_KUBE_PROXY_MODE  the mode kube-proxy runs in (lib.sh KUBE_PROXY_MODE); "" not checked
 package e2e
 
 import (
@@ -51,6 +53,10 @@ type env struct {
 	// ns is the test's own namespace (testNamespace), so that no test
 	// meets the one before's namespace while it terminates.
 	ns string
+	// Services at scale (issue 36): kube-proxy's cgroup outside pods
+	// (CNIBENCH_E2E_KUBE_PROXY_CGROUP, --kube-proxy-cgroup) and its mode
+	// (CNIBENCH_E2E_EXPECT_KUBE_PROXY_MODE; "" if not checked).
+	kubeProxyCgroup, kubeProxyMode string
 }
 
 func setup(t *testing.T) *env {
@@ -61,6 +67,7 @@ func setup(t *testing.T) *env {
 		out: os.Getenv("CNIBENCH_E2E_OUT"), lab: os.Getenv("CNIBENCH_E2E_LAB"), cni: os.Getenv("CNIBENCH_E2E_EXPECT_CNI"),
 		cniVersion:   os.Getenv("CNIBENCH_E2E_EXPECT_CNI_VERSION"),
 		egressDenied: os.Getenv("CNIBENCH_E2E_EGRESS_DENIED"), egressAllowed: os.Getenv("CNIBENCH_E2E_EGRESS_ALLOWED"),
+		kubeProxyCgroup: os.Getenv("CNIBENCH_E2E_KUBE_PROXY_CGROUP"), kubeProxyMode: os.Getenv("CNIBENCH_E2E_EXPECT_KUBE_PROXY_MODE"),
 	}
 	if e.bin == "" || e.kubeconfig == "" || e.image == "" || e.out == "" {
 		t.Skip("no cluster: run hack/local-cluster/suite-e2e.sh (it sets CNIBENCH_E2E_*)")

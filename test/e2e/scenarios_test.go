@@ -32,6 +32,9 @@ func (e *env) scenarioArgs(out string, extra ...string) []string {
 	if e.cniConf != "" {
 		a = append(a, "--cni-conf-dir", e.cniConf)
 	}
+	if e.kubeProxyCgroup != "" {
+		a = append(a, "--kube-proxy-cgroup", e.kubeProxyCgroup)
+	}
 	return append(a, extra...)
 }
 
@@ -232,6 +235,23 @@ func TestServicesScenarioOnCluster(t *testing.T) {
 			}
 			if want := map[string]float64{"1": 1, "1000": 1000}[n]; m["svc_cluster_services"] != want {
 				t.Errorf("%s services: svc_cluster_services = %v", n, m["svc_cluster_services"])
+			}
+			// What serves the services (issue 36): the CNI's replacement,
+			// else kube-proxy in the harness's mode, whose own CPU is
+			// measured from its cgroup (a host process here).
+			wantProxy := map[string]string{"cilium": "cilium-kpr", "calico": "calico-ebpf"}[e.expected(t).cni]
+			if wantProxy == "" && e.kubeProxyMode != "" {
+				wantProxy = "kube-proxy-" + e.kubeProxyMode
+			}
+			if got := r.Labels["service_proxy"]; got == "" || got == "unknown" || (wantProxy != "" && got != wantProxy) {
+				t.Errorf("%s services %s: service_proxy %q, want %q", n, test, got, wantProxy)
+			}
+			if _, measured := m["svc_cluster_proxy_cpu_millicores"]; strings.HasPrefix(r.Labels["service_proxy"], "kube-proxy-") && e.kubeProxyCgroup != "" {
+				if !measured || m["svc_cluster_first_connect_seconds"] <= 0 {
+					t.Errorf("%s services %s: kube-proxy's CPU or the first connection not measured: %v (config %q)", n, test, m, r.Config["svc_cluster_kube_proxy"])
+				}
+			} else if measured {
+				t.Errorf("%s services %s: kube-proxy's CPU measured where %s serves the services", n, test, r.Labels["service_proxy"])
 			}
 		}
 	}

@@ -46,6 +46,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"cgroup"}, "--pod-uid"},
 		{[]string{"cgroup", "--pod-uid", "../etc"}, "--pod-uid"},
 		{[]string{"cgroup", "--pod-uid", "a", "--root", ""}, "--root"},
+		{[]string{"cgroup", "--cgroup", "../etc"}, "--cgroup \"../etc\""},
+		{[]string{"cgroup", "--cgroup", "/system.slice"}, "--cgroup"},
 		{[]string{"cgroup", "--pod-uid", "a", "--root", " /sys/fs/cgroup"}, "--root \" /sys/fs/cgroup\": must name a directory"},
 		{[]string{"cni-conf", "--dir", "/etc/cni\n"}, "--dir \"/etc/cni\\n\": must name a directory"},
 		{[]string{"proxy-mode", "--url", "localhost:10249"}, "--url \"localhost:10249\": want an http:// or https:// URL"},
@@ -109,9 +111,14 @@ func TestJSONShapes(t *testing.T) {
 	if err := os.MkdirAll(pod, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Join(root, "system.slice", "kube-proxy.service"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for name, content := range map[string]string{
 		"cgroup.controllers": "cpu memory\n", "kubepods/pod1234/cpu.stat": "usage_usec 7\n",
-		"kubepods/pod1234/memory.current": "100\n", "kubepods/pod1234/memory.stat": "inactive_file 30\n",
+		"system.slice/kube-proxy.service/cpu.stat": "usage_usec 9\n", "system.slice/kube-proxy.service/memory.current": "50\n",
+		"system.slice/kube-proxy.service/memory.stat": "inactive_file 10\n",
+		"kubepods/pod1234/memory.current":             "100\n", "kubepods/pod1234/memory.stat": "inactive_file 30\n",
 	} {
 		if err := os.WriteFile(filepath.Join(root, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
@@ -138,6 +145,13 @@ func TestJSONShapes(t *testing.T) {
 			return json.Unmarshal([]byte(out), &r) == nil && len(r.Pods) == 3 && r.Pods[0].CPUUsageNanos == 7000 &&
 				r.Pods[0].MemoryWorkingSetBytes == 70 && r.Pods[0].TimeUnixNano > 0 && r.Pods[1].Error != "" && r.Pods[2].UID == "9abc"
 		}},
+		{[]string{"cgroup", "--root", root, "--cgroup", "system.slice/kube-proxy.service", "--cgroup", "system.slice/none.service"}, agent.SchemaCgroup,
+			[]string{"root", "layout", "pods", "cgroups"}, func(out string) bool {
+				var r agent.CgroupReport
+				return json.Unmarshal([]byte(out), &r) == nil && len(r.Pods) == 0 && len(r.Cgroups) == 2 &&
+					r.Cgroups[0].Path == "system.slice/kube-proxy.service" && r.Cgroups[0].CPUUsageNanos == 9000 &&
+					r.Cgroups[0].MemoryWorkingSetBytes == 40 && r.Cgroups[0].Error == "" && r.Cgroups[1].Error != ""
+			}},
 		{[]string{"connect", "--target", ln.Addr().String(), "--count", "2"}, agent.SchemaConnect,
 			[]string{"target", "attempts", "connected", "errors", "rtt_us"}, func(out string) bool {
 				var r agent.Connect

@@ -78,6 +78,7 @@ func newCNIConf(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 type cgroupFlags struct {
 	Root    string
 	PodUIDs []string
+	Paths   []string
 }
 
 func newCgroup(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
@@ -89,26 +90,35 @@ func newCgroup(_ *slog.Logger, s streams.IOStreams) *cobra.Command {
 			"systemd driver, v2, or hybrid, preferring v1's controllers) and prints its\n" +
 			"cumulative CPU time (ns) and memory working set (bytes, as the kubelet computes\n" +
 			"it) with the time of reading. A pod not found has an \"error\"; the exit status\n" +
-			"is still 0. Schema " + agent.SchemaCgroup + ".",
+			"is still 0. --cgroup reads a cgroup by its path below each hierarchy instead\n" +
+			"(a node service's, e.g. system.slice/kube-proxy.service). Schema " + agent.SchemaCgroup + ".",
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			if err := checkDir("root", flags.Root, agent.DefaultCgroupRoot); err != nil {
 				return err
 			}
-			if len(flags.PodUIDs) == 0 {
-				return clierr.Usagef("--pod-uid: give at least one pod UID (repeat the flag or separate UIDs with commas)")
+			if len(flags.PodUIDs) == 0 && len(flags.Paths) == 0 {
+				return clierr.Usagef("--pod-uid: give at least one pod UID (repeat the flag or separate UIDs with commas), or a --cgroup path")
+			}
+			for _, p := range flags.Paths {
+				if !agent.ValidCgroupPath(p) {
+					return clierr.Usagef("--cgroup %q: not a cgroup path below a hierarchy (relative, no '..', printable), e.g. system.slice/kube-proxy.service", p)
+				}
 			}
 			for _, u := range flags.PodUIDs {
 				if !validUID(u) {
 					return clierr.Usagef("--pod-uid %q: not a pod UID (1 to 128 letters, digits, '-' or '_'), e.g. 6f1c2c9e-8f0a-4c2b-9a55-0d3d0b6c1e7f", u)
 				}
 			}
-			return writeJSON(s, agent.ReadPodCgroups(flags.Root, flags.PodUIDs, nil))
+			rep := agent.ReadPodCgroups(flags.Root, flags.PodUIDs, nil)
+			agent.ReadPathCgroups(&rep, flags.Root, flags.Paths, nil)
+			return writeJSON(s, rep)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&flags.Root, "root", agent.DefaultCgroupRoot, "the host's cgroup filesystem (its /sys/fs/cgroup, mounted by hostPath)")
 	fl.StringSliceVar(&flags.PodUIDs, "pod-uid", nil, "a pod's UID (metadata.uid; a static pod's is its config hash); repeatable")
+	fl.StringArrayVar(&flags.Paths, "cgroup", nil, "a cgroup's path below each hierarchy (a process outside pods, e.g. system.slice/kube-proxy.service); repeatable")
 	return cmd
 }
 

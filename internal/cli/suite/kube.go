@@ -48,12 +48,17 @@ type kubeFlags struct {
 	NoHostPods      bool
 	IPFamily        string
 	APITimeout      time.Duration
+	// Services at scale (issue 36).
+	APIQPS          float64
+	APIBurst        int
+	KubeProxyCgroup string
 }
 
 // kubeOnly are the flags that apply to --backend kubernetes only.
 var kubeOnly = []string{"kubeconfig", "context", "namespace", "image", "image-pull-policy", "client-node", "server-node", "host-port",
 	"cni-conf-dir", "cni-pods", "checks", "cluster-name", "footprint-window", "cluster-scale", "placement", "tolerations", "node-arch",
-	"pairs", "pod-resources", "image-pull-secret", "service-account", "load-balancer", "load-balancer-timeout", "no-host-pods", "ip-family", "api-timeout"}
+	"pairs", "pod-resources", "image-pull-secret", "service-account", "load-balancer", "load-balancer-timeout", "no-host-pods", "ip-family", "api-timeout",
+	"api-qps", "api-burst", "kube-proxy-cgroup"}
 
 func (k *kubeFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
@@ -83,6 +88,9 @@ func (k *kubeFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&k.IPFamily, "ip-family", cluster.FamilyIPv4, "kubernetes: the IP families to measure the pod network over: ipv4, ipv6, or dual (every pod path twice, the IPv6 ones named …-ipv6; services RequireDualStack)")
 	fl.BoolVar(&k.NoHostPods, "no-host-pods", false, "kubernetes: do not deploy the privileged hostNetwork pods (no node-to-node baseline; the mtu, encryption and cni_footprint checks are skipped); without it, pods the namespace's admission refuses are left out the same way, with the reason")
 	fl.DurationVar(&k.APITimeout, "api-timeout", kube.DefaultAPITimeout, "kubernetes: how long to wait for the API server to answer at all before giving up (the run's own calls are bounded and retried on their own)")
+	fl.Float64Var(&k.APIQPS, "api-qps", 50, "kubernetes: the client's API rate limit in requests/s (a scenario's thousands of objects are created at it; raise it where the API server takes more)")
+	fl.IntVar(&k.APIBurst, "api-burst", 100, "kubernetes: the client's API burst above --api-qps")
+	fl.StringVar(&k.KubeProxyCgroup, "kube-proxy-cgroup", cluster.DefaultKubeProxyCgroup, "kubernetes: kube-proxy's cgroup below each cgroup hierarchy when it runs outside pods, for its CPU and memory ({node} is replaced by the node's name)")
 	fl.BoolVar(&k.ClusterScale, "cluster-scale", false, "kubernetes: the cluster may take a scenario's thousands of objects (services above 1000 per point, deny sets above 10000 rules; see docs/kubernetes.md)")
 }
 
@@ -153,6 +161,10 @@ func (k *kubeFlags) options() (cluster.Options, error) {
 	o.LBTimeout = k.LBTimeout
 	o.NoHostPods = k.NoHostPods
 	o.IPFamily = k.IPFamily
+	if k.APIQPS <= 0 || k.APIBurst <= 0 {
+		return o, clierr.Usagef("--api-qps %g, --api-burst %d: must be positive (default 50 and 100)", k.APIQPS, k.APIBurst)
+	}
+	o.APIQPS, o.APIBurst, o.KubeProxyCgroup = k.APIQPS, k.APIBurst, k.KubeProxyCgroup
 	if err := o.Validate(); err != nil {
 		return o, clierr.Usagef("%v", err)
 	}

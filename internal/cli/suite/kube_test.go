@@ -84,6 +84,11 @@ func TestKubeFlagsValidation(t *testing.T) {
 		{"host port", append(k8s, "--host-port", "12870"), "--host-port 12870: must be a free port"},
 		{"cni pods", append(k8s, "--cni-pods", "k8s-app=cilium"), `--cni-pods "k8s-app=cilium": must be NAMESPACE/LABEL=VALUE`},
 		{"footprint window", append(k8s, "--footprint-window", "-1s"), "--footprint-window -1s: must not be negative"},
+		{"api rate with the lab", []string{"--api-qps", "500"}, "--api-qps: applies to --backend kubernetes only"},
+		{"api qps", append(k8s, "--api-qps", "0"), "--api-qps 0, --api-burst 100: must be positive"},
+		{"api qps too high", append(k8s, "--api-qps", "1e6"), "--api-qps 1e+06: must be between 1 and 5000 requests/s"},
+		{"api burst", append(k8s, "--api-burst", "-1"), "--api-qps 50, --api-burst -1: must be positive"},
+		{"kube-proxy cgroup", append(k8s, "--kube-proxy-cgroup", "../{node}"), `--kube-proxy-cgroup "../{node}": not a cgroup path`},
 		// The lab's own flags, and what a cluster cannot honour.
 		{"datapaths", append(k8s, "--datapaths", "x"), "--datapaths: applies to the lab only, not --backend kubernetes; drop --datapaths"},
 		{"pin", append(k8s, "--pin", "split"), "--pin: applies to the lab only"},
@@ -118,7 +123,7 @@ func TestKubeOptionsFromFlags(t *testing.T) {
 	if err := cmd.ParseFlags([]string{"--profile", "standard", "--backend", "kubernetes", "--kubeconfig", "/k", "--context", "ctx",
 		"--namespace", "bench", "--image", "reg/cnibench:1", "--image-pull-policy", "Always", "--client-node", "w1", "--server-node", "role=srv",
 		"--host-port", "15000", "--cni-conf-dir", "/etc/{node}/cni", "--cni-pods", "kube-system/k8s-app=cilium", "--checks", "mtu, cni",
-		"--footprint-window", "3s"}); err != nil {
+		"--footprint-window", "3s", "--api-qps", "400", "--api-burst", "800", "--kube-proxy-cgroup", "cnbk8s-{node}/kube-proxy"}); err != nil {
 		t.Fatal(err)
 	}
 	o, err := f.options(cmd)
@@ -134,7 +139,8 @@ func TestKubeOptionsFromFlags(t *testing.T) {
 	}
 	if ko.Kubeconfig != "/k" || ko.Context != "ctx" || ko.Namespace != "bench" || ko.Image != "reg/cnibench:1" || ko.PullPolicy != corev1.PullAlways ||
 		ko.Nodes.Client != "w1" || ko.Nodes.Server != "role=srv" || ko.HostPort != 15000 || ko.CNIConfDir != "/etc/{node}/cni" ||
-		ko.CNIPods != "kube-system/k8s-app=cilium" || strings.Join(ko.Checks, ",") != "mtu,cni" || ko.FootprintWindow != 3*time.Second {
+		ko.CNIPods != "kube-system/k8s-app=cilium" || strings.Join(ko.Checks, ",") != "mtu,cni" || ko.FootprintWindow != 3*time.Second ||
+		ko.APIQPS != 400 || ko.APIBurst != 800 || ko.KubeProxyCgroup != "cnbk8s-{node}/kube-proxy" {
 		t.Errorf("kubernetes options %+v", ko)
 	}
 

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -22,6 +23,10 @@ type CgroupReport struct {
 	// TimeUnixNano is when the reading began (each pod's has its own).
 	TimeUnixNano int64       `json:"time_unix_nano"`
 	Pods         []PodCgroup `json:"pods"`
+	// Cgroups are the cgroups asked for by path (ReadPathCgroups: a node
+	// service's, e.g. kube-proxy run outside pods); UID is empty and Path
+	// the path asked for.
+	Cgroups []PodCgroup `json:"cgroups,omitempty"`
 	// Error says why no pod could be looked for (no cgroup filesystem at
 	// Root).
 	Error string `json:"error,omitempty"`
@@ -30,6 +35,8 @@ type CgroupReport struct {
 // PodCgroup is one pod's usage.
 type PodCgroup struct {
 	UID string `json:"pod_uid"`
+	// Path is the cgroup's path below each hierarchy (ReadPathCgroups).
+	Path string `json:"path,omitempty"`
 	// CPUCgroup and MemoryCgroup are the directories read, relative to
 	// Root (e.g. "cpu,cpuacct/kubepods/burstable/pod<UID>").
 	CPUCgroup    string `json:"cpu_cgroup,omitempty"`
@@ -227,6 +234,72 @@ func ReadPodCgroups(root string, uids []string, now func() time.Time) CgroupRepo
 		rep.Pods = append(rep.Pods, p)
 	}
 	return rep
+}
+
+// ReadPathCgroups reads the cgroups at paths (relative to each hierarchy
+// under root: v1's cpuacct and memory, else v2's) into rep.Cgroups: the
+// cgroup of a process that runs outside pods, e.g. kube-proxy as a node
+// service (system.slice/kube-proxy.service). A path not found has an
+// Error. rep's layout error, if any, is every path's.
+func ReadPathCgroups(rep *CgroupReport, root string, paths []string, now func() time.Time) {
+	if now == nil {
+		now = time.Now
+	}
+	if len(paths) == 0 {
+		return
+	}
+	h, layoutErr := detectLayout(root)
+	for _, rel := range paths {
+		c := PodCgroup{Path: rel, TimeUnixNano: now().UnixNano()}
+		if layoutErr != nil {
+			c.Error = layoutErr.Error()
+			rep.Cgroups = append(rep.Cgroups, c)
+			continue
+		}
+		rel = filepath.Clean(rel)
+		var errs []error
+		var err error
+		switch {
+		case h.cpuV1 != "" && isDir(filepath.Join(root, h.cpuV1, rel)):
+			c.CPUCgroup = filepath.Join(h.cpuV1, rel)
+			c.CPUUsageNanos, err = readUintFile(filepath.Join(root, c.CPUCgroup, "cpuacct.usage"))
+		case h.v2 != "" && isDir(filepath.Join(h.v2, rel)):
+			c.CPUCgroup = filepath.Join(h.v2Relative, rel)
+			c.CPUUsageNanos, err = readCPUv2(filepath.Join(root, c.CPUCgroup))
+		default:
+			err = fmt.Errorf("cpu: no cgroup %s under %s", rel, cmp.Or(h.cpuV1, h.v2Relative, "the root"))
+		}
+		errs = append(errs, err)
+		switch {
+		case h.memV1 != "" && isDir(filepath.Join(root, h.memV1, rel)):
+			c.MemoryCgroup = filepath.Join(h.memV1, rel)
+			c.MemoryWorkingSetBytes, err = readWorkingSet(filepath.Join(root, c.MemoryCgroup), "memory.usage_in_bytes", "total_inactive_file")
+		case h.v2 != "" && isDir(filepath.Join(h.v2, rel)):
+			c.MemoryCgroup = filepath.Join(h.v2Relative, rel)
+			c.MemoryWorkingSetBytes, err = readWorkingSet(filepath.Join(root, c.MemoryCgroup), "memory.current", "inactive_file")
+		default:
+			err = fmt.Errorf("memory: no cgroup %s under %s", rel, cmp.Or(h.memV1, h.v2Relative, "the root"))
+		}
+		if err = errors.Join(append(errs, err)...); err != nil {
+			c.Error = strings.ReplaceAll(err.Error(), "\n", "; ")
+		}
+		rep.Cgroups = append(rep.Cgroups, c)
+	}
+}
+
+// ValidCgroupPath accepts a cgroup path relative to a hierarchy: not
+// empty, not absolute, no ".." element, at most 256 bytes of printable
+// characters.
+func ValidCgroupPath(p string) bool {
+	if p == "" || len(p) > 256 || strings.HasPrefix(p, "/") {
+		return false
+	}
+	for _, e := range strings.Split(p, "/") {
+		if e == ".." || e == "." {
+			return false
+		}
+	}
+	return strings.IndexFunc(p, func(r rune) bool { return r < 0x21 || r == 0x7f }) < 0
 }
 
 func notFound(what, uid, v1, v2rel string, hasV2 bool) error {

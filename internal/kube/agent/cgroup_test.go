@@ -363,3 +363,55 @@ func FuzzParseCgroupStat(f *testing.F) {
 		}
 	})
 }
+
+// A node service's cgroup read by path: v1 with a cpuacct hierarchy of its
+// own and a unified mirror (the local cluster's host), and v2.
+func TestReadPathCgroups(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		files          map[string]string
+		path           string
+		cpuDir, memDir string
+		cpu, ws        uint64
+	}{
+		{"v1 hybrid", merge(v1("cpuacct/cnbk8s-n1/kube-proxy", "memory/cnbk8s-n1/kube-proxy", 5000, 300, 100),
+			map[string]string{"unified/cgroup.controllers": ""}), "cnbk8s-n1/kube-proxy",
+			"cpuacct/cnbk8s-n1/kube-proxy", "memory/cnbk8s-n1/kube-proxy", 5000, 200},
+		{"v2", merge(v2Root, v2("system.slice/kube-proxy.service", 3, 50, 20)), "system.slice/kube-proxy.service",
+			"system.slice/kube-proxy.service", "system.slice/kube-proxy.service", 3000, 30},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := tree(t, c.files)
+			at := time.Unix(1700000000, 7)
+			rep := CgroupReport{}
+			ReadPathCgroups(&rep, root, []string{c.path, "system.slice/missing.service"}, func() time.Time { return at })
+			if len(rep.Cgroups) != 2 {
+				t.Fatalf("got %+v", rep.Cgroups)
+			}
+			g := rep.Cgroups[0]
+			if g.Path != c.path || g.CPUCgroup != c.cpuDir || g.MemoryCgroup != c.memDir || g.CPUUsageNanos != c.cpu ||
+				g.MemoryWorkingSetBytes != c.ws || g.TimeUnixNano != at.UnixNano() || g.Error != "" || g.UID != "" {
+				t.Errorf("got %+v", g)
+			}
+			if m := rep.Cgroups[1]; !strings.Contains(m.Error, "no cgroup system.slice/missing.service") {
+				t.Errorf("missing cgroup: %+v", m)
+			}
+		})
+	}
+	rep := CgroupReport{}
+	ReadPathCgroups(&rep, t.TempDir(), []string{"a"}, nil)
+	if len(rep.Cgroups) != 1 || !strings.Contains(rep.Cgroups[0].Error, "no cgroup filesystem") {
+		t.Errorf("no cgroup filesystem: %+v", rep.Cgroups)
+	}
+}
+
+func TestValidCgroupPath(t *testing.T) {
+	for p, want := range map[string]bool{
+		"system.slice/kube-proxy.service": true, "cnbk8s-n1/kube-proxy": true, "": false, "/abs": false,
+		"a/../b": false, "..": false, "./a": false, "a b": false, "a\n": false, strings.Repeat("a", 257): false,
+	} {
+		if got := ValidCgroupPath(p); got != want {
+			t.Errorf("ValidCgroupPath(%q) = %v, want %v", p, got, want)
+		}
+	}
+}

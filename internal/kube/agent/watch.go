@@ -55,6 +55,12 @@ type Watch struct {
 	AfterSeconds      float64 `json:"after_seconds"`
 	ResolutionSeconds float64 `json:"resolution_seconds"`
 	LastOtherSeconds  float64 `json:"last_other_seconds"`
+	// FirstConnectSeconds (Want WantAnswers): how long the first probe of
+	// the lasting answer took to connect, from its connect call until the
+	// handshake completed — the first connection through the newly
+	// programmed path (0 when the target did not change, or for
+	// WantRefused).
+	FirstConnectSeconds float64 `json:"first_connect_seconds,omitempty"`
 	// Probes were made after "go", Answered of them answered.
 	Probes   int `json:"probes"`
 	Answered int `json:"answered"`
@@ -77,6 +83,7 @@ type Watch struct {
 
 type probeResult struct {
 	start time.Duration // since "go"
+	took  time.Duration // the connect call's duration
 	ok    bool
 	done  bool
 }
@@ -187,21 +194,22 @@ func RunWatch(ctx context.Context, opts WatchOptions, golines io.Reader, ready i
 	// decided reports whether the target has been in the new state for
 	// Confirm: every probe started after the last one in the old state
 	// that has completed is in the new state, and they span Confirm.
-	decided := func() (bool, time.Duration, time.Duration) {
+	decided := func() (bool, *probeResult, time.Duration) {
 		var lastOther time.Duration = -1
-		first, frontier := time.Duration(-1), time.Duration(-1)
+		var first *probeResult
+		frontier := time.Duration(-1)
 		for _, r := range results {
 			if !r.done {
 				break // the contiguous completed prefix only
 			}
 			frontier = r.start
 			if r.ok != wantOK {
-				lastOther, first = r.start, -1
-			} else if first < 0 {
-				first = r.start
+				lastOther, first = r.start, nil
+			} else if first == nil {
+				first = r
 			}
 		}
-		return first >= 0 && frontier-first >= opts.Confirm, first, lastOther
+		return first != nil && frontier-first.start >= opts.Confirm, first, lastOther
 	}
 	tick := time.NewTicker(opts.Interval)
 	defer tick.Stop()
@@ -210,7 +218,10 @@ func RunWatch(ctx context.Context, opts WatchOptions, golines io.Reader, ready i
 		ok, first, lastOther := decided()
 		mu.Unlock()
 		if ok {
-			w.Changed, w.AfterSeconds = true, first.Seconds()
+			w.Changed, w.AfterSeconds = true, first.start.Seconds()
+			if wantOK {
+				w.FirstConnectSeconds = first.took.Seconds()
+			}
 			w.LastOtherSeconds = max(lastOther, 0).Seconds()
 			break
 		}
@@ -226,12 +237,14 @@ func RunWatch(ctx context.Context, opts WatchOptions, golines io.Reader, ready i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			t := time.Now()
 			ok := probe(wctx, opts.Target)
+			took := time.Since(t)
 			if wctx.Err() != nil {
 				return // cut short: it says nothing
 			}
 			mu.Lock()
-			r.ok, r.done = ok, true
+			r.ok, r.done, r.took = ok, true, took
 			mu.Unlock()
 		}()
 	}

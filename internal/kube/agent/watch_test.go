@@ -66,6 +66,9 @@ func TestWatchRefused(t *testing.T) {
 	if w.AfterSeconds < 0.09 || w.AfterSeconds > 0.5 {
 		t.Errorf("after %.3fs, want about 0.1s", w.AfterSeconds)
 	}
+	if w.FirstConnectSeconds != 0 {
+		t.Errorf("first connect %.6fs when watching for refusal, want 0", w.FirstConnectSeconds)
+	}
 	if w.AllowedProbes == 0 || w.AllowedAnswered != w.AllowedProbes || !w.AllowedEndAnswered {
 		t.Errorf("allowed %d of %d answered, the last %v", w.AllowedAnswered, w.AllowedProbes, w.AllowedEndAnswered)
 	}
@@ -212,6 +215,11 @@ func TestWatchAnswersAndAlready(t *testing.T) {
 	}
 	if !w.Changed || w.AfterSeconds < 0.04 || w.AfterSeconds > 0.5 {
 		t.Errorf("watch %+v", w)
+	}
+	// The first answering probe's connect took some time, less than a
+	// probe's bound.
+	if w.FirstConnectSeconds <= 0 || w.FirstConnectSeconds >= 0.2 {
+		t.Errorf("first connect %.6fs, want in (0, 0.2)", w.FirstConnectSeconds)
 	}
 	opts := watchOpts(addr, WantAnswers)
 	opts.Wait = 100 * time.Millisecond

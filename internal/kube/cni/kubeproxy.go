@@ -147,7 +147,7 @@ func serverVersion(ctx context.Context, cs kubernetes.Interface) (string, error)
 // kubeProxyMode finds kube-proxy's mode (see ClusterFacts).
 func kubeProxyMode(ctx context.Context, cs kubernetes.Interface) (string, []string) {
 	var ev []string
-	pods, perr := kubeProxyPods(ctx, cs)
+	pods, perr := KubeProxyPods(ctx, cs)
 	cfgMode, cfgFrom, cerr := kubeProxyConfig(ctx, cs)
 	if perr != nil {
 		ev = append(ev, "kube-proxy's pods not listed: "+perr.Error())
@@ -180,10 +180,10 @@ func kubeProxyMode(ctx context.Context, cs kubernetes.Interface) (string, []stri
 	return "iptables", append(ev, fmt.Sprintf("kube-proxy mode iptables: kube-proxy's default on Linux (no ConfigMap read, no --proxy-mode); %s", running))
 }
 
-// kubeProxyPods lists kube-proxy's pods in kube-system: labelled
+// KubeProxyPods lists kube-proxy's pods in kube-system, sorted by name: labelled
 // k8s-app=kube-proxy (or component=kube-proxy, as static pods are), or
 // named kube-proxy-*.
-func kubeProxyPods(ctx context.Context, cs kubernetes.Interface) ([]corev1.Pod, error) {
+func KubeProxyPods(ctx context.Context, cs kubernetes.Interface) ([]corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, FactsTimeout)
 	defer cancel()
 	l, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{})

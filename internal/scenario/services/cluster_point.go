@@ -7,12 +7,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -151,53 +149,90 @@ func (p *clusterPoint) Close(ctx context.Context) (map[string]float64, error) {
 	return m, nil
 }
 
-// settle waits after the removal until the CNI's pods on the two nodes
-// use less than o.SettleCPU over an o.SettleWindow, at most
-// o.SettleTimeout: an agent still busy with this point's tear-down (a
-// datapath reprogrammed for N−1 deleted services) would otherwise be
-// measured by the next point. It records the wait
-// (MetricClusterSettleSeconds) and the last window's CPU
-// (MetricClusterSettleCPU); a CNI that did not settle in time is logged,
-// not an error (the next point's config and CPU show it). Without the
-// CNI's usage (no pods of its own, cgroups unreadable) it does nothing.
+// settle waits after the removal until the CNI's pods and kube-proxy
+// (where it runs) on the two nodes use less than o.SettleCPU together over
+// an o.SettleWindow, at most o.SettleTimeout: an agent or a kube-proxy
+// still busy with this point's tear-down (a datapath reprogrammed for N−1
+// deleted services) would otherwise be measured by the next point. It
+// records the wait (MetricClusterSettleSeconds) and the last window's CPU
+// (MetricClusterSettleCPU, MetricClusterSettleProxyCPU); one that did not
+// settle in time is logged, not an error (the next point's config and CPU
+// show it). With neither usage readable (no pods of the CNI's own, no
+// kube-proxy, cgroups unreadable) it does nothing.
 func (p *clusterPoint) settle(ctx context.Context, m map[string]float64) {
-	if p.ca.CNIUsage == nil || ctx.Err() != nil {
+	if (p.ca.CNIUsage == nil && p.ca.ProxyUsage == nil) || ctx.Err() != nil {
 		return
 	}
 	t0 := time.Now()
-	var cpu float64
+	var last settleWindow
 	windows := 0
 	err := wait.PollUntilContextTimeout(ctx, 0, p.o.SettleTimeout, true, func(ctx context.Context) (bool, error) {
-		u, _, err := p.ca.CNIUsage(ctx, func(ctx context.Context) error {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(p.o.SettleWindow):
-				return nil
-			}
-		})
+		w, err := p.settleWindow(ctx)
 		if err != nil {
 			return false, err
 		}
-		if u == nil {
-			return true, nil // no CNI pods to wait for (their usage unreadable, or none: the bridge plugin)
+		if !w.cniRead && !w.proxyRead {
+			return true, nil // nothing to wait for (no CNI pods, no kube-proxy, or their usage unreadable)
 		}
-		cpu = u["cni_cpu_millicores"]
+		last = w
 		windows++
-		return cpu < p.o.SettleCPU, nil
+		return w.cni+w.proxy < p.o.SettleCPU, nil
 	})
 	if windows > 0 {
 		m[MetricClusterSettleSeconds] = time.Since(t0).Seconds()
-		m[MetricClusterSettleCPU] = cpu
+		if last.cniRead {
+			m[MetricClusterSettleCPU] = last.cni
+		}
+		if last.proxyRead {
+			m[MetricClusterSettleProxyCPU] = last.proxy
+		}
 	}
 	if err != nil {
-		p.log.Warn("services on a cluster: the CNI did not settle after the removal", "services", p.n,
-			"cni_cpu_millicores", cpu, "bound_millicores", p.o.SettleCPU, "waited", time.Since(t0).Round(time.Second), "err", err)
+		p.log.Warn("services on a cluster: the CNI or kube-proxy did not settle after the removal", "services", p.n,
+			"cni_cpu_millicores", last.cni, "kube_proxy_cpu_millicores", last.proxy, "bound_millicores", p.o.SettleCPU,
+			"waited", time.Since(t0).Round(time.Second), "err", err)
 	}
 }
 
+// settleWindow is one window of settle: the CNI's and kube-proxy's CPU
+// over o.SettleWindow, each where it was read.
+type settleWindow struct {
+	cni, proxy         float64
+	cniRead, proxyRead bool
+}
+
+func (p *clusterPoint) settleWindow(ctx context.Context) (settleWindow, error) {
+	var w settleWindow
+	fn := func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(p.o.SettleWindow):
+			return nil
+		}
+	}
+	if p.ca.ProxyUsage != nil {
+		sleep := fn
+		fn = func(ctx context.Context) error {
+			u, _, err := p.ca.ProxyUsage(ctx, sleep)
+			if v, ok := u[cluster.ProxyCPU]; ok {
+				w.proxy, w.proxyRead = v, true
+			}
+			return err
+		}
+	}
+	if p.ca.CNIUsage == nil {
+		return w, fn(ctx)
+	}
+	u, _, err := p.ca.CNIUsage(ctx, fn)
+	if v, ok := u["cni_cpu_millicores"]; ok {
+		w.cni, w.cniRead = v, true
+	}
+	return w, err
+}
+
 // makeConfig describes the point for the runs' config.
-func (p *clusterPoint) makeConfig(ctx context.Context, env scenario.Env, usage map[string]float64, why string) map[string]string {
+func (p *clusterPoint) makeConfig(env scenario.Env, usage map[string]float64, why string) map[string]string {
 	cfg := map[string]string{
 		"service_implementation": ImplCluster + ": the cluster's own service implementation (kube-proxy in its configured mode, or the CNI's replacement)",
 		"service_vip":            p.vip,
@@ -225,28 +260,7 @@ func (p *clusterPoint) makeConfig(ctx context.Context, env scenario.Env, usage m
 		u += "; " + why
 	}
 	cfg["svc_cluster_cni_usage"] = u
-	cfg["svc_cluster_kube_proxy"] = kubeProxyNote(ctx, p.ca)
 	return cfg
-}
-
-// kubeProxyNote says whether kube-proxy runs as pods (kube-system,
-// k8s-app=kube-proxy) and that its CPU is not in the CNI's figures.
-func kubeProxyNote(ctx context.Context, ca *cluster.Access) string {
-	cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-	defer cancel()
-	l, err := ca.Clientset.CoreV1().Pods(metav1.NamespaceSystem).List(cctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-proxy"})
-	switch {
-	case err != nil:
-		return "not looked for (" + err.Error() + "); its CPU is not in " + MetricClusterCNICPU
-	case len(l.Items) == 0:
-		return "no kube-proxy pod in kube-system: it runs outside pods (a node service) or the CNI replaces it; " + MetricClusterCNICPU + " covers the CNI's pods only"
-	}
-	nodes := map[string]bool{}
-	for _, pod := range l.Items {
-		nodes[pod.Spec.NodeName] = true
-	}
-	return strconv.Itoa(len(l.Items)) + " kube-proxy pods in kube-system (" + strconv.Itoa(len(nodes)) + " nodes): their CPU while programming is not measured, " +
-		MetricClusterCNICPU + " covers the CNI's pods only"
 }
 
 var (

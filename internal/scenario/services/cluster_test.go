@@ -266,6 +266,9 @@ func (f *fakeCluster) agent(ctx context.Context, pl backend.Place, args []string
 		if f.neverChange != *want && f.answers(ctx, *target) == wantOK {
 			w.Changed, w.AfterSeconds = true, time.Since(t0).Seconds()
 			w.Probes, w.Answered = 10, 5
+			if wantOK {
+				w.FirstConnectSeconds = fakeFirstConnect
+			}
 			return write()
 		}
 		if ctx.Err() != nil {
@@ -278,6 +281,9 @@ func (f *fakeCluster) agent(ctx context.Context, pl backend.Place, args []string
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// fakeFirstConnect is the fake watch's first answering connect time.
+const fakeFirstConnect = 0.0004
 
 // left lists the services and endpoint slices in the namespace.
 func (f *fakeCluster) left(t *testing.T) (svcs, slices_ []string) {
@@ -434,6 +440,9 @@ func TestPrepareClusterAndClose(t *testing.T) {
 					t.Errorf("metric %s = %v, want %v", k, mt[k], v)
 				}
 			}
+			if mt[MetricClusterFirstConnect] != fakeFirstConnect {
+				t.Errorf("metric %s = %v, want the watch's %v", MetricClusterFirstConnect, mt[MetricClusterFirstConnect], fakeFirstConnect)
+			}
 			for _, k := range []string{MetricClusterProgrammingSeconds, MetricClusterCNIWindow} {
 				if _, ok := mt[k]; !ok {
 					t.Errorf("metric %s missing", k)
@@ -450,7 +459,7 @@ func TestPrepareClusterAndClose(t *testing.T) {
 			cfg := prep.Config()
 			if !strings.HasPrefix(cfg["service_vip"], "10.96.") || !strings.HasSuffix(cfg["service_vip"], ":12871") ||
 				!strings.HasPrefix(cfg["service_backends"], "10.244.1.7:12871") || !strings.Contains(cfg["svc_cluster_cni_usage"], "left out") ||
-				!strings.Contains(cfg["svc_cluster_kube_proxy"], "no kube-proxy pod") || cfg["service_datapath"] != "cni-bridge" {
+				cfg["svc_cluster_kube_proxy"] != "not measured: the deployment gives no kube-proxy usage" || cfg["service_datapath"] != "cni-bridge" {
 				t.Errorf("config %v", cfg)
 			}
 			if _, ok := cfg["svc_cluster_create_pace"]; ok != (n > 1) {
@@ -768,30 +777,24 @@ func TestCloseCancelled(t *testing.T) {
 	}
 }
 
-func TestKubeProxyNote(t *testing.T) {
-	kp := func(name, node string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", Labels: map[string]string{"k8s-app": "kube-proxy"}},
-			Spec: corev1.PodSpec{NodeName: node}}
-	}
-	f := newFakeCluster(kp("kube-proxy-a", "n1"), kp("kube-proxy-b", "n2"))
-	got := kubeProxyNote(context.Background(), f.access())
-	if !strings.HasPrefix(got, "2 kube-proxy pods in kube-system (2 nodes)") || !strings.Contains(got, MetricClusterCNICPU) {
-		t.Errorf("note %q", got)
-	}
-}
-
 // Every metric a cluster point reports is documented (metrics.go,
 // registered with the scenario).
 func TestClusterMetricsDocumented(t *testing.T) {
 	for _, name := range []string{MetricClusterServices, MetricClusterAPIObjects, MetricClusterAPIBytes, MetricClusterFillersSeconds,
 		MetricClusterCreatePerSec, MetricClusterProgrammingSeconds, MetricClusterWatchResolution, MetricClusterCNICPU,
-		MetricClusterCNIMemory, MetricClusterCNIWindow, MetricClusterRemovalSeconds, MetricClusterRemovalRefusedSeconds} {
+		MetricClusterCNIMemory, MetricClusterCNIWindow, MetricClusterRemovalSeconds, MetricClusterRemovalRefusedSeconds,
+		MetricClusterFirstConnect, MetricClusterProxyCPU, MetricClusterProxyMemory, MetricClusterProxyWindow, MetricClusterSettleProxyCPU} {
 		if _, ok := result.Known(name); !ok {
 			t.Errorf("%s is not a known metric", name)
 		}
 	}
 	for from, to := range cniUsageMetrics {
 		if !strings.HasPrefix(to, "svc_cluster_cni_") || !strings.HasPrefix(from, "cni_") {
+			t.Errorf("usage metric %s → %s", from, to)
+		}
+	}
+	for from, to := range proxyUsageMetrics {
+		if !strings.HasPrefix(to, "svc_cluster_proxy_") || !strings.HasPrefix(from, "proxy_") {
 			t.Errorf("usage metric %s → %s", from, to)
 		}
 	}

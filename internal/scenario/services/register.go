@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -58,11 +59,18 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 var ServiceMetrics = []string{SvcSetupSeconds, SvcTeardownSeconds}
 
 // Shape draws the scenario against the number of services, one line per
-// implementation (scenario.Shaper).
-func (s *Scenario) Shape() result.ScenarioShape { return shape() }
+// implementation (scenario.Shaper); on a cluster, clusterShape's, one line
+// per service proxy.
+func (s *Scenario) Shape() result.ScenarioShape {
+	if s.backend == cluster.Name {
+		return clusterShape()
+	}
+	return shape()
+}
 
-// shape is the scenario's report shape, whatever its options; documents
-// written before results carried it are drawn with it too (LegacyShape).
+// shape is the scenario's report shape on the lab, whatever its options;
+// documents written before results carried it are drawn with it too
+// (LegacyShape), cluster points of issue 21 included.
 func shape() result.ScenarioShape {
 	return result.ScenarioShape{
 		Scenario: ScenarioName,
