@@ -61,6 +61,8 @@ matching runs on their labels except the other cni_* labels, the CNI's
 datapath (cni-<name>), kube_proxy_mode where the files differ in it (a CNI
 that replaces kube-proxy), the cluster and, where each file's cells stay
 distinct without them, the nodes; the output names the labels ignored.
+--by service_proxy (what serves a cluster's ClusterIP services) matches
+across files alike, and ignores cni too where the files differ in it.
 
 For each matched run and metric the output shows both medians with their 95 %
 confidence interval, the change in percent and the p-value of a two-sided

@@ -19,6 +19,12 @@ const (
 	// replaces kube-proxy (Cilium's, Calico's eBPF dataplane): with --by
 	// cni it is left out of the matching when the files differ in it.
 	labelKubeProxyMode = "kube_proxy_mode"
+	// labelServiceProxy names what serves ClusterIP services (kube-proxy
+	// and its mode, or a CNI's replacement; a services run on a cluster):
+	// --by service_proxy across files compares cluster configurations as
+	// --by cni does, and the CNI itself, where the files differ in it, is
+	// then part of the compared configuration.
+	labelServiceProxy = "service_proxy"
 )
 
 // nodeLabels are left out of the matching across files only when each
@@ -99,7 +105,8 @@ func poolBy(inputs []Input, by string, bys []string, key func(map[string]string)
 	for i := range cf.set.Runs {
 		cf.origin[&cf.set.Runs[i]] = from[i]
 	}
-	byCNI := slices.ContainsFunc(bys, func(b string) bool { return b == labelCNI || strings.HasPrefix(b, cniPrefix) })
+	byProxy := slices.Contains(bys, labelServiceProxy)
+	byCNI := byProxy || slices.ContainsFunc(bys, func(b string) bool { return b == labelCNI || strings.HasPrefix(b, cniPrefix) })
 	if !byCNI {
 		cf.norm = func(l map[string]string) map[string]string { return l }
 		return cf, nil
@@ -107,7 +114,7 @@ func poolBy(inputs []Input, by string, bys []string, key func(map[string]string)
 	cf.owned = []string{"pod_mtu", "path_mtu"}
 	drop := map[string]bool{labelCluster: true}
 	present := map[string]bool{}
-	proxyModes := map[string]bool{}
+	proxyModes, cnis := map[string]bool{}, map[string]bool{}
 	cniDatapath := false
 	for _, r := range runs {
 		for k, v := range r.Labels {
@@ -115,8 +122,11 @@ func poolBy(inputs []Input, by string, bys []string, key func(map[string]string)
 			if strings.HasPrefix(k, cniPrefix) && !slices.Contains(bys, k) {
 				drop[k] = true
 			}
-			if k == labelKubeProxyMode {
+			switch k {
+			case labelKubeProxyMode:
 				proxyModes[v] = true
+			case labelCNI:
+				cnis[v] = true
 			}
 		}
 		if r.Labels[report.LabelDatapath] == "cni-"+r.Labels[labelCNI] {
@@ -125,6 +135,9 @@ func poolBy(inputs []Input, by string, bys []string, key func(map[string]string)
 	}
 	if len(proxyModes) > 1 && !slices.Contains(bys, labelKubeProxyMode) {
 		drop[labelKubeProxyMode] = true
+	}
+	if byProxy && len(cnis) > 1 && !slices.Contains(bys, labelCNI) {
+		drop[labelCNI] = true
 	}
 	norm := func(drop map[string]bool) func(map[string]string) map[string]string {
 		return func(l map[string]string) map[string]string {
@@ -157,7 +170,7 @@ func poolBy(inputs []Input, by string, bys []string, key func(map[string]string)
 		if !present[k] {
 			continue
 		}
-		if strings.HasPrefix(k, cniPrefix) || k == labelKubeProxyMode {
+		if strings.HasPrefix(k, cniPrefix) || k == labelKubeProxyMode || k == labelCNI {
 			cniLabels = append(cniLabels, k)
 		} else {
 			fileLabels = append(fileLabels, k)

@@ -66,6 +66,15 @@ func TestCompareByCNIAcrossFiles(t *testing.T) {
 		// a comma, which one --by label takes whole.
 		{"one label's value with a comma", clusterSet("calico", "A", withLabel("cni_mode", "bgp, iptables dataplane", cross, base)...), clusterSet("calico", "A", withLabel("cni_mode", "bgp, eBPF dataplane", cross, base)...),
 			"cni_mode", "bgp, iptables dataplane", 2, "", ""},
+		// --by service_proxy: kube-proxy's two modes on one CNI (the
+		// files differ in kube_proxy_mode), and kube-proxy against
+		// Cilium's replacement (they differ in the CNI too).
+		{"service proxy: kube-proxy's modes", clusterSet("flannel", "A", withLabel("service_proxy", "kube-proxy-iptables", withLabel("kube_proxy_mode", "iptables", cross)...)...),
+			clusterSet("flannel", "A", withLabel("service_proxy", "kube-proxy-nftables", withLabel("kube_proxy_mode", "nftables", cross)...)...),
+			"service_proxy", "kube-proxy-iptables", 1, "cni_mode, kube_proxy_mode (the CNI's configuration)", ""},
+		{"service proxy: another CNI's replacement", clusterSet("flannel", "A", withLabel("service_proxy", "kube-proxy-iptables", withLabel("kube_proxy_mode", "iptables", cross)...)...),
+			clusterSet("cilium", "A", withLabel("service_proxy", "cilium-kpr", withLabel("kube_proxy_mode", "replaced by cilium", cross)...)...),
+			"service_proxy", "kube-proxy-iptables", 1, "cni, cni_mode, kube_proxy_mode (the CNI's configuration)", ""},
 		{"another label: nothing more ignored", clusterSet("flannel", "A", cross), clusterSet("cilium", "A", cross),
 			"cni_mode", "flannel-mode", 0, "", "nothing to compare"},
 	}
