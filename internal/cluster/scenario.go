@@ -56,6 +56,14 @@ type Access struct {
 	// that point only) and returns where to run in it and how to remove it
 	// (waiting until it is gone).
 	NewClientPod func(ctx context.Context, short string, caps []string) (backend.Place, func(context.Context) error, error)
+
+	// --- the CNI's own account of a point (logs.go) ---
+
+	// CNILogs opens a window over the CNI's pods at a point's start: its
+	// Evidence says which of their containers restarted since and the
+	// warning and error lines they logged, bounded (a failed point's
+	// evidence). Nil where the deployment cannot read them.
+	CNILogs func(ctx context.Context) *CNILogWindow
 }
 
 // ServerPod is a server pod of a cluster run.
@@ -103,6 +111,7 @@ func (d *Deployment) ClusterAccess(datapath string) (*Access, error) {
 		},
 		CNIUsage:     d.cniUsage,
 		NewClientPod: d.newClientPod,
+		CNILogs:      d.cniLogs,
 	}
 	return a, nil
 }
