@@ -55,9 +55,9 @@ type CNILogWindow struct {
 	cs    kubernetes.Interface
 	pods  []cni.PodRef
 	since time.Time
-	// restarts are the containers' restart counts at the start, by
+	// counts are the containers' restart counts at the start, by
 	// "namespace/pod/container" (absent: could not be read).
-	restarts map[string]int32
+	counts map[string]int32
 	// uids are the pods' UIDs at the start (a replaced pod has another).
 	uids map[string]string
 }
@@ -82,13 +82,13 @@ func (d *Deployment) cniLogs(ctx context.Context) *CNILogWindow {
 // containers' restart counts (what cannot be read is left out and the
 // later read says so).
 func OpenCNILogWindow(ctx context.Context, cs kubernetes.Interface, pods []cni.PodRef, since time.Time) *CNILogWindow {
-	w := &CNILogWindow{cs: cs, pods: pods[:min(len(pods), logPods)], since: since, restarts: map[string]int32{}, uids: map[string]string{}}
+	w := &CNILogWindow{cs: cs, pods: pods[:min(len(pods), logPods)], since: since, counts: map[string]int32{}, uids: map[string]string{}}
 	ctx, cancel := context.WithTimeout(ctx, logTimeout)
 	defer cancel()
 	for _, p := range w.readPods(ctx) {
 		w.uids[p.Namespace+"/"+p.Name] = string(p.UID)
 		for _, s := range p.Status.ContainerStatuses {
-			w.restarts[p.Namespace+"/"+p.Name+"/"+s.Name] = s.RestartCount
+			w.counts[p.Namespace+"/"+p.Name+"/"+s.Name] = s.RestartCount
 		}
 	}
 	return w
@@ -120,20 +120,24 @@ func (w *CNILogWindow) readPods(ctx context.Context) []corev1.Pod {
 	return out
 }
 
-// Evidence reads the window: the containers that restarted since it
-// opened (with their last termination) and the pods that were replaced,
-// and the warning and error lines the CNI's containers logged since,
-// bounded (the last lines of each container and of all). What could not
-// be read is said in a line of its own.
-func (w *CNILogWindow) Evidence(ctx context.Context) CNIEvidence {
+// Restarts reads the window's restarts: the containers that restarted
+// since it opened (with their last termination) and the pods that went or
+// were replaced, one line each.
+func (w *CNILogWindow) Restarts(ctx context.Context) CNIEvidence {
+	ev, _ := w.restarts(ctx)
+	return ev
+}
+
+// restarts is Restarts, with the pods found and, by "namespace/pod", the
+// containers that restarted.
+func (w *CNILogWindow) restarts(ctx context.Context) (CNIEvidence, []corev1.Pod) {
 	var ev CNIEvidence
 	if w == nil || len(w.pods) == 0 {
-		return CNIEvidence{Lines: []string{"CNI logs: the CNI runs no pods cnibench knows of"}}
+		return ev, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, logTimeout)
 	defer cancel()
 	pods := w.readPods(ctx)
-	var logs []string
 	for _, ref := range w.pods {
 		id := ref.Namespace + "/" + ref.Name
 		i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Namespace == ref.Namespace && p.Name == ref.Name })
@@ -148,15 +152,33 @@ func (w *CNILogWindow) Evidence(ctx context.Context) CNIEvidence {
 			ev.Lines = append(ev.Lines, "CNI pod "+id+": replaced (new UID) since the point started")
 		}
 		for _, s := range p.Status.ContainerStatuses {
-			before, known := w.restarts[id+"/"+s.Name]
-			restarted := known && s.RestartCount > before
-			if restarted {
+			if before, known := w.counts[id+"/"+s.Name]; known && s.RestartCount > before {
 				ev.Restarts += int(s.RestartCount - before)
 				ev.Lines = append(ev.Lines, fmt.Sprintf("CNI pod %s container %s: restarted %d time(s) since the point started%s%s",
 					id, s.Name, s.RestartCount-before, lastTerminated(s), waiting(s)))
 			}
+		}
+	}
+	return ev, pods
+}
+
+// Evidence reads the window: its Restarts, and the warning and error
+// lines the CNI's containers logged since it opened (and the last lines of
+// a restarted container's previous instance), bounded: the last lines of
+// each container and of all. What could not be read is said in a line of
+// its own.
+func (w *CNILogWindow) Evidence(ctx context.Context) CNIEvidence {
+	if w == nil || len(w.pods) == 0 {
+		return CNIEvidence{Lines: []string{"CNI logs: the CNI runs no pods cnibench knows of"}}
+	}
+	ev, pods := w.restarts(ctx)
+	ctx, cancel := context.WithTimeout(ctx, logTimeout)
+	defer cancel()
+	var logs []string
+	for _, p := range pods {
+		for _, s := range p.Status.ContainerStatuses {
 			logs = append(logs, w.containerLines(ctx, p, s.Name, false)...)
-			if restarted {
+			if before, known := w.counts[p.Namespace+"/"+p.Name+"/"+s.Name]; known && s.RestartCount > before {
 				logs = append(logs, w.containerLines(ctx, p, s.Name, true)...)
 			}
 		}
