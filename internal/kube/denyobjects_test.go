@@ -189,3 +189,33 @@ func TestCleanFindsEveryDenyKind(t *testing.T) {
 		}
 	}
 }
+
+// NormalizeDeny returns a deny set that is already normalised as it is (no
+// copy), and a new, normalised slice otherwise, leaving its input alone.
+func TestNormalizeDenyNoCopy(t *testing.T) {
+	p := netip.MustParsePrefix
+	for _, tt := range []struct {
+		in   []netip.Prefix
+		want []netip.Prefix
+		same bool
+	}{
+		{[]netip.Prefix{p("10.0.0.0/24"), p("10.0.1.0/24"), p("11.0.0.1/32")}, nil, true},
+		{[]netip.Prefix{p("10.0.1.0/24"), p("10.0.0.0/24")}, []netip.Prefix{p("10.0.0.0/24"), p("10.0.1.0/24")}, false},
+		{[]netip.Prefix{p("10.0.0.0/16"), p("10.0.1.0/24")}, []netip.Prefix{p("10.0.0.0/16")}, false},
+		{[]netip.Prefix{p("10.0.0.0/24"), p("10.0.0.0/24")}, []netip.Prefix{p("10.0.0.0/24")}, false},
+		{[]netip.Prefix{p("10.0.0.1/24")}, []netip.Prefix{p("10.0.0.0/24")}, false},
+	} {
+		in := slices.Clone(tt.in)
+		got, err := NormalizeDeny(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := tt.want
+		if tt.same {
+			want = tt.in
+		}
+		if !slices.Equal(got, want) || tt.same != (len(got) > 0 && &got[0] == &in[0]) || !slices.Equal(in, tt.in) {
+			t.Errorf("%v: got %v (same slice %v), want %v (same %v); input now %v", tt.in, got, len(got) > 0 && &got[0] == &in[0], want, tt.same, in)
+		}
+	}
+}

@@ -292,12 +292,17 @@ func PreparePolicy(ctx context.Context, ca *cluster.Access, mech string, n int, 
 	if err != nil {
 		return nil, err
 	}
+	nCIDRs := len(cidrs)
+	// Normalised once here (a sorted copy; the generated set is dropped),
+	// the builders take it as it is.
+	if cidrs, err = kube.NormalizeDeny(cidrs); err != nil {
+		return nil, err
+	}
 	name := "cnb-" + ca.RunID + "-deny"
 	objs, err := buildPolicyObjects(ctx, ca, mech, name, cidrs, o.Chunk)
 	if err != nil {
 		return nil, err
 	}
-	nCIDRs := len(cidrs)
 	cidrs = nil // the objects hold what they need
 	// A cluster whose admission refuses the objects skips the point
 	// before anything is created or watched.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -30,6 +31,7 @@ import (
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
 	"github.com/cnibench/cnibench/internal/kube/cni"
+	"github.com/cnibench/cnibench/internal/procfs"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
 )
@@ -301,5 +303,64 @@ func TestDenyEgressPolicySetMillion(t *testing.T) {
 	t.Logf("%d objects, the largest %d bytes", set.Len(), most)
 	if most > 1536*1024*3/4 || excepts != len(deny) || set.Len() < 20 {
 		t.Errorf("%d objects of at most %d bytes, %d excepts of %d", set.Len(), most, excepts, len(deny))
+	}
+}
+
+// BenchmarkDenyObjectsMillion builds a million CIDRs' objects of each
+// kind one at a time and encodes each as client-go sends it (JSON), as a
+// point at 1 000 000 does, and reports this process's peak RSS over it
+// (VmHWM after a reset; Linux) beside the bytes encoded: cnibench's memory
+// at a million, which the lazy build keeps near the deny set's own size.
+//
+//	go test -run '^$' -bench DenyObjectsMillion -benchtime 1x ./internal/scenario/egress/incluster/
+func BenchmarkDenyObjectsMillion(b *testing.B) {
+	denied, allowed := netip.MustParseAddr("198.18.0.10"), netip.MustParseAddr("198.18.0.11")
+	labels := kube.ClusterObjectLabels("ns", "r1")
+	pod := map[string]string{kube.RunKey: "r1"}
+	for _, mech := range PolicyMechanisms {
+		b.Run(mech, func(b *testing.B) {
+			for range b.N {
+				debug.FreeOSMemory() // the previous run's heap returned
+				rss0, ok := procfs.ResetPeakRSS()
+				deny, err := DenySet(7, 1_000_000, denied, allowed)
+				if err == nil {
+					deny, err = kube.NormalizeDeny(deny) // as PreparePolicy does
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				var n int
+				var each func(i int) any
+				switch mech {
+				case MechNetworkPolicy:
+					set, err := DenyEgressPolicySet("cnb-r1-deny", "ns", metav1.LabelSelector{MatchLabels: pod}, deny, kube.DefaultPolicyChunk, labels)
+					if err != nil {
+						b.Fatal(err)
+					}
+					n, each = set.Len(), func(i int) any { return set.Policy(i) }
+				default:
+					build := kube.CiliumDenySet
+					if mech == MechCalicoNetworkSet {
+						build = kube.CalicoDenySet
+					}
+					set, err := build("cnb-r1-deny", pod, deny, kube.DefaultPolicyChunk, labels)
+					if err != nil {
+						b.Fatal(err)
+					}
+					n, each = set.Len(), func(i int) any { return set.Object(i).Object }
+				}
+				deny = nil
+				sent := 0
+				for i := range n {
+					sent += kube.ObjectBytes(each(i))
+				}
+				b.ReportMetric(float64(n), "objects")
+				b.ReportMetric(float64(sent), "bytes_sent")
+				if peak, pok := procfs.SelfStatusBytes("VmHWM:"); ok && pok {
+					b.ReportMetric(float64(peak), "peak_rss_bytes")
+					b.ReportMetric(float64(peak-rss0), "peak_rss_growth_bytes")
+				}
+			}
+		})
 	}
 }
