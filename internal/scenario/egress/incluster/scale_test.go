@@ -306,8 +306,8 @@ func TestDenyEgressPolicySetMillion(t *testing.T) {
 	}
 }
 
-// BenchmarkDenyObjectsMillion builds a million CIDRs' objects of each
-// kind one at a time and encodes each as client-go sends it (JSON), as a
+// BenchmarkDenyObjectsMillion builds 100 000 and a million CIDRs' objects
+// of each kind one at a time and encodes each as client-go sends it (JSON), as a
 // point at 1 000 000 does, and reports this process's peak RSS over it
 // (VmHWM after a reset; Linux) beside the bytes encoded: cnibench's memory
 // at a million, which the lazy build keeps near the deny set's own size.
@@ -317,50 +317,52 @@ func BenchmarkDenyObjectsMillion(b *testing.B) {
 	denied, allowed := netip.MustParseAddr("198.18.0.10"), netip.MustParseAddr("198.18.0.11")
 	labels := kube.ClusterObjectLabels("ns", "r1")
 	pod := map[string]string{kube.RunKey: "r1"}
-	for _, mech := range PolicyMechanisms {
-		b.Run(mech, func(b *testing.B) {
-			for range b.N {
-				debug.FreeOSMemory() // the previous run's heap returned
-				rss0, ok := procfs.ResetPeakRSS()
-				deny, err := DenySet(7, 1_000_000, denied, allowed)
-				if err == nil {
-					deny, err = kube.NormalizeDeny(deny) // as PreparePolicy does
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				var n int
-				var each func(i int) any
-				switch mech {
-				case MechNetworkPolicy:
-					set, err := DenyEgressPolicySet("cnb-r1-deny", "ns", metav1.LabelSelector{MatchLabels: pod}, deny, kube.DefaultPolicyChunk, labels)
+	for _, size := range []int{100_000, 1_000_000} {
+		for _, mech := range PolicyMechanisms {
+			b.Run(fmt.Sprintf("%s/%d", mech, size), func(b *testing.B) {
+				for range b.N {
+					debug.FreeOSMemory() // the previous run's heap returned
+					rss0, ok := procfs.ResetPeakRSS()
+					deny, err := DenySet(7, size, denied, allowed)
+					if err == nil {
+						deny, err = kube.NormalizeDeny(deny) // as PreparePolicy does
+					}
 					if err != nil {
 						b.Fatal(err)
 					}
-					n, each = set.Len(), func(i int) any { return set.Policy(i) }
-				default:
-					build := kube.CiliumDenySet
-					if mech == MechCalicoNetworkSet {
-						build = kube.CalicoDenySet
+					var n int
+					var each func(i int) any
+					switch mech {
+					case MechNetworkPolicy:
+						set, err := DenyEgressPolicySet("cnb-r1-deny", "ns", metav1.LabelSelector{MatchLabels: pod}, deny, kube.DefaultPolicyChunk, labels)
+						if err != nil {
+							b.Fatal(err)
+						}
+						n, each = set.Len(), func(i int) any { return set.Policy(i) }
+					default:
+						build := kube.CiliumDenySet
+						if mech == MechCalicoNetworkSet {
+							build = kube.CalicoDenySet
+						}
+						set, err := build("cnb-r1-deny", pod, deny, kube.DefaultPolicyChunk, labels)
+						if err != nil {
+							b.Fatal(err)
+						}
+						n, each = set.Len(), func(i int) any { return set.Object(i).Object }
 					}
-					set, err := build("cnb-r1-deny", pod, deny, kube.DefaultPolicyChunk, labels)
-					if err != nil {
-						b.Fatal(err)
+					deny = nil
+					sent := 0
+					for i := range n {
+						sent += kube.ObjectBytes(each(i))
 					}
-					n, each = set.Len(), func(i int) any { return set.Object(i).Object }
+					b.ReportMetric(float64(n), "objects")
+					b.ReportMetric(float64(sent), "bytes_sent")
+					if peak, pok := procfs.SelfStatusBytes("VmHWM:"); ok && pok {
+						b.ReportMetric(float64(peak), "peak_rss_bytes")
+						b.ReportMetric(float64(peak-rss0), "peak_rss_growth_bytes")
+					}
 				}
-				deny = nil
-				sent := 0
-				for i := range n {
-					sent += kube.ObjectBytes(each(i))
-				}
-				b.ReportMetric(float64(n), "objects")
-				b.ReportMetric(float64(sent), "bytes_sent")
-				if peak, pok := procfs.SelfStatusBytes("VmHWM:"); ok && pok {
-					b.ReportMetric(float64(peak), "peak_rss_bytes")
-					b.ReportMetric(float64(peak-rss0), "peak_rss_growth_bytes")
-				}
-			}
-		})
+			})
+		}
 	}
 }
