@@ -17,7 +17,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,6 +30,7 @@ import (
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
 	"github.com/cnibench/cnibench/internal/kube/cni"
+	"github.com/cnibench/cnibench/internal/kube/kubetest"
 	"github.com/cnibench/cnibench/internal/procfs"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
@@ -48,26 +48,9 @@ func ciliumAccess(t *testing.T) (*cluster.Access, *dynamicfake.FakeDynamicClient
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{
 		kube.CiliumClusterwidePolicies: "CiliumClusterwideNetworkPolicyList"})
 	dyn.PrependReactor("create", "*", dryRunReactor(nil))
-	// deletecollection, which the fake lacks, on its tracker (a reactor
-	// runs under the fake's lock: no client call in it).
-	dyn.PrependReactor("delete-collection", "*", func(a k8stesting.Action) (bool, kruntime.Object, error) {
-		gvr := kube.CiliumClusterwidePolicies
-		l, err := dyn.Tracker().List(gvr, gvr.GroupVersion().WithKind("CiliumClusterwideNetworkPolicy"), "")
-		if err != nil {
-			return true, nil, err
-		}
-		items, err := meta.ExtractList(l)
-		if err != nil {
-			return true, nil, err
-		}
-		for _, o := range items {
-			m, _ := meta.Accessor(o)
-			if err := dyn.Tracker().Delete(gvr, "", m.GetName()); err != nil {
-				return true, nil, err
-			}
-		}
-		return true, nil, nil
-	})
+	gvr := kube.CiliumClusterwidePolicies
+	dyn.PrependReactor("delete-collection", "*", kubetest.DeleteCollectionReactor(dyn.Tracker(),
+		map[schema.GroupVersionResource]schema.GroupVersionKind{gvr: gvr.GroupVersion().WithKind("CiliumClusterwideNetworkPolicy")}))
 	ca.Dynamic = dyn
 	count := func() int {
 		l, err := dyn.Resource(kube.CiliumClusterwidePolicies).List(context.Background(), metav1.ListOptions{})
