@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -102,7 +103,7 @@ func (w *CNILogWindow) readPods(ctx context.Context) []corev1.Pod {
 	for _, p := range w.pods {
 		byNS[p.Namespace] = append(byNS[p.Namespace], p.Name)
 	}
-	for _, ns := range sortedKeys(byNS) {
+	for _, ns := range slices.Sorted(maps.Keys(byNS)) {
 		var l *corev1.PodList
 		err := kube.Call(ctx, "list the CNI's pods in "+ns, func(ctx context.Context) (err error) {
 			l, err = w.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
@@ -310,12 +311,3 @@ func orWord(s, w string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

@@ -2,14 +2,11 @@ package incluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,10 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/kube"
-	"github.com/cnibench/cnibench/internal/kube/agent"
 	"github.com/cnibench/cnibench/internal/kube/cni"
 	"github.com/cnibench/cnibench/internal/kube/kubetest"
 	"github.com/cnibench/cnibench/internal/procfs"
@@ -59,28 +54,7 @@ func ciliumAccess(t *testing.T) (*cluster.Access, *dynamicfake.FakeDynamicClient
 		}
 		return len(l.Items)
 	}
-	ca.Agent = func(ctx context.Context, pl backend.Place, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-		want := args[slices.Index(args, "--want")+1]
-		fmt.Fprintln(stderr, "ready")
-		buf := make([]byte, 3)
-		if _, err := io.ReadFull(stdin, buf); err != nil {
-			return err
-		}
-		t0 := time.Now()
-		w := agent.Watch{Schema: agent.SchemaWatch, Target: args[slices.Index(args, "--target")+1], Want: want, Before: true, ResolutionSeconds: 0.002}
-		for time.Since(t0) < 2*time.Second {
-			if (want == agent.WantRefused) == (count() > 0) {
-				w.Changed, w.AfterSeconds = true, time.Since(t0).Seconds()
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		w.Probes, w.AllowedProbes, w.AllowedAnswered, w.AllowedEndAnswered = 100, 10, 10, true
-		if !w.Changed {
-			w.Answered = w.Probes
-		}
-		return json.NewEncoder(stdout).Encode(w)
-	}
+	ca.Agent = watchAgent(count, true)
 	if _, err := cs.CoreV1().Pods("kube-system").Create(context.Background(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "cilium-a", Namespace: "kube-system", UID: "u1"},
 		Status:     corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "cilium-agent", RestartCount: 1}}},
