@@ -311,3 +311,43 @@ func orWord(s, w string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// cniReadyPoll is how often WaitReady looks (tests shorten it).
+var cniReadyPoll = 2 * time.Second
+
+// WaitReady waits, at most timeout, until every pod of the window that
+// still exists is Ready (after a failure, so that the next point does not
+// measure a CNI still restarting), and returns how long it took and the
+// pods not Ready at the end (none: ready).
+func (w *CNILogWindow) WaitReady(ctx context.Context, timeout time.Duration) (took time.Duration, notReady []string) {
+	if w == nil || len(w.pods) == 0 {
+		return 0, nil
+	}
+	t0 := time.Now()
+	deadline := t0.Add(timeout)
+	for {
+		notReady = notReady[:0]
+		for _, p := range w.readPods(ctx) {
+			if !podReady(p) {
+				notReady = append(notReady, p.Namespace+"/"+p.Name)
+			}
+		}
+		if len(notReady) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return time.Since(t0), notReady
+		}
+		select {
+		case <-time.After(cniReadyPoll):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// podReady reports a pod's Ready condition.
+func podReady(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -98,3 +98,28 @@ func TestFilterLogLines(t *testing.T) {
 		t.Errorf("kept %d of 100 error lines, want the last %d", len(kept), logLinesPerContainer)
 	}
 }
+
+// WaitReady waits for the window's pods to be Ready, bounded, and names
+// those that are not.
+func TestCNILogWindowWaitReady(t *testing.T) {
+	defer func(d time.Duration) { cniReadyPoll = d }(cniReadyPoll)
+	cniReadyPoll = 10 * time.Millisecond
+	ctx := context.Background()
+	ready := cniPod("cilium-a", "u1", 0)
+	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	cs := fake.NewClientset(ready, cniPod("cilium-b", "u2", 0))
+	refs := []cni.PodRef{{Namespace: "kube-system", Name: "cilium-a"}, {Namespace: "kube-system", Name: "cilium-b"}}
+	w := OpenCNILogWindow(ctx, cs, refs, time.Now())
+	took, notReady := w.WaitReady(ctx, 100*time.Millisecond)
+	if !slices.Equal(notReady, []string{"kube-system/cilium-b"}) || took < 100*time.Millisecond {
+		t.Errorf("not ready %v after %s", notReady, took)
+	}
+	b := cniPod("cilium-b", "u2", 0)
+	b.Status.Conditions = ready.Status.Conditions
+	if _, err := cs.CoreV1().Pods("kube-system").UpdateStatus(ctx, b, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if took, notReady := w.WaitReady(ctx, time.Minute); len(notReady) != 0 || took > 10*time.Second {
+		t.Errorf("not ready %v after %s", notReady, took)
+	}
+}

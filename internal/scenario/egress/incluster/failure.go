@@ -4,10 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/scenario"
 )
+
+// cniRecoverTimeout bounds the wait, after a failed point's objects are
+// removed, for the CNI's pods to be Ready again.
+const cniRecoverTimeout = 5 * time.Minute
 
 // failure is what a cluster policy point that failed records besides its
 // error (scenario.PointFailure, a finding of the run): what was sent
@@ -41,6 +47,15 @@ func (f failure) with(err error) (scenario.Prepared, error) {
 	rmErr := removeAll(ctx, f.remove)
 	if rmErr != nil {
 		ev = append(ev, "removal: "+rmErr.Error())
+	}
+	if f.win != nil {
+		// The next point must not measure a CNI still restarting.
+		took, notReady := f.win.WaitReady(ctx, cniRecoverTimeout)
+		if len(notReady) > 0 {
+			ev = append(ev, fmt.Sprintf("after the removal the CNI's pods were not all Ready within %s: %s", cniRecoverTimeout, strings.Join(notReady, ", ")))
+		} else {
+			ev = append(ev, fmt.Sprintf("after the removal the CNI's pods were Ready (%.0f s later)", took.Seconds()))
+		}
 	}
 	err = scenario.WithEvidence(err, fmt.Sprintf("%s with %d rules", f.mech, f.n), ev, map[string]float64{
 		MetricPolicyObjects: float64(objects), MetricPolicyBytes: float64(bytes), "cni_restarts": float64(restarts)})

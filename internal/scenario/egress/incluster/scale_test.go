@@ -57,7 +57,8 @@ func ciliumAccess(t *testing.T) (*cluster.Access, *dynamicfake.FakeDynamicClient
 	ca.Agent = watchAgent(count, true)
 	if _, err := cs.CoreV1().Pods("kube-system").Create(context.Background(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "cilium-a", Namespace: "kube-system", UID: "u1"},
-		Status:     corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "cilium-agent", RestartCount: 1}}},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "cilium-agent", RestartCount: 1}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestPreparePolicyFailureEvidence(t *testing.T) {
 	}
 	ev := strings.Join(pf.Evidence, "\n")
 	for _, want := range []string{"sent 1 of 3 object(s) before the failure", "kube-system/cilium-a container cilium-agent: restarted 1 time(s) since the point started; last terminated: OOMKilled, exit code 137",
-		"kube-system/cilium-a/cilium-agent"} {
+		"kube-system/cilium-a/cilium-agent", "after the removal the CNI's pods were Ready"} {
 		if !strings.Contains(ev, want) {
 			t.Errorf("evidence lacks %q:\n%s", want, ev)
 		}
