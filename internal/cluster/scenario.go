@@ -71,6 +71,14 @@ type Access struct {
 	APIQPS   float64
 	APIBurst int
 	// --- end of services at scale ---
+
+	// --- the CNI's own account of a point (logs.go) ---
+
+	// CNILogs opens a window over the CNI's pods at a point's start: its
+	// Evidence says which of their containers restarted since and the
+	// warning and error lines they logged, bounded (a failed point's
+	// evidence). Nil where the deployment cannot read them.
+	CNILogs func(ctx context.Context) *CNILogWindow
 }
 
 // ServerPod is a server pod of a cluster run.
@@ -118,6 +126,7 @@ func (d *Deployment) ClusterAccess(datapath string) (*Access, error) {
 		},
 		CNIUsage:     d.cniUsage,
 		NewClientPod: d.newClientPod,
+		CNILogs:      d.cniLogs,
 	}
 	d.serviceScaleAccess(a)
 	return a, nil

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -123,91 +121,6 @@ func Served(ctx context.Context, disc discovery.DiscoveryInterface, gvrs ...sche
 	return nil
 }
 
-// CiliumDenyPolicies returns CiliumClusterwideNetworkPolicies
-// (cilium.io/v2) that deny the endpoints whose labels include
-// endpointLabels (the client pod's labels; not empty, since an empty
-// selector would select every endpoint of the cluster) egress to the deny
-// CIDRs, maxPerObject of them per object. Each object also allows all
-// egress (toEntities [all]), so that a deny-only policy does not put the
-// endpoint into default deny; Cilium unions the denies of all the objects.
-// deny is normalised by NormalizeDeny (IPv4 only, a CIDR inside
-// another dropped); no deny CIDR makes no object. The objects are named
-// name-0, name-1…, labelled labels.
-func CiliumDenyPolicies(name string, endpointLabels map[string]string, deny []netip.Prefix, maxPerObject int, labels map[string]string) ([]*unstructured.Unstructured, error) {
-	chunks, err := denyChunks("cilium deny policies "+name, name, endpointLabels, deny, maxPerObject, labels)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*unstructured.Unstructured, 0, len(chunks))
-	for i, c := range chunks {
-		o := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": CiliumClusterwidePolicies.GroupVersion().String(),
-			"kind":       "CiliumClusterwideNetworkPolicy",
-			"metadata":   objectMeta(name+"-"+strconv.Itoa(i), labels),
-			"spec": map[string]any{
-				"description":      fmt.Sprintf("cnibench egress deny %s, part %d of %d", name, i+1, len(chunks)),
-				"endpointSelector": map[string]any{"matchLabels": stringMap(endpointLabels)},
-				"egress":           []any{map[string]any{"toEntities": []any{"all"}}},
-				"egressDeny":       []any{map[string]any{"toCIDR": anyStrings(PrefixStrings(c))}},
-			},
-		}}
-		out = append(out, o)
-	}
-	return out, nil
-}
-
-// CalicoDenyObjects returns Calico GlobalNetworkSets (crd.projectcalico.org/v1)
-// holding the deny CIDRs, maxPerObject per set, named name-0, name-1… and
-// labelled labels and DenySetKey=name, followed by one GlobalNetworkPolicy
-// that denies the endpoints whose labels include podLabels (the client
-// pod's; not empty) egress to the sets (destination selector DenySetKey ==
-// name) and allows the rest, at order CalicoPolicyOrder. The policy is
-// named "default."+name, the name Calico itself stores for a policy of its
-// default tier. deny is normalised by NormalizeDeny; no deny CIDR
-// makes no object. name must also be a valid label value.
-func CalicoDenyObjects(name string, podLabels map[string]string, deny []netip.Prefix, maxPerObject int, labels map[string]string) ([]*unstructured.Unstructured, error) {
-	what := "calico deny objects " + name
-	if errs := validation.IsValidLabelValue(name); len(errs) > 0 {
-		return nil, fmt.Errorf("%s: name is the %s label's value and not valid as one: %s", what, DenySetKey, errs[0])
-	}
-	chunks, err := denyChunks(what, name, podLabels, deny, maxPerObject, labels)
-	if err != nil {
-		return nil, err
-	}
-	if len(chunks) == 0 {
-		return nil, nil
-	}
-	setLabels := maps.Clone(labels)
-	if setLabels == nil {
-		setLabels = map[string]string{}
-	}
-	setLabels[DenySetKey] = name
-	out := make([]*unstructured.Unstructured, 0, len(chunks)+1)
-	for i, c := range chunks {
-		out = append(out, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": CalicoGlobalNetworkSets.GroupVersion().String(),
-			"kind":       "GlobalNetworkSet",
-			"metadata":   objectMeta(name+"-"+strconv.Itoa(i), setLabels),
-			"spec":       map[string]any{"nets": anyStrings(PrefixStrings(c))},
-		}})
-	}
-	out = append(out, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": CalicoGlobalNetworkPolicies.GroupVersion().String(),
-		"kind":       "GlobalNetworkPolicy",
-		"metadata":   objectMeta("default."+name, labels),
-		"spec": map[string]any{
-			"order":    int64(CalicoPolicyOrder),
-			"selector": calicoSelector(podLabels),
-			"types":    []any{"Egress"},
-			"egress": []any{
-				map[string]any{"action": "Deny", "destination": map[string]any{"selector": calicoSelector(map[string]string{DenySetKey: name})}},
-				map[string]any{"action": "Allow"},
-			},
-		},
-	}})
-	return out, nil
-}
-
 // denyChunks checks the builders' common arguments and returns the
 // normalised deny CIDRs in chunks of at most maxPerObject.
 func denyChunks(what, name string, selector map[string]string, deny []netip.Prefix, maxPerObject int, labels map[string]string) ([][]netip.Prefix, error) {
@@ -257,20 +170,12 @@ func objectMeta(name string, labels map[string]string) map[string]any {
 	return m
 }
 
-// stringMap and anyStrings convert to the types unstructured content holds
-// (its deep copy refuses map[string]string and []string).
+// stringMap converts to the type unstructured content holds (its deep
+// copy refuses map[string]string; prefixesAny makes its []any of strings).
 func stringMap(m map[string]string) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
 		out[k] = v
-	}
-	return out
-}
-
-func anyStrings(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
 	}
 	return out
 }
@@ -313,40 +218,6 @@ func ClusterPreflightObjects(dyn dynamic.Interface, objs []*unstructured.Unstruc
 		}})
 	}
 	return out
-}
-
-// CreateClusterObjects creates the cluster-scoped objects objs, in order,
-// through dyn, each call bounded and retried as RetryPolicy says (a retry
-// that meets the object its earlier attempt made takes it), and returns how many it
-// created and the bytes of JSON sent for them (ObjectBytes). It stops at
-// the first error: what was created is then to be deleted by label
-// (DeleteClusterObjects).
-func CreateClusterObjects(ctx context.Context, dyn dynamic.Interface, objs []*unstructured.Unstructured) (created, bytes int, err error) {
-	if dyn == nil {
-		return 0, 0, errors.New("create cluster objects: no dynamic client (kube.NewDynamicClient)")
-	}
-	for i, o := range objs {
-		gvr, err := ResourceFor(o)
-		if err != nil {
-			return created, bytes, fmt.Errorf("create cluster objects: %w", err)
-		}
-		n := ObjectBytes(o.Object)
-		rc := dyn.Resource(gvr)
-		_, err = CreateOwn(ctx, fmt.Sprintf("create %s %s (%d of %d, %d bytes)", gvr.Resource, o.GetName(), i+1, len(objs), n), o,
-			func(ctx context.Context) (*unstructured.Unstructured, error) {
-				return rc.Create(ctx, o, metav1.CreateOptions{})
-			},
-			func(ctx context.Context) (*unstructured.Unstructured, error) {
-				return rc.Get(ctx, o.GetName(), metav1.GetOptions{})
-			})
-		if err != nil {
-			return created, bytes, fmt.Errorf("%w%s", err, CreateHint(err))
-		}
-		created++
-		bytes += n
-		Logger(ctx).Debug("created", "resource", gvr.Resource, "name", o.GetName(), "bytes", n)
-	}
-	return created, bytes, nil
 }
 
 // CreateHint says what to do about a failed create or delete (for callers

@@ -11,16 +11,16 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/cnibench/cnibench/internal/kube/kubetest"
 )
 
 // apiResources is discovery's answer for gv serving resources.
@@ -234,38 +234,8 @@ func dynamicClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	for gvk, gvr := range clusterPolicyKinds {
 		kinds[gvr] = gvk
 	}
-	dyn.PrependReactor("delete-collection", "*", deleteCollectionReactor(dyn.Tracker(), kinds))
+	dyn.PrependReactor("delete-collection", "*", kubetest.DeleteCollectionReactor(dyn.Tracker(), kinds))
 	return dyn
-}
-
-// deleteCollectionReactor implements deletecollection, which the fake
-// clients lack, on tracker; kinds maps resources to their kinds.
-func deleteCollectionReactor(tracker k8stesting.ObjectTracker, kinds map[schema.GroupVersionResource]schema.GroupVersionKind) k8stesting.ReactionFunc {
-	return func(a k8stesting.Action) (bool, runtime.Object, error) {
-		dc := a.(k8stesting.DeleteCollectionAction)
-		gvr, ns := dc.GetResource(), dc.GetNamespace()
-		sel := dc.GetListRestrictions().Labels
-		if sel == nil {
-			sel = labels.Everything()
-		}
-		l, err := tracker.List(gvr, kinds[gvr], ns)
-		if err != nil {
-			return true, nil, err
-		}
-		items, err := meta.ExtractList(l)
-		if err != nil {
-			return true, nil, err
-		}
-		for _, o := range items {
-			m, _ := meta.Accessor(o)
-			if sel.Matches(labels.Set(m.GetLabels())) {
-				if err := tracker.Delete(gvr, m.GetNamespace(), m.GetName()); err != nil {
-					return true, nil, err
-				}
-			}
-		}
-		return true, nil, nil
-	}
 }
 
 func TestCreateClusterObjects(t *testing.T) {

@@ -31,8 +31,12 @@ const DefaultPolicyChunk = 50000
 // NormalizeDeny checks that deny CIDRs are valid IPv4 prefixes and returns
 // them masked, sorted by address, without duplicates and without those
 // inside another one, so that the result is disjoint: what every builder
-// of deny objects takes.
+// of deny objects takes. Already so, deny itself is returned (no copy of a
+// million CIDRs); else a new slice.
 func NormalizeDeny(deny []netip.Prefix) ([]netip.Prefix, error) {
+	if normalized(deny) {
+		return deny, nil
+	}
 	ps := make([]netip.Prefix, 0, len(deny))
 	for i, p := range deny {
 		switch {
@@ -56,6 +60,24 @@ func NormalizeDeny(deny []netip.Prefix) ([]netip.Prefix, error) {
 		out = append(out, p)
 	}
 	return slices.Clip(out), nil
+}
+
+// normalized reports whether deny is what NormalizeDeny returns: valid
+// IPv4 prefixes, masked, in ascending address order, each after the end of
+// the one before (so neither duplicates nor one inside another).
+func normalized(deny []netip.Prefix) bool {
+	for i, p := range deny {
+		if !p.IsValid() || !p.Addr().Is4() || p.Masked() != p {
+			return false
+		}
+		if i > 0 {
+			prev := deny[i-1]
+			if prev.Addr().Compare(p.Addr()) >= 0 || prev.Contains(p.Addr()) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // PrefixStrings returns ps as strings.

@@ -87,16 +87,30 @@ var transientMessages = []string{
 	"connection reset by peer",
 }
 
+// permanentMessages are error texts of refusals that reach clients as
+// server errors (etcd's, through the API server's 500) but fail the same
+// way every time: the request itself is at fault.
+var permanentMessages = []string{
+	"etcdserver: request is too large",
+}
+
 // Retryable tells whether err is passing trouble, worth the same call
 // again: the API server's 429 TooManyRequests, timeouts (504, server
 // timeout), 500 internal errors (e.g. "etcdserver: leader changed"), 503
 // and other 5xx responses, network timeouts, connections refused, reset or
 // cut short (io.ErrUnexpectedEOF). Refusals (Forbidden, Invalid,
-// AlreadyExists, NotFound, Conflict…) and the end of the caller's context
-// (cancelled, or its deadline) are not.
+// AlreadyExists, NotFound, Conflict…, and etcd's "request is too large",
+// which the API server returns as a 500), and the end of the caller's
+// context (cancelled, or its deadline) are not.
 func Retryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
+	}
+	msg := strings.ToLower(err.Error())
+	for _, m := range permanentMessages {
+		if strings.Contains(msg, m) {
+			return false
+		}
 	}
 	switch {
 	case apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
@@ -120,7 +134,6 @@ func Retryable(err error) bool {
 		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsHTTP2ConnectionLost(err) {
 		return true
 	}
-	msg := strings.ToLower(err.Error())
 	for _, m := range transientMessages {
 		if strings.Contains(msg, m) {
 			return true

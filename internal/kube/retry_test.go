@@ -51,6 +51,9 @@ func TestRetryable(t *testing.T) {
 		{"canceled", fmt.Errorf("post: %w", context.Canceled), false},
 		{"deadline", &url.Error{Op: "Post", URL: "https://api", Err: context.DeadlineExceeded}, false},
 		{"plain", errors.New("image not found"), false},
+		{"500 request too large", apierrors.NewInternalError(errors.New("etcdserver: request is too large")), false},
+		{"413", apierrors.NewRequestEntityTooLargeError("limit is 3145728"), false},
+		{"429 etcd too many requests", apierrors.NewInternalError(errors.New("etcdserver: too many requests")), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package procfs
 import (
 	"errors"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -32,4 +33,25 @@ func MemAvailable(meminfo string) (int64, error) {
 		return 0, errors.New("no MemAvailable byte count in /proc/meminfo")
 	}
 	return v, nil
+}
+
+// ResetPeakRSS resets this process's peak RSS (VmHWM) to its current RSS
+// (/proc/self/clear_refs "5") and returns that RSS; ok is false if either
+// step failed (not Linux, or a kernel without clear_refs): then no peak
+// RSS is to be reported for what follows.
+func ResetPeakRSS() (rss int64, ok bool) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		return 0, false
+	}
+	return SelfStatusBytes("VmRSS:")
+}
+
+// SelfStatusBytes reads a "kB" field of /proc/self/status in bytes
+// ("VmHWM:", "VmRSS:").
+func SelfStatusBytes(key string) (int64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	return StatusBytes(string(b), key)
 }

@@ -141,7 +141,7 @@ func (st *state) rerunBusy(ctx context.Context, points []*point) {
 					}
 				}
 				if len(cells) > 0 && ctx.Err() == nil {
-					st.runPoint(ctx, pt, cells, st.o.Repeat+k)
+					st.runPoint(ctx, pt, cells, st.o.Repeat+k, points)
 				}
 			}
 		}

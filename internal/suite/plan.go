@@ -67,6 +67,10 @@ type point struct {
 	// skipped is set once the point was recorded as unable to run on this
 	// backend (its later repeats are not tried).
 	skipped bool
+	// esc is its place in an escalating series (nil: none; escalate.go),
+	// attempts how many times it was prepared.
+	esc      *escPoint
+	attempts int
 }
 
 // bringUp brings one deployment up (its servers listening) and records
@@ -261,6 +265,9 @@ func (st *state) run(ctx context.Context) error {
 		return err
 	}
 	st.markProfiled(points)
+	if st.sc != nil {
+		markEscalation(st.sc, points)
+	}
 	st.mu.Lock()
 	st.total = 0
 	for _, pt := range points {

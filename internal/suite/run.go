@@ -25,11 +25,12 @@ func (st *state) loop(ctx context.Context, points []*point) {
 		cells[i] = pt.cells
 	}
 	for rep, steps := range schedule(cells, st.o.Repeat, st.o.Seed) {
+		ascending(steps, points)
 		for _, s := range steps {
 			if ctx.Err() != nil {
 				return
 			}
-			st.runPoint(ctx, points[s.point], s.cells, rep)
+			st.runPoint(ctx, points[s.point], s.cells, rep, points)
 		}
 	}
 }
@@ -37,8 +38,10 @@ func (st *state) loop(ctx context.Context, points []*point) {
 // runPoint prepares one point (a scenario's), runs its cells and closes
 // it. A failed Prepare is recorded as the failure of every cell of the
 // point; a point the backend cannot prepare (backend.ErrNotSupported, e.g.
-// one that needs the lab) is recorded skipped once.
-func (st *state) runPoint(ctx context.Context, pt *point, cells []cell, rep int) {
+// one that needs the lab) is recorded skipped once. A failure's evidence
+// and the escalating series it stops are pointFailed's (all: the plan's
+// points).
+func (st *state) runPoint(ctx context.Context, pt *point, cells []cell, rep int, all []*point) {
 	if pt.skipped {
 		return
 	}
@@ -46,6 +49,7 @@ func (st *state) runPoint(ctx context.Context, pt *point, cells []cell, rep int)
 	if st.sc != nil {
 		t0 := time.Now()
 		var err error
+		pt.attempts++
 		prep, err = st.sc.Prepare(ctx, st.env(pt), pt.sp)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -64,6 +68,7 @@ func (st *state) runPoint(ctx context.Context, pt *point, cells []cell, rep int)
 				// with its evidence; no traffic is measured through a
 				// filter that is not there.
 				st.skipPoint(pt, "not enforced: "+firstLine(err.Error()))
+				st.pointFailed(pt, all, rep, err, "not-enforced")
 				return
 			}
 			msg := "prepare failed: " + err.Error()
@@ -71,6 +76,7 @@ func (st *state) runPoint(ctx context.Context, pt *point, cells []cell, rep int)
 			for _, c := range cells {
 				st.record(c, rep, nil, msg, time.Since(t0))
 			}
+			st.pointFailed(pt, all, rep, err, "failed")
 			return
 		}
 		st.progressf("%s: prepared in %.2fs %s", pointString(pt.sp), time.Since(t0).Seconds(), formatMetrics(prep.Metrics()))

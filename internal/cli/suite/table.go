@@ -131,8 +131,10 @@ func Table(w io.Writer, set *result.Set) error {
 	var notes []string
 	for _, sk := range set.Skipped {
 		what, reason := "skipped", strings.TrimPrefix(sk.Reason, "skipped: ")
-		if strings.HasPrefix(sk.Reason, "too large: ") {
-			what, reason = "too large", strings.TrimPrefix(sk.Reason, "too large: ")
+		for _, lead := range []string{"too large", "not run"} {
+			if strings.HasPrefix(sk.Reason, lead+": ") {
+				what, reason = lead, strings.TrimPrefix(sk.Reason, lead+": ")
+			}
 		}
 		notes = append(notes, what+" "+report.CellName(sk.Labels)+": "+reason)
 	}

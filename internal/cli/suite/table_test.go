@@ -123,3 +123,19 @@ func checkEgressTable(t *testing.T, out string) {
 		t.Errorf("%d cells are missing, want 2 (none's set-up):\n%s", n, out)
 	}
 }
+
+// A point not run after a smaller one failed is printed as such, with the
+// failure.
+func TestTableNotRun(t *testing.T) {
+	set := &result.Set{Schema: result.SchemaResults, Skipped: []result.Skip{{
+		Labels: map[string]string{"scenario": "egress-filter", "mechanism": "cilium-policy", "rules": "1000000"},
+		Reason: "not run: cilium-policy (every-packet) failed at a smaller size (egress-filter mechanism=cilium-policy rules=100000, repeat 1: etcdserver: request is too large)",
+	}}}
+	var b bytes.Buffer
+	if err := Table(&b, set); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "not run egress-filter") || !strings.Contains(out, "request is too large") || strings.Contains(out, "skipped") {
+		t.Errorf("table:\n%s", out)
+	}
+}

@@ -126,12 +126,14 @@ var (
 		"read the CNI's own configuration and kube-proxy's (kube-system/kube-proxy) (these ConfigMaps only) to name the CNI's and kube-proxy's modes in the CNI check and the runs' labels"}
 	metricsRule  = rule("metrics.k8s.io", "pods", []string{"get", "list"}, "read the CPU and memory of CNI pods on nodes without a run's host pod (metrics-server; optional)")
 	podsListRule = rule("", "pods", []string{"list"}, "identify the CNI and its pods (kube-system and the CNIs' own namespaces, or --cni-pods) for the CNI check and the footprint")
+	podsLogRule  = rule("", "pods/log", []string{"get"}, "read the CNI pods' warning and error lines when a scenario's point fails, as its evidence (optional)")
 )
 
 // clusterRules are the rights cnibench needs across the cluster.
 var clusterRules = []ruleWhy{
 	nodesRule,
 	podsListRule,
+	podsLogRule,
 	rule("", "namespaces", []string{"get", "list", "create", "delete"}, "create a run's namespace, delete it afterwards and find those of crashed runs (not needed when the runs use an existing namespace: see cnibench k8s rbac --existing-namespace)"),
 	configMapsRule,
 	metricsRule,
@@ -266,8 +268,8 @@ func rbacDocs(o Options) []rbacDoc {
 		clusterRoleBindingDoc(bindingName, readOnlyClusterRole, ns),
 		roleDoc("cnibench", ns, append(slices.Clone(namespaceRules), ownNamespaceRule), nsComment),
 		roleBindingDoc("cnibench", ns, "cnibench", false, ns),
-		clusterRoleDoc(cniPodsClusterRole, []ruleWhy{podsListRule},
-			"Pods list, granted only by the RoleBindings below, in the CNIs' namespaces (a ClusterRole so that one definition serves them all; it grants nothing cluster-wide). --cni-pods in another namespace needs that namespace in --cni-namespaces."),
+		clusterRoleDoc(cniPodsClusterRole, []ruleWhy{podsListRule, podsLogRule},
+			"Pods list and logs, granted only by the RoleBindings below, in the CNIs' namespaces (a ClusterRole so that one definition serves them all; it grants nothing cluster-wide). --cni-pods in another namespace needs that namespace in --cni-namespaces."),
 	}
 	for _, cns := range o.cniNamespaces() {
 		docs = append(docs, roleBindingDoc(bindingName, cns, cniPodsClusterRole, true, ns))

@@ -191,7 +191,7 @@ func TestExistingNamespace(t *testing.T) {
 	if allows(ro.Rules, "", "pods", "list") || allows(ro.Rules, "", "configmaps", "get", "some-other") {
 		t.Error("cnibench-readonly allows too much")
 	}
-	if cp := clusterRoles["cnibench-cni-pods"]; cp == nil || len(cp.Rules) != 1 || !allows(cp.Rules, "", "pods", "list") {
+	if cp := clusterRoles["cnibench-cni-pods"]; cp == nil || len(cp.Rules) != 2 || !allows(cp.Rules, "", "pods", "list") || !allows(cp.Rules, "", "pods/log", "get") {
 		t.Errorf("cnibench-cni-pods: %+v", cp)
 	}
 	// In the namespace: what the full mode's Role allows, and reading

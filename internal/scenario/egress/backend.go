@@ -78,3 +78,21 @@ func (s *Scenario) prepareCluster(ctx context.Context, ca *cluster.Access, name 
 	}
 	return incluster.PrepareRaw(ctx, ca, name, n, s.o.Seed, traversal, s.cluster)
 }
+
+// Escalates makes a cluster's points one series per mechanism and
+// traversal, run in ascending rule count, stopped at its first failure
+// (scenario.Escalation): a CNI whose agent or API server fails at N would
+// fail the same way at 10 N, and could take the cluster with it. On the
+// lab every point runs: its failures (a memory guard, a kernel refusal)
+// are each point's own, bounded by MaxRules and the memory check, and
+// harm nothing beyond the lab.
+func (s *Scenario) Escalates(p scenario.Point) (series string, size int, ok bool) {
+	if s.backend != backendKubernetes {
+		return "", 0, false
+	}
+	mech, n, tr, err := pointParams(p)
+	if err != nil {
+		return "", 0, false
+	}
+	return mech + " (" + tr + ")", n, true
+}

@@ -37,7 +37,7 @@ func flags(fs *pflag.FlagSet) scenario.Builder {
 	mechs := fs.String("mechanisms", "", "egress-filter: comma-separated filter mechanisms (default: all: "+strings.Join(filter.Mechanisms(), ",")+")")
 	rules := fs.String("rules", "", "egress-filter: comma-separated deny-set sizes (default: 10,1000 with the quick profile, 10,100,1000,10000,100000,1000000 with standard)")
 	trav := fs.String("filter-traversal", "", "egress-filter: every-packet and/or new-connection (a leading 'ct state established accept'); default every-packet")
-	wait := fs.Duration("policy-wait", time.Minute, "egress-filter on a cluster: how long a point waits for its deny to be enforced (and lifted) before it is 'not enforced'")
+	wait := fs.Duration("policy-wait", time.Minute, "egress-filter on a cluster: how long a point waits for its deny to be enforced (and lifted) before it is 'not enforced'; a larger deny set waits 600µs per rule when that is longer (10m at 1000000), at most 30m")
 	denied := fs.String("egress-denied", "", "egress-filter on a cluster: `IP:PORT` of a cnibench serve outside the cluster for the deny to cover, instead of the run's second server pod (with --egress-allowed; for CNIs whose CIDR rules do not select pods, e.g. Cilium)")
 	allowed := fs.String("egress-allowed", "", "egress-filter on a cluster: `IP:PORT` of a cnibench serve outside the cluster that the deny must not cut and the cells run against (with --egress-denied)")
 	chunk := fs.Int("policy-chunk", 0, "egress-filter on a cluster: the most deny CIDRs in one policy object (default 50000, the seed's split; etcd refuses requests above 1.5 MiB)")

@@ -185,7 +185,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 		return pr, nil
 	}
 
-	rssBefore, inProcRSS := resetPeakRSS()
+	rssBefore, inProcRSS := procfs.ResetPeakRSS()
 	enf, err := proof.MeasureEnforcement(ctx, probe, load)
 	if err == nil && !enf.AllowedOK {
 		err = fmt.Errorf("probes to the allowed address %s did not get through (%d of %d arrived)", ep.ServerIP, enf.AllowedArrived, enf.AllowedSent)
@@ -200,7 +200,7 @@ func (s *Scenario) Prepare(ctx context.Context, env scenario.Env, p scenario.Poi
 	if inProcRSS {
 		// VmRSS may read a few pages above VmHWM (the kernel syncs the
 		// per-thread counters lazily): no growth counts as 0.
-		if peak, ok := selfStatusBytes("VmHWM:"); ok {
+		if peak, ok := procfs.SelfStatusBytes("VmHWM:"); ok {
 			loaderRSS, known = max(loaderRSS, peak-rssBefore, 0), true
 		}
 	}
@@ -254,23 +254,4 @@ func (p *prepared) fail(ctx context.Context, err error) error {
 		return errors.Join(err, cerr)
 	}
 	return err
-}
-
-// resetPeakRSS resets this process's peak RSS (VmHWM) to its current RSS
-// (/proc/self/clear_refs "5") and returns the RSS; ok is false if either
-// step failed (then no in-process loader RSS is reported).
-func resetPeakRSS() (rss int64, ok bool) {
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		return 0, false
-	}
-	return selfStatusBytes("VmRSS:")
-}
-
-// selfStatusBytes reads a "kB" field of /proc/self/status in bytes.
-func selfStatusBytes(key string) (int64, bool) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, false
-	}
-	return procfs.StatusBytes(string(b), key)
 }

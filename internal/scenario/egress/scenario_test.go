@@ -12,6 +12,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
+	"github.com/cnibench/cnibench/internal/scenario/egress/incluster"
 )
 
 // fakeMech is a mechanism for the point tests: only Name, Probe and
@@ -200,4 +201,27 @@ func TestCheckMemory(t *testing.T) {
 			t.Errorf("%v: does not say what to do", err)
 		}
 	}
+}
+
+// On a cluster each mechanism and traversal is an escalating series sized
+// by its rules; on the lab nothing escalates.
+func TestEscalates(t *testing.T) {
+	s, err := NewScenario(ScenarioOptions{Mechanisms: []string{"none", "nftables"}, Rules: []int{10, 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := scenario.Point{Labels: PointLabels("nftables", 1000, filter.TraversalEveryPacket)}
+	s.SetBackend("lab", incluster.Options{})
+	if _, _, ok := s.Escalates(p); ok {
+		t.Error("a lab point escalates")
+	}
+	s.SetBackend(backendKubernetes, incluster.Options{})
+	series, size, ok := s.Escalates(p)
+	if !ok || series != "nftables (every-packet)" || size != 1000 {
+		t.Errorf("cluster point: %q %d %v", series, size, ok)
+	}
+	if _, _, ok := s.Escalates(scenario.Point{Labels: map[string]string{}}); ok {
+		t.Error("a point without labels escalates")
+	}
+	var _ scenario.Escalation = s
 }

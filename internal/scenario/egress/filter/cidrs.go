@@ -71,7 +71,9 @@ func Generate(seed uint64, n int, must netip.Addr) ([]netip.Prefix, error) {
 	}
 
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	out := make([]netip.Prefix, 0, n)
+	// One slot more: a cluster's deny set appends its denied server's /32
+	// (incluster.DenySet) without copying a million prefixes.
+	out := make([]netip.Prefix, 0, n+1)
 	need := uint64(n - 1) // slots still to choose besides must's
 	left := slots - 1     // slots still to consider besides must's
 	for s := uint64(0); s < slots; s++ {

@@ -15,6 +15,7 @@ const (
 	KernelBytes            = "filter_kernel_bytes"
 	LoaderRSSBytes         = "filter_loader_rss_bytes"
 	TeardownSeconds        = "filter_teardown_seconds"
+	SuitePeakRSSBytes      = "filter_suite_peak_rss_bytes"
 )
 
 // Metrics documents them (docs/results.md mirrors them).
@@ -28,4 +29,5 @@ var Metrics = map[string]result.MetricInfo{
 	KernelBytes:            {Unit: "bytes", Better: result.LowerIsBetter, Help: "egress-filter scenario: kernel memory of the filter's rules or maps as the kernel reports it (BPF map memory, ipset size in memory); absent when the mechanism cannot tell"},
 	LoaderRSSBytes:         {Unit: "bytes", Better: result.LowerIsBetter, Help: "egress-filter scenario: peak RSS of the loader; an external loader's own peak (ipset, iptables-restore), or for in-process loaders the suite's peak RSS during the load minus its RSS before"},
 	TeardownSeconds:        {Unit: "s", Better: result.LowerIsBetter, Help: "egress-filter scenario: time to remove the filter after the point's cells"},
+	SuitePeakRSSBytes:      {Unit: "bytes", Better: result.LowerIsBetter, Help: "egress-filter scenario on a cluster: cnibench's own peak RSS (VmHWM, reset through /proc/self/clear_refs at the point's start) while it built the deny set and its policy objects, sent them and proved the deny"},
 }

@@ -8,17 +8,12 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
-	"github.com/cnibench/cnibench/internal/kube/preflight"
+	"github.com/cnibench/cnibench/internal/procfs"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
 )
@@ -139,6 +134,25 @@ func (o Options) WithDefaults() Options {
 		o.Wait = time.Minute
 	}
 	return o
+}
+
+// A proof's wait grows with the deny set (ProofWait): a CNI programs a
+// million CIDRs in minutes where it programs a thousand in a second, and
+// a point must fail only when the deny did not hold in time, not for the
+// time the API server and the agent need to take the objects in.
+const (
+	// WaitPerRule is the wait a proof allows per deny CIDR: 600 µs, so
+	// 1 minute at 100 000 and 10 minutes at 1 000 000.
+	WaitPerRule = 600 * time.Microsecond
+	// MaxProofWait bounds every proof's wait (--policy-wait's own bound).
+	MaxProofWait = 30 * time.Minute
+)
+
+// ProofWait is the wait of a proof with n deny CIDRs: Wait (--policy-wait),
+// or WaitPerRule × n when that is longer, at most MaxProofWait.
+func (o Options) ProofWait(n int) time.Duration {
+	o = o.WithDefaults()
+	return max(o.Wait, min(time.Duration(n)*WaitPerRule, MaxProofWait))
 }
 
 // Watch parameters of a cluster proof: a probe every 2 ms (the resolution
@@ -267,60 +281,84 @@ func PreparePolicy(ctx context.Context, ca *cluster.Access, mech string, n int, 
 	if err != nil {
 		return nil, fmt.Errorf("the allowed server (%s) has no address: %w", ca.Allowed.Name, err)
 	}
+	// cnibench's own peak RSS from here (the deny set built, its objects
+	// built one by one and sent) until the deny is proven.
+	_, rssOK := procfs.ResetPeakRSS()
+	var win *cluster.CNILogWindow
+	if ca.CNILogs != nil {
+		win = ca.CNILogs(ctx)
+	}
 	cidrs, err := DenySet(seed, n, denied, allowed)
 	if err != nil {
 		return nil, err
 	}
+	nCIDRs := len(cidrs)
+	// Normalised once here (a sorted copy; the generated set is dropped),
+	// the builders take it as it is.
+	if cidrs, err = kube.NormalizeDeny(cidrs); err != nil {
+		return nil, err
+	}
 	name := "cnb-" + ca.RunID + "-deny"
-	create, remove, describe, dryRun, err := policyObjects(ctx, ca, mech, name, cidrs, o.Chunk)
+	objs, err := buildPolicyObjects(ctx, ca, mech, name, cidrs, o.Chunk)
 	if err != nil {
 		return nil, err
 	}
+	cidrs = nil // the objects hold what they need
 	// A cluster whose admission refuses the objects skips the point
 	// before anything is created or watched.
-	if err := cluster.Admit(ctx, ca.Clientset, dryRun); err != nil {
+	if err := cluster.Admit(ctx, ca.Clientset, objs.dryRun); err != nil {
 		return nil, fmt.Errorf("%s with %d rules: %w", mech, n, err)
 	}
-	p := &clusterPolicy{ca: ca, mech: mech, wait: o.Wait, remove: remove, metrics: map[string]float64{}, config: map[string]string{
+	wait := o.ProofWait(n)
+	p := &clusterPolicy{ca: ca, mech: mech, wait: wait, remove: objs.remove, metrics: map[string]float64{}, config: map[string]string{
 		"filter_seed":         strconv.FormatUint(seed, 10),
-		"filter_rules":        strconv.Itoa(len(cidrs)),
+		"filter_rules":        strconv.Itoa(nCIDRs),
 		"filter_denied_addr":  denied.String() + " (" + ca.Other.Name + ")",
 		"filter_allowed_addr": allowed.String() + " (" + ca.Allowed.Name + ")",
 		"filter_target":       "the client pod's egress, through the cluster's policy layer",
-		"filter_load_method":  describe,
+		"filter_load_method":  objs.describe,
 		"filter_chunk":        strconv.Itoa(o.Chunk),
+		"filter_proof_wait":   wait.String(),
 	}}
 	var returned time.Duration
 	var objects, bytes int
 	var usage map[string]float64
 	var why string
 	var createErr error
-	w, err := ca.Watch(ctx, watchOptions(ca, agent.WantRefused, o.Wait), func(ctx context.Context) error {
+	w, err := ca.Watch(ctx, watchOptions(ca, agent.WantRefused, wait), func(ctx context.Context) error {
 		var err error
 		usage, why, err = ca.CNIUsage(ctx, func(ctx context.Context) error {
 			t0 := time.Now()
-			objects, bytes, createErr = create(ctx)
+			objects, bytes, createErr = objs.create(ctx)
 			returned = time.Since(t0)
 			return createErr
 		})
 		return err
 	})
+	fail := failure{ctx: ctx, win: win, mech: mech, n: n, sent: func() (int, int) { return objects, bytes }, total: objs.count, remove: objs.remove}
 	lost := w.AllowedProbes - w.AllowedAnswered
 	switch {
+	case ctx.Err() != nil:
+		return nil, errors.Join(fmt.Errorf("load %s with %d rules: %w", mech, n, ctx.Err()), removeAll(ctx, objs.remove))
 	case err == nil && lost > 0 && !w.AllowedEndAnswered:
 		// Unanswered at the end of the proof: the allowed server may be
 		// cut for good (misses followed by answers are a passing cut
 		// while the CNI installs the policy, recorded below).
-		err = fmt.Errorf("%s with %d rules also cut the allowed server %s: %d of %d probes answered, and it did not answer again within %s (the deny took effect %.3fs after the first create)",
-			mech, n, w.Allowed, w.AllowedAnswered, w.AllowedProbes, o.Wait, w.AfterSeconds)
+		return fail.with(fmt.Errorf("%s with %d rules also cut the allowed server %s: %d of %d probes answered, and it did not answer again within %s (the deny took effect %.3fs after the first create)",
+			mech, n, w.Allowed, w.AllowedAnswered, w.AllowedProbes, wait, w.AfterSeconds))
 	case err != nil && createErr == nil && w.Schema == agent.SchemaWatch && w.Error == "" && w.Before && !w.Changed && w.Probes > 0 && w.Answered == w.Probes:
-		// Accepted, never enforced: the CNI ignores the objects.
+		// Accepted, never enforced: the CNI ignores the objects (or
+		// could not program them within the wait: the CNI's log says).
 		ev := fmt.Sprintf("the API server accepted %d object(s) (%d bytes) in %.2fs, but %s (%s) answered %d of %d probes over the next %s",
-			objects, bytes, returned.Seconds(), w.Target, ca.Other.Name, w.Answered, w.Probes, o.Wait)
-		return nil, errors.Join(&NotEnforcedError{Mechanism: mech, Rules: n, Evidence: ev}, removeAll(ctx, remove))
+			objects, bytes, returned.Seconds(), w.Target, ca.Other.Name, w.Answered, w.Probes, wait)
+		return fail.with(&NotEnforcedError{Mechanism: mech, Rules: n, Evidence: ev})
+	case err != nil:
+		return fail.with(fmt.Errorf("load %s with %d rules: %w", mech, n, err))
 	}
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("load %s with %d rules: %w", mech, n, err), removeAll(ctx, remove))
+	if ev := win.Restarts(ctx); ev.Restarts > 0 {
+		// Enforced, but the CNI's agent did not take the load whole.
+		return fail.with(fmt.Errorf("%s with %d rules: the deny took effect %.3fs after the first create, but the CNI's pods restarted %d time(s) meanwhile",
+			mech, n, w.AfterSeconds, ev.Restarts))
 	}
 	p.metrics[filter.SetupSeconds] = w.AfterSeconds
 	p.metrics[filter.SetupReturnedSeconds] = returned.Seconds()
@@ -332,6 +370,9 @@ func PreparePolicy(ctx context.Context, ca *cluster.Access, mech string, n int, 
 	}
 	p.metrics[MetricPolicyObjects] = float64(objects)
 	p.metrics[MetricPolicyBytes] = float64(bytes)
+	if peak, ok := procfs.SelfStatusBytes("VmHWM:"); ok && rssOK {
+		p.metrics[filter.SuitePeakRSSBytes] = float64(peak)
+	}
 	maps.Copy(p.metrics, usageMetrics(usage))
 	if why != "" {
 		p.config["cni_usage"] = why
@@ -357,80 +398,6 @@ func removeAll(ctx context.Context, remove func(context.Context) error) error {
 		return fmt.Errorf("remove what was created: %w", err)
 	}
 	return nil
-}
-
-// policyObjects builds a mechanism's objects for the deny set and returns
-// how to create them (objects and bytes sent) and remove them.
-func policyObjects(ctx context.Context, ca *cluster.Access, mech, name string, cidrs []netip.Prefix, chunk int) (
-	create func(context.Context) (int, int, error), remove func(context.Context) error, describe string, dryRun []preflight.Object, err error) {
-	switch mech {
-	case MechNetworkPolicy:
-		labels := maps.Clone(ca.Labels)
-		pols, err := DenyEgressPolicies(name, ca.Namespace, metav1.LabelSelector{MatchLabels: ca.ClientLabels}, cidrs, chunk, labels)
-		if err != nil {
-			return nil, nil, "", nil, err
-		}
-		create = func(ctx context.Context) (int, int, error) {
-			n, b := 0, 0
-			for _, p := range pols {
-				if err := kube.ApplyPolicy(ctx, ca.Clientset, p); err != nil {
-					return n, b, err
-				}
-				n, b = n+1, b+kube.ObjectBytes(p)
-			}
-			return n, b, nil
-		}
-		remove = func(ctx context.Context) error {
-			var errs []error
-			for _, p := range pols {
-				errs = append(errs, kube.DeletePolicy(ctx, ca.Clientset, ca.Namespace, p.Name))
-			}
-			return errors.Join(errs...)
-		}
-		var first []preflight.Object
-		if len(pols) > 0 {
-			first = []preflight.Object{{Obj: pols[0], Why: "the egress-filter scenario's " + mech + " objects"}}
-		}
-		return create, remove, fmt.Sprintf("%d NetworkPolicy object(s): egress allowed to 0.0.0.0/0 and ::/0 except the deny set, split into disjoint ipBlocks of at most %d excepts per object", len(pols), chunk), first, nil
-	case MechCiliumPolicy, MechCalicoNetworkSet:
-		if ca.Dynamic == nil {
-			return nil, nil, "", nil, fmt.Errorf("%w: no dynamic client for the cluster's policy resources", scenario.ErrNeedsCluster)
-		}
-		var objs []*unstructured.Unstructured
-		var gvrs []schema.GroupVersionResource
-		labels := maps.Clone(ca.ClusterLabels)
-		if mech == MechCiliumPolicy {
-			gvrs = []schema.GroupVersionResource{kube.CiliumClusterwidePolicies}
-		} else {
-			gvrs = []schema.GroupVersionResource{kube.CalicoGlobalNetworkSets, kube.CalicoGlobalNetworkPolicies}
-		}
-		if err := kube.Served(ctx, ca.Discovery, gvrs...); err != nil {
-			if kube.IsNotServed(err) {
-				return nil, nil, "", nil, fmt.Errorf("%w: %s: %v", scenario.ErrNotServed, mech, err)
-			}
-			return nil, nil, "", nil, err
-		}
-		if mech == MechCiliumPolicy {
-			objs, err = kube.CiliumDenyPolicies(name, ca.ClientLabels, cidrs, chunk, labels)
-		} else {
-			objs, err = kube.CalicoDenyObjects(name, ca.ClientLabels, cidrs, chunk, labels)
-		}
-		if err != nil {
-			return nil, nil, "", nil, err
-		}
-		create = func(ctx context.Context) (int, int, error) { return kube.CreateClusterObjects(ctx, ca.Dynamic, objs) }
-		remove = func(ctx context.Context) error {
-			var errs []error
-			for _, g := range gvrs {
-				_, err := kube.DeleteClusterObjects(ctx, ca.Dynamic, g, kube.RunSelector(ca.RunID), 2*time.Minute)
-				errs = append(errs, err)
-			}
-			return errors.Join(errs...)
-		}
-		return create, remove, fmt.Sprintf("%d %s object(s), at most %d CIDRs each", len(objs), mech, chunk),
-			kube.ClusterPreflightObjects(ca.Dynamic, objs, "the egress-filter scenario's "+mech+" objects"), nil
-	}
-	return nil, nil, "", nil, fmt.Errorf("%q is not a cluster policy mechanism (%s)", mech, strings.Join(PolicyMechanisms, ", "))
 }
 
 // watchOptions are a cluster proof's watch of the other server pod.

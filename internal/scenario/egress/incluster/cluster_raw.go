@@ -128,7 +128,7 @@ func PrepareRaw(ctx context.Context, ca *cluster.Access, mech string, n int, see
 	denied := net.JoinHostPort(ca.Other.IP, strconv.Itoa(ca.Other.Port))
 	allowed := net.JoinHostPort(ca.Allowed.IP, strconv.Itoa(ca.Allowed.Port))
 	args := []string{"egress-filter", "--mechanism", mech, "--rules", strconv.Itoa(n), "--seed", strconv.FormatUint(seed, 10),
-		"--traversal", traversal, "--denied", denied, "--allowed", allowed, "--wait", o.Wait.String()}
+		"--traversal", traversal, "--denied", denied, "--allowed", allowed, "--wait", o.ProofWait(n).String()}
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stdinR, stdinW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -146,6 +146,9 @@ func PrepareRaw(ctx context.Context, ca *cluster.Access, mech string, n int, see
 		stdinW.Close()
 		cancel()
 		<-p.done
+		if s := strings.TrimSpace(stderr.String()); s != "" && ctx.Err() == nil && !errors.Is(err, backend.ErrNotSupported) {
+			err = scenario.WithEvidence(err, fmt.Sprintf("%s with %d rules", mech, n), []string{"the filter agent's stderr: " + firstText(s)}, nil)
+		}
 		return nil, errors.Join(err, remove(context.WithoutCancel(ctx)))
 	}
 	r, err := p.next()

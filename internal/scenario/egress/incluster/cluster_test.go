@@ -50,7 +50,25 @@ func fakeAccess(t *testing.T, enforce bool) (*cluster.Access, *fake.Clientset) {
 		}
 		return len(l.Items)
 	}
-	agentFn := func(ctx context.Context, pl backend.Place, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	agentFn := watchAgent(count, enforce)
+	ca := &cluster.Access{Clientset: cs, Discovery: cs.Discovery(), Namespace: "ns", RunID: "r1",
+		Labels: kube.RunLabels("r1"), ClusterLabels: kube.ClusterObjectLabels("ns", "r1"),
+		Client: podPlace("client"), ClientLabels: map[string]string{kube.RunKey: "r1", "cnibench.io/pod": "cli-a"},
+		Allowed: cluster.ServerPod{Name: "srv-b", IP: "10.0.1.5", Port: 12870},
+		Other:   cluster.ServerPod{Name: "srv-a", IP: "10.0.0.7", Port: 12870},
+		Agent:   agentFn,
+		CNIUsage: func(ctx context.Context, fn func(context.Context) error) (map[string]float64, string, error) {
+			return map[string]float64{"cni_cpu_millicores": 12, "cni_memory_bytes": 1 << 20}, "", fn(ctx)
+		},
+	}
+	return ca, cs
+}
+
+// watchAgent is a fake agent at the client pod whose watch sees the
+// denied server refuse once count() > 0 (when the CNI enforces), and
+// answer again once it is 0.
+func watchAgent(count func() int, enforce bool) func(ctx context.Context, pl backend.Place, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return func(ctx context.Context, pl backend.Place, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if pl.String() != "client" || args[0] != "watch" {
 			return fmt.Errorf("unexpected agent %v at %v", args, pl)
 		}
@@ -75,17 +93,6 @@ func fakeAccess(t *testing.T, enforce bool) (*cluster.Access, *fake.Clientset) {
 		}
 		return json.NewEncoder(stdout).Encode(w)
 	}
-	ca := &cluster.Access{Clientset: cs, Discovery: cs.Discovery(), Namespace: "ns", RunID: "r1",
-		Labels: kube.RunLabels("r1"), ClusterLabels: kube.ClusterObjectLabels("ns", "r1"),
-		Client: podPlace("client"), ClientLabels: map[string]string{kube.RunKey: "r1", "cnibench.io/pod": "cli-a"},
-		Allowed: cluster.ServerPod{Name: "srv-b", IP: "10.0.1.5", Port: 12870},
-		Other:   cluster.ServerPod{Name: "srv-a", IP: "10.0.0.7", Port: 12870},
-		Agent:   agentFn,
-		CNIUsage: func(ctx context.Context, fn func(context.Context) error) (map[string]float64, string, error) {
-			return map[string]float64{"cni_cpu_millicores": 12, "cni_memory_bytes": 1 << 20}, "", fn(ctx)
-		},
-	}
-	return ca, cs
 }
 
 func TestClusterDenySet(t *testing.T) {

@@ -53,6 +53,55 @@ type ipRegion struct {
 // another dropped), so the excepts may be fewer than len(deny). The objects
 // are named name-0, name-1…, of policyTypes [Egress], labelled labels.
 func DenyEgressPolicies(name, namespace string, podSelector metav1.LabelSelector, deny []netip.Prefix, maxPerObject int, labels map[string]string) ([]*networkingv1.NetworkPolicy, error) {
+	set, err := DenyEgressPolicySet(name, namespace, podSelector, deny, maxPerObject, labels)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*networkingv1.NetworkPolicy, 0, set.Len())
+	for i := range set.Len() {
+		out = append(out, set.Policy(i))
+	}
+	return out, nil
+}
+
+// PolicySet is DenyEgressPolicies' objects, built one at a time when asked
+// for (Policy): only the normalised deny CIDRs and the regions' bounds are
+// held, so a million CIDRs' excepts (their strings) are never all in
+// memory at once.
+type PolicySet struct {
+	groups      [][]ipRegion
+	name, ns    string
+	podSelector metav1.LabelSelector
+	labels      map[string]string
+}
+
+// Len is the number of objects.
+func (s *PolicySet) Len() int { return len(s.groups) }
+
+// Policy builds object i (0 ≤ i < Len), a fresh copy each call.
+func (s *PolicySet) Policy(i int) *networkingv1.NetworkPolicy {
+	g := s.groups[i]
+	peers := make([]networkingv1.NetworkPolicyPeer, 0, len(g))
+	for _, r := range g {
+		b := &networkingv1.IPBlock{CIDR: r.cidr.String()}
+		if len(r.except) > 0 {
+			b.Except = kube.PrefixStrings(r.except)
+		}
+		peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: b})
+	}
+	return &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: s.name + "-" + strconv.Itoa(i), Namespace: s.ns, Labels: maps.Clone(s.labels)},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: *s.podSelector.DeepCopy(),
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+			Egress:      []networkingv1.NetworkPolicyEgressRule{{To: peers}},
+		},
+	}
+}
+
+// DenyEgressPolicySet is DenyEgressPolicies, built one object at a time.
+func DenyEgressPolicySet(name, namespace string, podSelector metav1.LabelSelector, deny []netip.Prefix, maxPerObject int, labels map[string]string) (*PolicySet, error) {
 	if maxPerObject < 1 {
 		return nil, fmt.Errorf("deny egress policies %s: %d deny CIDRs per object: want at least 1 (default %d)", name, maxPerObject, kube.DefaultPolicyChunk)
 	}
@@ -74,27 +123,7 @@ func DenyEgressPolicies(name, namespace string, podSelector metav1.LabelSelector
 	if err := kube.ValidObjectNames(name, len(groups)); err != nil {
 		return nil, fmt.Errorf("deny egress policies in %s: %w", namespace, err)
 	}
-	out := make([]*networkingv1.NetworkPolicy, 0, len(groups))
-	for i, g := range groups {
-		peers := make([]networkingv1.NetworkPolicyPeer, 0, len(g))
-		for _, r := range g {
-			b := &networkingv1.IPBlock{CIDR: r.cidr.String()}
-			if len(r.except) > 0 {
-				b.Except = kube.PrefixStrings(r.except)
-			}
-			peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: b})
-		}
-		out = append(out, &networkingv1.NetworkPolicy{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
-			ObjectMeta: metav1.ObjectMeta{Name: name + "-" + strconv.Itoa(i), Namespace: namespace, Labels: maps.Clone(labels)},
-			Spec: networkingv1.NetworkPolicySpec{
-				PodSelector: *podSelector.DeepCopy(),
-				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
-				Egress:      []networkingv1.NetworkPolicyEgressRule{{To: peers}},
-			},
-		})
-	}
-	return out, nil
+	return &PolicySet{groups: groups, name: name, ns: namespace, podSelector: *podSelector.DeepCopy(), labels: maps.Clone(labels)}, nil
 }
 
 // partition returns the regions of r (an IPv4 prefix) that DenyEgressPolicies
