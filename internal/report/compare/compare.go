@@ -239,7 +239,7 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 	}
 	tables := map[string]*Table{}
 	mismatched := map[int][]cellMismatch{}
-	sweeps := sweepsOf(inputs)
+	sweeps := curveSweeps(sweepsOf(inputs), pairs, o.Mode)
 	for _, p := range pairs {
 		mts := metricsFor(p.labels)
 		if len(o.Metrics) == 0 {

@@ -72,6 +72,35 @@ func sweepsOf(inputs []Input) map[string]result.ScenarioShape {
 	return out
 }
 
+// curveSweeps keeps the sweeps whose compared points make curves: the
+// compared label is not the sweep's x (--by rules compares sizes against
+// one size, point by point, as any other label), and the pairs span at
+// least two values of x (--where rules=1000 picks one point: a table
+// row, not a curve). The others are compared as before sweeps were
+// curves.
+func curveSweeps(sw map[string]result.ScenarioShape, pairs []pair, mode Mode) map[string]result.ScenarioShape {
+	xs := map[string]map[string]bool{}
+	for _, p := range pairs {
+		sh := sweepOf(sw, p.labels)
+		if sh == nil {
+			continue
+		}
+		scen := p.labels[report.LabelScenario]
+		if xs[scen] == nil {
+			xs[scen] = map[string]bool{}
+		}
+		xs[scen][p.labels[sh.X]] = true
+	}
+	out := map[string]result.ScenarioShape{}
+	for scen, sh := range sw {
+		if slices.Contains(strings.Split(string(mode), ","), sh.Sweep.X) || len(xs[scen]) < 2 {
+			continue
+		}
+		out[scen] = sh
+	}
+	return out
+}
+
 // sweepOf is the sweep the labels are a point of (nil: none).
 func sweepOf(sw map[string]result.ScenarioShape, l map[string]string) *result.SweepShape {
 	sh, ok := sw[l[report.LabelScenario]]
