@@ -18,10 +18,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -31,6 +31,7 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/internal/kube/kubetest"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/pkg/result"
 )
@@ -78,30 +79,8 @@ func newFakeCluster(objs ...runtime.Object) *fakeCluster {
 	f := &fakeCluster{cs: fake.NewClientset(objs...), names: map[string]string{}}
 	tracker := f.cs.Tracker()
 	gvr := discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
-	f.cs.PrependReactor("delete-collection", "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		dc := a.(k8stesting.DeleteCollectionAction)
-		sel := dc.GetListRestrictions().Labels
-		if sel == nil {
-			sel = labels.Everything()
-		}
-		l, err := tracker.List(gvr, discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), dc.GetNamespace())
-		if err != nil {
-			return true, nil, err
-		}
-		items, err := meta.ExtractList(l)
-		if err != nil {
-			return true, nil, err
-		}
-		for _, o := range items {
-			m, _ := meta.Accessor(o)
-			if sel.Matches(labels.Set(m.GetLabels())) {
-				if err := tracker.Delete(gvr, m.GetNamespace(), m.GetName()); err != nil {
-					return true, nil, err
-				}
-			}
-		}
-		return true, nil, nil
-	})
+	f.cs.PrependReactor("delete-collection", "endpointslices", kubetest.DeleteCollectionReactor(tracker,
+		map[schema.GroupVersionResource]schema.GroupVersionKind{gvr: discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice")}))
 	var ip atomic.Int32
 	f.cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		svc := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
