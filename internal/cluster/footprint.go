@@ -247,17 +247,6 @@ func (d *Deployment) metricsUsage(ctx context.Context, pods []cni.PodRef) map[st
 	return out
 }
 
-// readCgroups reads the cgroup counters of pods on a host pod's node.
-func (d *Deployment) readCgroups(ctx context.Context, host string, uids []string) (agent.CgroupReport, error) {
-	args := []string{"cgroup", "--root", hostCgroupRoot}
-	for _, u := range slices.Sorted(slices.Values(uids)) {
-		args = append(args, "--pod-uid", u)
-	}
-	var r agent.CgroupReport
-	err := d.agentJSON(ctx, host, args, &r)
-	return r, err
-}
-
 // cgroupUsage turns two readings into CPU over the interval and the
 // second reading's memory working set.
 func cgroupUsage(a, b agent.CgroupReport) map[string]usage {
@@ -284,15 +273,16 @@ func cgroupUsage(a, b agent.CgroupReport) map[string]usage {
 // readHosts reads the cgroups of the pods on each host pod's node (host
 // pod → the UIDs of podsByHost).
 func (d *Deployment) readHosts(ctx context.Context, byHelper map[string][]string) (map[string]agent.CgroupReport, error) {
-	out := map[string]agent.CgroupReport{}
+	return d.readTargets(ctx, uidTargets(byHelper))
+}
+
+// uidTargets are the pods of podsByHost as readTargets' targets.
+func uidTargets(byHelper map[string][]string) map[string]usageTarget {
+	out := make(map[string]usageTarget, len(byHelper))
 	for h, uids := range byHelper {
-		r, err := d.readCgroups(ctx, h, uids)
-		if err != nil {
-			return nil, err
-		}
-		out[h] = r
+		out[h] = usageTarget{uids: uids}
 	}
-	return out, nil
+	return out
 }
 
 // podsByHost groups pods by the run's host pod on their node (host pod →

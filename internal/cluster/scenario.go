@@ -150,11 +150,7 @@ func (d *Deployment) cniUsage(ctx context.Context, fn func(context.Context) erro
 		}
 		return nil, why, fn(ctx)
 	}
-	targets := map[string]usageTarget{}
-	for h, uids := range byHelper {
-		targets[h] = usageTarget{uids: uids}
-	}
-	first, second, el, why, err := d.readAround(ctx, "the CNI's", targets, fn)
+	first, second, el, why, err := d.readAround(ctx, "the CNI's", uidTargets(byHelper), fn)
 	if why != "" {
 		return nil, why, err
 	}

@@ -85,27 +85,13 @@ func (d *Deployment) kubeProxyTargets(ctx context.Context) (map[string]usageTarg
 	if err != nil {
 		return nil, "", err
 	}
-	out := map[string]usageTarget{}
-	for _, p := range pods {
-		h := ""
-		switch p.Spec.NodeName {
-		case d.client.Name:
-			h = podHostA
-		case d.server.Name:
-			h = podHostB
-		default:
-			continue
-		}
-		t := out[h]
-		t.uids = append(t.uids, string(p.UID))
-		out[h] = t
-	}
-	if len(out) > 0 {
-		return out, "", nil
+	if byHelper, _ := d.podsByHost(cni.PodRefs(pods)); len(byHelper) > 0 {
+		return uidTargets(byHelper), "", nil
 	}
 	if d.proxyMode == "" {
 		return nil, "no kube-proxy runs on the run's nodes (no pod in kube-system, and the client node's " + agent.KubeProxyMetricsURL + " did not answer)", nil
 	}
+	out := map[string]usageTarget{}
 	tmpl := cmp.Or(d.b.o.KubeProxyCgroup, DefaultKubeProxyCgroup)
 	for h, node := range map[string]string{podHostA: d.client.Name, podHostB: d.server.Name} {
 		out[h] = usageTarget{paths: []string{strings.ReplaceAll(tmpl, "{node}", node)}}
