@@ -15,7 +15,8 @@
 # report lists under "Not measured" with the reason.
 # Then one report puts the CNIs side by side: `cnibench report OUTDIR/<cni>/...` ->
 # OUTDIR/field.{html,md,txt}. Exit 1 if any CNI that should run failed, else 0.
-# Env: FIELD_SUITE_ARGS replaces the suite's shape (default below); FIELD_CNIS, FIELD_NOT_SERVED,
+# Env: FIELD_SUITE_ARGS replaces the suite's shape (default below; with `--scenario egress-filter`
+# the outside's denied and allowed servers are started and passed as --egress-denied/--egress-allowed); FIELD_CNIS, FIELD_NOT_SERVED,
 # FIELD_KERNEL. A CNI named NAME+kube-proxy-MODE is NAME with kube-proxy in MODE (iptables,
 # nftables; lib.sh cni_load, README.md): its own entry, directory and row.
 set -euo pipefail
@@ -128,6 +129,11 @@ for c in $list; do
           rm -rf "$OUT/$c.host-before" "$OUT/$c.host-after"'"'"' EXIT
     IMAGES="$OUT/image.tar" "$LC_DIR/up.sh" --cni "$c" >"$OUT/$c.up.log" 2>&1 || { tail -30 "$OUT/$c.up.log"; echo "field: $c: the cluster did not come up"; exit 4; }
     cni_verify >"$OUT/$c.verify.txt" 2>&1 || { cat "$OUT/$c.verify.txt"; echo "field: $c: does not run as configured"; exit 5; }
+    # the egress scenario filters traffic to the two servers outside the cluster (lib.sh outside_serve)
+    if [[ " $* " == *" egress-filter "* || " $* " == *"=egress-filter "* ]]; then
+      outside_serve "$BIN" >/dev/null
+      set -- "$@" --egress-denied "$OUTSIDE_DENIED" --egress-allowed "$OUTSIDE_ALLOWED"
+    fi
     innet n1 "$BIN" suite --backend kubernetes --kubeconfig "$KUBECONFIG_ADMIN" --image "$REF" --image-pull-policy Never \
       --cni-conf-dir "$LC_STATE/{node}/cni" --kube-proxy-cgroup "$KUBE_PROXY_CGROUP" --cluster-name local-2node "$@" --out "$OUT/$c" >"$OUT/$c.suite.log" 2>&1 ||
       { tail -20 "$OUT/$c.suite.log"; echo "field: $c: the suite failed"; exit 6; }
