@@ -166,18 +166,15 @@ func parseAt(spec string, outs []string) ([]source, error) {
 // before the next "; " separator or the end (a / inside the expression,
 // as in trans/s, needs no escape).
 func regexEnd(s string) int {
-	end := -1
 	for i := 1; i < len(s); i++ {
 		if s[i] != '/' || s[i-1] == '\\' {
 			continue
 		}
-		after := strings.TrimSpace(s[i+1:])
-		if after == "" || strings.HasPrefix(after, ";") {
+		if after := strings.TrimSpace(s[i+1:]); after == "" || strings.HasPrefix(after, ";") {
 			return i
 		}
-		end = -1
 	}
-	return end
+	return -1
 }
 
 // resolve finds OUT among the page's check outputs: a path relative to
