@@ -9,14 +9,22 @@
 // (paths relative to docs/; `cnibench …` runs in-process, `go run ../hack/…`
 // with the Go toolchain). TestFindings re-runs every command and requires
 // its output to equal the committed file after the `>`; with -update it
-// rewrites the files instead. It then requires every figure the section
-// quotes — percentages, p-values and values with a unit or a k/M/G
-// multiplier — to be found, at the precision quoted, among the numbers of
-// that section's outputs (the first section, the seed-claims table, may
-// quote any section's, as may a section marked
-// `<!-- figures from: all sections -->`). Figures that are not measurements (a seed's own,
-// a configured rate) are listed in the section in a comment
-// `<!-- not data: 105 %, 1 Gbit/s -->`.
+// rewrites the files instead (never the page).
+//
+// It then ties every figure the page quotes — percentages, p- and
+// q-values, values with a unit or a k/M/G multiplier — to the lines it
+// comes from: each block (paragraph, list item, table row) that quotes
+// figures names them in a comment `<!-- at: OUT /REGEXP/; OUT … -->`
+// (tied_test.go), and each figure must be among the numbers of those
+// lines at the precision quoted, a signed percentage with its sign.
+// Figures that are not measurements (a seed's own, a configured rate) are
+// listed in the section in a comment `<!-- not data: 105 %, 1 Gbit/s -->`.
+//
+// During the transition, a section with no at: comment and no
+// `<!-- figures: tied -->` marker keeps the earlier, weaker rule: its
+// figures must be among the numbers of its own outputs (the first
+// section's and a section marked `<!-- figures from: all sections -->`,
+// any section's), and the test logs that it is not tied yet.
 package findings
 
 import (
@@ -25,13 +33,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,9 +64,11 @@ func TestFindings(t *testing.T) {
 		t.Fatalf("findings.md: found %d sections", len(secs))
 	}
 	all := &pool{}
+	outputs := map[string]string{}
 	for i := range secs {
 		s := &secs[i]
 		for _, c := range s.checks {
+			outputs[c.out] = ""
 			out, err := runCheck(t, c)
 			if err != nil {
 				t.Errorf("%s: %q: %v", s.title, c.cmd, err)
@@ -81,18 +89,23 @@ func TestFindings(t *testing.T) {
 			}
 			s.pool.add(string(out))
 			all.add(string(out))
+			outputs[c.out] = string(out)
 		}
 	}
 	for i, s := range secs {
-		var figs []figure
-		for _, f := range figures(s.prose) {
-			if !s.notData[normalize(f.text)] && !globalNotData(f) {
-				figs = append(figs, f)
+		if tied(s.raw) {
+			for _, b := range blocks(s.raw) {
+				for _, e := range checkBlock(b, s.notData, outputs) {
+					t.Errorf("%s: %s", s.title, e)
+				}
 			}
+			continue
 		}
+		figs := checked(s.prose, s.notData)
 		if len(figs) == 0 {
 			continue
 		}
+		t.Logf("section %s: figures not tied yet", s.title)
 		p := &s.pool
 		global := i == 0 || strings.Contains(s.raw, allSections)
 		if global {
@@ -103,6 +116,7 @@ func TestFindings(t *testing.T) {
 			continue
 		}
 		for _, f := range figs {
+			f.sign = 0 // the section-wide rule ignores signs
 			if !p.has(f) {
 				t.Errorf("%s: %q is not among the figures its check commands print", s.title, f.text)
 			}
@@ -197,9 +211,7 @@ func sections(text string) []section {
 				s.notData[normalize(f)] = true
 			}
 		}
-		s.prose = commentRe.ReplaceAllString(s.prose, " ")
-		s.prose = fenceRe.ReplaceAllString(s.prose, " ")
-		s.prose = linkRe.ReplaceAllString(s.prose, "]")
+		s.prose = prose(s.prose)
 	}
 	return out
 }
@@ -286,138 +298,6 @@ func firstDiff(want, got []byte) string {
 		}
 	}
 	return "(same lines)"
-}
-
-// figure is a quoted figure: its value, the precision it was written at
-// (half a unit of its last digit, in the value's scale) and its kind.
-type figure struct {
-	text  string
-	kind  byte // '%', 'p' or 'u' (a value with a unit or multiplier)
-	op    string
-	value float64
-	tol   float64
-}
-
-const num = `(\d{1,3}(?:[  ]\d{3})+|\d*\.\d+|\d+)`
-
-var (
-	pctRe = regexp.MustCompile(`[+−-]?` + num + `(?:\s?[–-]\s?[+−-]?` + num + `)?\s?%`)
-	pRe   = regexp.MustCompile(`\bp\s?(=|<|>|≤|≥)\s?` + num)
-	// bareRe finds numbers with no unit in a check's output.
-	bareRe = regexp.MustCompile(`(?:^|[\s(\[=/])` + num + `(?:$|[\s),\]])`)
-	unitRe = regexp.MustCompile(num + `(?:\s?[–-]\s?` + num + `)?\s?(Gbit/s|Mbit/s|kbit/s|µs|ms|MiB|mCPU|k|M|G)(?:\b|/|\s|$)`)
-)
-
-// figures finds the checked figures of a text.
-func figures(text string) []figure {
-	var out []figure
-	for _, m := range pctRe.FindAllStringSubmatch(text, -1) {
-		for _, v := range []string{m[1], m[2]} {
-			if v != "" {
-				out = append(out, mkFigure(m[0], '%', "=", v, 1))
-			}
-		}
-	}
-	for _, m := range pRe.FindAllStringSubmatch(text, -1) {
-		out = append(out, mkFigure(m[0], 'p', m[1], m[2], 1))
-	}
-	for _, m := range unitRe.FindAllStringSubmatch(text, -1) {
-		for _, v := range []string{m[1], m[2]} {
-			if v != "" {
-				out = append(out, mkFigure(m[0], 'u', "=", v, scale(m[3])))
-			}
-		}
-	}
-	return out
-}
-
-func mkFigure(text string, kind byte, op, v string, sc float64) figure {
-	v = strings.NewReplacer(" ", "", " ", "").Replace(v)
-	f, _ := strconv.ParseFloat(v, 64)
-	dec := 0
-	if _, frac, ok := strings.Cut(v, "."); ok {
-		dec = len(frac)
-	}
-	return figure{text: strings.TrimSpace(text), kind: kind, op: op, value: f * sc, tol: 0.5 * math.Pow(10, -float64(dec)) * sc * (1 + 1e-9)}
-}
-
-func scale(unit string) float64 {
-	switch unit {
-	case "k":
-		return 1e3
-	case "M", "Mbit/s":
-		return 1e6
-	case "G", "Gbit/s":
-		return 1e9
-	case "kbit/s":
-		return 1e3
-	}
-	return 1
-}
-
-// pool holds the numbers a section's outputs print, by kind.
-type pool struct {
-	pct, p, unit []float64
-}
-
-func (p *pool) add(out string) {
-	for _, f := range figures(out) {
-		switch f.kind {
-		case '%':
-			p.pct = append(p.pct, math.Abs(f.value))
-		case 'p':
-			p.p = append(p.p, f.value)
-		case 'u':
-			p.unit = append(p.unit, f.value)
-		}
-	}
-	// Bare numbers (counts, rates without a unit) count as values too.
-	for _, m := range bareRe.FindAllStringSubmatch(out, -1) {
-		p.unit = append(p.unit, mkFigure(m[1], 'u', "=", m[1], 1).value)
-	}
-}
-
-func (p *pool) has(f figure) bool {
-	var vals []float64
-	want := f.value
-	switch f.kind {
-	case '%':
-		vals, want = p.pct, math.Abs(f.value)
-	case 'p':
-		vals = p.p
-	default:
-		vals = p.unit
-	}
-	for _, v := range vals {
-		switch f.op {
-		case "<", "≤":
-			if v <= want+f.tol {
-				return true
-			}
-		case ">", "≥":
-			if v >= want-f.tol && v <= want+f.tol {
-				return true
-			}
-		default:
-			if math.Abs(v-want) <= f.tol {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// normalize makes a figure comparable with a "not data" entry: no spaces,
-// no sign.
-func normalize(s string) string {
-	s = strings.NewReplacer(" ", "", " ", "", "−", "-", "\u202f", "").Replace(strings.TrimSpace(s))
-	return strings.TrimLeft(s, "+-")
-}
-
-// globalNotData are figures that state a rule, not a measurement: the
-// significance threshold.
-func globalNotData(f figure) bool {
-	return f.kind == 'p' && f.value == 0.05
 }
 
 // goTool is the go command of the toolchain running the test (make may

@@ -65,16 +65,20 @@ distinct without them, the nodes; the output names the labels ignored.
 across files alike, and ignores cni too where the files differ in it.
 
 For each matched run and metric the output shows both medians with their 95 %
-confidence interval, the change in percent and the p-value of a two-sided
-Mann-Whitney U test; "~" marks differences that are not significant (p > 0.05).
+confidence interval, the change in percent, the p-value of a two-sided
+Mann-Whitney U test and its q-value; "~" marks differences that are not
+significant on their own (p > 0.05). The q-value is the p-value adjusted by
+Benjamini-Hochberg over every row the output prints a p-value for (all cells x
+metrics; rows with too few repeats for a verdict are left out; one row: q = p):
+among the rows with q <= 0.05 at most 5 % are expected to be false discoveries.
+Read a difference among many compared cells only where q <= 0.05.
 Warnings (too few repeats, noisy samples, outliers) are footnotes.
 
 Runs of a sweep scenario (egress-filter against rules, services against the
 number of services) are compared as curves, in tables of their own: rows per
 curve, ordered by N numerically, each point with the ratio of the two sides and
-its 95 % interval and a Benjamini-Hochberg q-value over every point and metric
-of the sweeps compared, and a summary per curve ("worse at 3 of 4 points
-(q <= 0.05): rules=1000,10000,100000"). Other comparisons are unchanged.
+its 95 % interval, and a summary per curve judged by the q-values ("worse at 3
+of 4 points (q <= 0.05): rules=1000,10000,100000").
 
 CPU-profile shares (cpu_share_<family>, % of all samples; suite --cpu-profile)
 are compared like other metrics, their change in percentage points ("+18.0 pp").
@@ -90,7 +94,8 @@ the normalised CPU cost (CPU % needed for 100 Gbit/s, CPU µs per transaction).
 --fail-on makes compare a regression gate for CI. A compared cell fails a rule
 when the whole (1 - alpha) confidence interval of its change (the ratio NEW/OLD:
 Hodges-Lehmann estimate, interval inverting the Mann-Whitney test) lies past
-the rule's threshold and the change is significant at alpha. Rules, comma-
+the rule's threshold and the change is significant at alpha by its q-value
+(q <= alpha over the output's rows; with one row q = p). Rules, comma-
 separated or repeated:
   worse>5%           any metric with a direction, 5 % worse (lower throughput
                      or rate, higher latency or CPU cost); also slower>5%

@@ -111,9 +111,9 @@ type Result struct {
 	// GateResult is the regression gate's outcome (Gate); nil when the
 	// comparison was not gated.
 	GateResult *GateResult
-	// SweepTests counts the sweep points × metrics the q-values adjust
-	// for (0: no sweep compared).
-	SweepTests int
+	// Tests counts the rows with a p-value (compared cells × metrics, of
+	// every table) the q-values adjust for: the family.
+	Tests int
 }
 
 // Table compares one metric.
@@ -173,8 +173,8 @@ type Cell struct {
 	// busy-host verdict. The gate judges neither.
 	Mismatch   []string
 	NotTrusted string
-	// Q is the Benjamini–Hochberg q-value of a sweep's point (HasQ),
-	// adjusted over every point × metric of the comparison's sweeps.
+	// Q is the Benjamini–Hochberg q-value (HasQ) of the cell's p-value,
+	// adjusted over every row with a p-value of the comparison (qValues).
 	Q    float64
 	HasQ bool
 }
@@ -274,13 +274,8 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 					if IsShare(mt) {
 						c.DeltaPP = c.Summary.Median - row.Base.Summary.Median
 					}
-					if c.Significant && !math.IsNaN(c.DeltaPct) && c.DeltaPct != 0 {
-						switch result.Info(mt).Better {
-						case result.HigherIsBetter:
-							c.Better = sign(c.DeltaPct)
-						case result.LowerIsBetter:
-							c.Better = -sign(c.DeltaPct)
-						}
+					if c.Significant {
+						c.Better = direction(mt, c.DeltaPct)
 					}
 				}
 				row.Cells = append(row.Cells, c)
@@ -347,6 +342,22 @@ func Compare(inputs []Input, o Options) (*Result, error) {
 	}
 	r.qValues()
 	return r, nil
+}
+
+// direction is +1 when a change of delta percent in metric is an
+// improvement, -1 when it is a regression, 0 when it is neither (no
+// change, no direction, undefined).
+func direction(metric string, delta float64) int {
+	if math.IsNaN(delta) {
+		return 0
+	}
+	switch result.Info(metric).Better {
+	case result.HigherIsBetter:
+		return sign(delta)
+	case result.LowerIsBetter:
+		return -sign(delta)
+	}
+	return 0
 }
 
 func sign(x float64) int {

@@ -42,7 +42,7 @@ func TestCompareSharesInPP(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := txt.String()
-	for _, want := range []string{"cpu_share_netfilter", "+18.0 pp (p=0.008 n=5)", "percentage points (pp)"} {
+	for _, want := range []string{"cpu_share_netfilter", "+18.0 pp (p=0.008 q=0.036 n=5)", "percentage points (pp)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}

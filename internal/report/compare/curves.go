@@ -304,26 +304,26 @@ func sortCurveRows(rows []*Row, sw *Sweep, dpOrder map[string]int) {
 	})
 }
 
-// qValues adjusts the p-values of every compared point × metric of the
-// sweep tables together (Benjamini–Hochberg) and summarises their curves.
+// qValues adjusts, by Benjamini–Hochberg, the p-values of every row the
+// comparison prints a p-value for — every compared cell × metric of every
+// table, sweep points included — as one family (HasQ). Rows without a
+// p-value ("?": no repeats, too few repeats for any verdict) are not in
+// it: they cannot reject. A family of one has q = p.
 func (r *Result) qValues() {
 	var ps []float64
 	var cells []*Cell
 	for _, t := range r.Tables {
-		if t.Sweep == nil {
-			continue
-		}
 		for _, row := range t.Rows {
 			for j := range row.Cells {
 				c := &row.Cells[j]
-				if c.Compared && len(row.Base.Values) > 0 && len(c.Values) > 0 && !math.IsNaN(c.P) {
+				if c.printsP(row.Base) {
 					ps = append(ps, c.P)
 					cells = append(cells, c)
 				}
 			}
 		}
 	}
-	r.SweepTests = len(ps)
+	r.Tests = len(ps)
 	for i, q := range stats.BenjaminiHochberg(ps) {
 		cells[i].Q, cells[i].HasQ = q, true
 	}
@@ -332,6 +332,12 @@ func (r *Result) qValues() {
 			t.Curves = curvesOf(t)
 		}
 	}
+}
+
+// printsP tells whether the output shows the cell's p-value: both sides
+// have repeats and there are enough of them for a verdict.
+func (c *Cell) printsP(base Side) bool {
+	return c.Compared && len(base.Values) > 0 && len(c.Values) > 0 && !c.TooFew && !math.IsNaN(c.P)
 }
 
 // curvesOf summarises each curve of a sweep table, per compared column.

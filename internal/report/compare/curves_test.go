@@ -13,7 +13,7 @@ import (
 
 // A sweep's rows come out per curve, ordered by N numerically, with
 // q-values over every point × metric; a comparison without a sweep gets
-// neither.
+// no sweep table, and a single row's q is its p.
 func TestCurves(t *testing.T) {
 	xs := []int{100000, 10, 1000, 100, 10000}
 	old := reporttest.SweepSet(reporttest.SweepOptions{Shape: reporttest.EgressShape, Series: []string{"none", "ipset"}, Xs: xs,
@@ -27,8 +27,8 @@ func TestCurves(t *testing.T) {
 	if len(r.Tables) != 2 || r.Tables[0].Sweep == nil || r.Tables[0].Sweep.X != "rules" {
 		t.Fatalf("tables %+v: want two sweep tables", r.Tables)
 	}
-	if r.SweepTests != 20 {
-		t.Errorf("%d tests adjusted for, want 20 (2 curves × 5 points × 2 metrics)", r.SweepTests)
+	if r.Tests != 20 {
+		t.Errorf("%d tests adjusted for, want 20 (2 curves × 5 points × 2 metrics)", r.Tests)
 	}
 	var got []string
 	for _, row := range r.Tables[0].Rows {
@@ -55,15 +55,15 @@ func TestCurves(t *testing.T) {
 		t.Errorf("summary %q", txt)
 	}
 
-	// No sweep: no q, no sweep table, no note.
+	// No sweep: no sweep table; one row, q = p.
 	plain := set(run(map[string]string{"test": "tcp_rr", "flows": "1", "datapath": "a"}, result.TransPerSec, 100, 101, 99, 100, 102))
 	plain2 := set(run(map[string]string{"test": "tcp_rr", "flows": "1", "datapath": "a"}, result.TransPerSec, 90, 91, 89, 90, 92))
 	r, err = Compare([]Input{{"a.json", plain}, {"b.json", plain2}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.SweepTests != 0 || r.Tables[0].Sweep != nil || r.Tables[0].Rows[0].Cells[0].HasQ {
-		t.Errorf("a comparison without a sweep got q-values: %+v", r.Tables[0])
+	if c := r.Tables[0].Rows[0].Cells[0]; r.Tests != 1 || r.Tables[0].Sweep != nil || !c.HasQ || c.Q != c.P {
+		t.Errorf("a one-row comparison without a sweep: %d tests, %+v", r.Tests, r.Tables[0])
 	}
 }
 

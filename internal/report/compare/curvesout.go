@@ -27,8 +27,8 @@ func (r *Result) renderSweep(t *Table) rendered {
 	rt.Header = append(rt.Header, sw.X, t.Columns[0])
 	rt.Right = append(rt.Right, true, true)
 	for _, c := range t.Columns[1:] {
-		rt.Header = append(rt.Header, c, r.vsHeader(), "ratio [95 % CI]", "q")
-		rt.Right = append(rt.Right, true, false, false, false)
+		rt.Header = append(rt.Header, c, r.vsHeader(), "ratio [95 % CI]")
+		rt.Right = append(rt.Right, true, false, false)
 	}
 	var fn footnotes
 	prev := ""
@@ -48,7 +48,7 @@ func (r *Result) renderSweep(t *Table) rendered {
 		prev = key
 		cells = append(cells, row.Labels[sw.X], sideText(t.Metric, row.Base, &fn))
 		for _, c := range row.Cells {
-			cells = append(cells, sideText(t.Metric, c.Side, &fn), deltaText(t.Metric, row.Base, c, &fn), ratioText(c), qText(c))
+			cells = append(cells, sideText(t.Metric, c.Side, &fn), deltaText(t.Metric, row.Base, c, &fn), ratioText(c))
 		}
 		rt.Rows = append(rt.Rows, cells)
 	}
@@ -63,10 +63,30 @@ func (r *Result) renderSweep(t *Table) rendered {
 	return rt
 }
 
-// sweepNote says what the q-values and the curve summaries are.
-func sweepNote(tests int, alpha float64) string {
-	return fmt.Sprintf("Sweeps are compared point by point: ratio = the compared side's ÷ the reference's (Hodges–Lehmann, "+
-		"with the 95 %% interval that inverts the U test); q = the p-value adjusted (Benjamini–Hochberg) over all %d %s compared, "+
-		"so that among the points with q ≤ %.2g at most %.0f %% are expected to be false discoveries. A curve's summary counts only "+
-		"its measured points and says nothing of N between or beyond them.", tests, plural(tests, "point × metric", "points × metrics"), alpha, alpha*100)
+// qNote says what the q-values are and what decides with them.
+func qNote(tests int, alpha float64) string {
+	if tests == 1 {
+		return "q = p: the one row with a p-value is the whole family (Benjamini–Hochberg over one test)."
+	}
+	return fmt.Sprintf("q = the p-value adjusted (Benjamini–Hochberg 1995) over all %d rows with a p-value in this output "+
+		"(every compared cell × metric), so that among the rows with q ≤ %.2g at most %.0f %% are expected to be false discoveries. "+
+		"\"~\" and a signed change are each row's own test (p); a difference read across the family needs q ≤ %.2g.",
+		tests, alpha, alpha*100, alpha)
+}
+
+// sweepNote says what the ratios and the curve summaries are.
+func sweepNote() string {
+	return "Sweeps are compared point by point: ratio = the compared side's ÷ the reference's (Hodges–Lehmann, " +
+		"with the 95 % interval that inverts the U test); a curve's summary judges its points by q and counts only " +
+		"its measured points: it says nothing of N between or beyond them."
+}
+
+// hasSweep tells whether a table compares a sweep's points.
+func (r *Result) hasSweep() bool {
+	for _, t := range r.Tables {
+		if t.Sweep != nil {
+			return true
+		}
+	}
+	return false
 }

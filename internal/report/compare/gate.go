@@ -16,8 +16,10 @@ import (
 // The regression gate (`compare --fail-on`): a compared cell fails when the
 // whole (1 − alpha) confidence interval of its change lies past a rule's
 // threshold in the rule's direction, and the change is significant at
-// alpha (two-sided Mann–Whitney U). Its defaults were chosen from measured
-// error rates (docs/reports.md, "The gate's error rates").
+// alpha after the Benjamini–Hochberg adjustment over every row with a
+// p-value the comparison prints (q ≤ alpha; with one row q = p; two-sided
+// Mann–Whitney U). Its defaults were chosen from measured error rates
+// (docs/reports.md, "The gate's error rates").
 
 // DefaultFailOn is the rule --fail-on default stands for.
 const DefaultFailOn = "worse>5%"
@@ -133,6 +135,10 @@ type Verdict struct {
 	Change, Lo, Hi float64
 	PP             bool
 	P              float64
+	// Q is the p-value's Benjamini–Hochberg q-value over the comparison's
+	// family (HasQ; the gate decides on it).
+	Q    float64
+	HasQ bool
 	// Why says, in a sentence, what was decided.
 	Why string
 }
@@ -153,6 +159,9 @@ type GateResult struct {
 	// Cells counts the compared cells (labels × compared input), and
 	// FailedCells those with at least one failure.
 	Cells, FailedCells int
+	// Family counts the rows with a p-value the q-values adjust over
+	// (Result.Tests).
+	Family int
 
 	// intervals are the compared cells' changes, by verdictKey, for the
 	// outputs.
@@ -207,13 +216,13 @@ func (r *Result) Gate(o GateOptions) (*GateResult, error) {
 			return nil, &UsageError{fmt.Sprintf("--fail-on %s: %s is not compared (compared: %s); add it to --metrics", rule.Text, rule.Metric, strings.Join(ms, ", "))}
 		}
 	}
-	g := &GateResult{Rules: o.Rules, Alpha: o.Alpha, Confidence: 1 - o.Alpha, intervals: map[string]change{}}
+	g := &GateResult{Rules: o.Rules, Alpha: o.Alpha, Confidence: 1 - o.Alpha, Family: r.Tests, intervals: map[string]change{}}
 	cells, failed := map[string]bool{}, map[string]bool{}
 	for _, t := range r.Tables {
 		for _, row := range t.Rows {
 			for i, c := range row.Cells {
 				v := Verdict{Labels: row.Labels, Metric: t.Metric, Column: r.column(t, row, i), PP: IsShare(t.Metric), P: c.P,
-					Change: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
+					Q: c.Q, HasQ: c.HasQ, Change: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 				cells[result.LabelKey(row.Labels)+"\x00"+v.Column] = true
 				var ch change
 				if c.Compared {
@@ -297,7 +306,7 @@ func (g *GateResult) judge(v Verdict, base Side, c Cell, ch change) {
 		w.Change, w.Lo, w.Hi = est, lo, hi
 		judged = true
 		past := (up && lo > rule.Limit) || (!up && hi < -rule.Limit)
-		if past && c.P <= g.Alpha {
+		if past && g.significant(c) {
 			sign, unit := "+", "%"
 			if !up {
 				sign = "-"
@@ -305,7 +314,7 @@ func (g *GateResult) judge(v Verdict, base Side, c Cell, ch change) {
 			if rule.PP {
 				unit = "pp"
 			}
-			w.Why = fmt.Sprintf("past %s%g %s (%s, %s)", sign, rule.Limit, unit, rule.Text, report.PValue(c.P))
+			w.Why = fmt.Sprintf("past %s%g %s (%s, %s)", sign, rule.Limit, unit, rule.Text, pqText(c))
 			g.Failures = append(g.Failures, w)
 			failed = true
 		}
@@ -313,6 +322,22 @@ func (g *GateResult) judge(v Verdict, base Side, c Cell, ch change) {
 	if judged && !failed {
 		g.Passed++
 	}
+}
+
+// significant tells whether the gate takes c's change as shown: its
+// q-value over the comparison's family at most alpha. A cell without a
+// q-value has no p-value either and is never significant.
+func (g *GateResult) significant(c Cell) bool {
+	return c.HasQ && c.Q <= g.Alpha
+}
+
+// pqText is a cell's p-value and, when it has one, its q-value:
+// "p=0.008 q=0.024".
+func pqText(c Cell) string {
+	if !c.HasQ {
+		return report.PValue(c.P)
+	}
+	return report.PValue(c.P) + " " + qText(c)
 }
 
 // interval is the change NEW/OLD in percent (or the shift in points)

@@ -30,6 +30,8 @@ type gateRow struct {
 	unjudged          *Verdict
 	change, lo, hi    float64
 	intervalAvailable bool
+	// sig: the change is significant as the gate decides (q ≤ alpha).
+	sig bool
 }
 
 // gateRows lists every compared cell and metric in table order.
@@ -51,7 +53,7 @@ func (r *Result) gateRows() []gateRow {
 			for i, c := range row.Cells {
 				col := r.column(t, row, i)
 				k := verdictKey(row.Labels, t.Metric, col)
-				gr := gateRow{labels: row.Labels, metric: t.Metric, column: col, base: row.Base, new: c.Side, cell: c, fails: fails[k], unjudged: unj[k]}
+				gr := gateRow{labels: row.Labels, metric: t.Metric, column: col, base: row.Base, new: c.Side, cell: c, fails: fails[k], unjudged: unj[k], sig: g.significant(c)}
 				if ch, ok := g.intervals[k]; ok && ch.err == nil {
 					gr.change, gr.lo, gr.hi, gr.intervalAvailable = ch.est, ch.lo, ch.hi, true
 				}
@@ -87,14 +89,16 @@ func (gr gateRow) verdictText() string {
 		return "FAIL (" + strings.Join(rs, ", ") + ")"
 	case gr.unjudged != nil:
 		return "no verdict"
-	case gr.cell.Better > 0:
-		return "better"
-	case gr.cell.Better < 0:
-		return "worse, within the rules"
-	case gr.cell.Significant:
-		return "changed"
+	case !gr.sig:
+		return "~"
 	}
-	return "~"
+	switch direction(gr.metric, gr.cell.DeltaPct) {
+	case 1:
+		return "better"
+	case -1:
+		return "worse, within the rules"
+	}
+	return "changed"
 }
 
 // summary is the gate's one-line outcome.
@@ -110,8 +114,9 @@ func (g *GateResult) summary() string {
 		return fmt.Sprintf("%d %ss", n, what)
 	}
 	judged := g.Judged()
-	s := fmt.Sprintf("%s: %s of %d judged past --fail-on %s, in %s of %d (%.0f %% intervals, alpha %g)",
-		state, plural(len(g.Failures), "metric"), judged, g.RuleText(), plural(g.FailedCells, "cell"), g.Cells, 100*g.Confidence, g.Alpha)
+	s := fmt.Sprintf("%s: %s of %d judged past --fail-on %s, in %s of %d (%.0f %% intervals, q ≤ %g over %s)",
+		state, plural(len(g.Failures), "metric"), judged, g.RuleText(), plural(g.FailedCells, "cell"), g.Cells, 100*g.Confidence, g.Alpha,
+		plural(g.Family, "row")+" with a p-value")
 	if n := len(g.Unjudged); n > 0 {
 		s += fmt.Sprintf("; %s without a verdict", plural(n, "metric"))
 	}
@@ -171,7 +176,7 @@ func (r *Result) WriteGateMarkdown(w io.Writer) error {
 		}
 	}
 	for _, gr := range rows {
-		if len(gr.fails) == 0 && gr.cell.Significant {
+		if len(gr.fails) == 0 && gr.sig {
 			sig = append(sig, gr)
 		}
 	}
@@ -179,12 +184,12 @@ func (r *Result) WriteGateMarkdown(w io.Writer) error {
 		fmt.Fprint(bw, "No significant change.\n\n")
 	} else {
 		fmt.Fprintf(bw, "### Significant changes (%d)\n\n", len(sig))
-		fmt.Fprintf(bw, "| cell | metric | old | new | change [%.0f %% interval] | p | verdict |\n|---|---|---:|---:|---:|---:|---|\n", 100*g.Confidence)
+		fmt.Fprintf(bw, "| cell | metric | old | new | change [%.0f %% interval] | p, q | verdict |\n|---|---|---:|---:|---:|---:|---|\n", 100*g.Confidence)
 		for _, gr := range sig {
 			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s | %s |\n",
 				esc.Replace(gr.name(r.multiColumn())), esc.Replace(gr.metric),
 				esc.Replace(plainSide(gr.metric, gr.base)), esc.Replace(plainSide(gr.metric, gr.new)),
-				esc.Replace(gr.changeText()), esc.Replace(report.PValue(gr.cell.P)), esc.Replace(gr.verdictText()))
+				esc.Replace(gr.changeText()), esc.Replace(pqText(gr.cell)), esc.Replace(gr.verdictText()))
 		}
 		fmt.Fprintln(bw)
 	}
@@ -286,7 +291,7 @@ func (r *Result) WriteJUnit(w io.Writer) error {
 		for _, gr := range c.gr {
 			out = append(out, fmt.Sprintf("%s: %s → %s: %s (%s) %s", gr.metric,
 				plainSide(gr.metric, gr.base), plainSide(gr.metric, gr.new),
-				gr.changeText(), report.PValue(gr.cell.P), gr.verdictText()))
+				gr.changeText(), pqText(gr.cell), gr.verdictText()))
 			if gr.unjudged == nil && gr.cell.Compared {
 				judged = true
 			}

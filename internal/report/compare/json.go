@@ -28,13 +28,15 @@ type jsonResult struct {
 
 // jsonGate is the regression gate's outcome (compare --fail-on).
 type jsonGate struct {
-	FailOn     string        `json:"fail_on"`
-	Alpha      float64       `json:"alpha"`
-	Confidence float64       `json:"confidence"`
-	Failed     bool          `json:"failed"`
-	Passed     int           `json:"passed"`
-	Failures   []jsonVerdict `json:"failures"`
-	Unjudged   []jsonVerdict `json:"unjudged,omitempty"`
+	FailOn     string  `json:"fail_on"`
+	Alpha      float64 `json:"alpha"`
+	Confidence float64 `json:"confidence"`
+	Failed     bool    `json:"failed"`
+	Passed     int     `json:"passed"`
+	// Family counts the rows whose q-values the gate decided on.
+	Family   int           `json:"family"`
+	Failures []jsonVerdict `json:"failures"`
+	Unjudged []jsonVerdict `json:"unjudged,omitempty"`
 }
 
 type jsonVerdict struct {
@@ -47,6 +49,7 @@ type jsonVerdict struct {
 	Hi     *float64          `json:"hi,omitempty"`
 	Unit   string            `json:"unit,omitempty"`
 	P      *float64          `json:"p,omitempty"`
+	Q      *float64          `json:"q,omitempty"`
 	Why    string            `json:"why"`
 }
 
@@ -61,13 +64,17 @@ func jsonGateOf(g *GateResult) *jsonGate {
 			if v.PP {
 				unit = "pp"
 			}
-			out = append(out, jsonVerdict{Labels: v.Labels, Metric: v.Metric, Column: v.Column, Rule: v.Rule,
-				Change: finite(v.Change), Lo: finite(v.Lo), Hi: finite(v.Hi), Unit: unit, P: finite(v.P), Why: v.Why})
+			jv := jsonVerdict{Labels: v.Labels, Metric: v.Metric, Column: v.Column, Rule: v.Rule,
+				Change: finite(v.Change), Lo: finite(v.Lo), Hi: finite(v.Hi), Unit: unit, P: finite(v.P), Why: v.Why}
+			if v.HasQ {
+				jv.Q = finite(v.Q)
+			}
+			out = append(out, jv)
 		}
 		return out
 	}
 	return &jsonGate{FailOn: g.RuleText(), Alpha: g.Alpha, Confidence: g.Confidence, Failed: g.Failed(), Passed: g.Passed,
-		Failures: conv(g.Failures), Unjudged: conv(g.Unjudged)}
+		Family: g.Family, Failures: conv(g.Failures), Unjudged: conv(g.Unjudged)}
 }
 
 type jsonTable struct {
@@ -110,12 +117,13 @@ type jsonCell struct {
 	Significant bool           `json:"significant"`
 	Change      string         `json:"change,omitempty"` // "better", "worse", "none"
 	Warnings    []string       `json:"warnings,omitempty"`
-	// A sweep's point: the ratio with its 95 % interval, and its
-	// Benjamini–Hochberg q-value.
+	// A sweep's point: the ratio with its 95 % interval.
 	Ratio   *float64 `json:"ratio,omitempty"`
 	RatioLo *float64 `json:"ratio_lo,omitempty"`
 	RatioHi *float64 `json:"ratio_hi,omitempty"`
-	Q       *float64 `json:"q,omitempty"`
+	// Q is the Benjamini–Hochberg q-value over every row with a p-value
+	// of the output (absent where no p-value is printed).
+	Q *float64 `json:"q,omitempty"`
 }
 
 func finite(v float64) *float64 {
@@ -167,11 +175,11 @@ func (r *Result) WriteJSON(w io.Writer) error {
 						jc.Change = "none"
 					}
 				}
+				if c.HasQ {
+					jc.Q = finite(c.Q)
+				}
 				if t.Sweep != nil && c.Compared {
 					jc.Ratio, jc.RatioLo, jc.RatioHi = finite(c.Change.Ratio), finite(c.Change.Lo), finite(c.Change.Hi)
-					if c.HasQ {
-						jc.Q = finite(c.Q)
-					}
 				}
 				jr.Compared = append(jr.Compared, jc)
 			}

@@ -188,6 +188,7 @@ func deltaText(metric string, base Side, c Cell, fn *footnotes) string {
 	if c.Summary.N != base.Summary.N {
 		n = fmt.Sprintf("n=%d+%d", base.Summary.N, c.Summary.N)
 	}
+	pq := pqText(c)
 	var d string
 	switch {
 	case len(base.Values) == 0 || len(c.Values) == 0:
@@ -195,11 +196,11 @@ func deltaText(metric string, base Side, c Cell, fn *footnotes) string {
 	case c.TooFew:
 		d = fmt.Sprintf("? (%s: too few repeats for a verdict)", n)
 	case !c.Significant:
-		d = fmt.Sprintf("~ (%s %s)", report.PValue(c.P), n)
+		d = fmt.Sprintf("~ (%s %s)", pq, n)
 	case IsShare(metric):
-		d = fmt.Sprintf("%s (%s %s)", signedPP(c.DeltaPP), report.PValue(c.P), n)
+		d = fmt.Sprintf("%s (%s %s)", signedPP(c.DeltaPP), pq, n)
 	default:
-		d = fmt.Sprintf("%s (%s %s)", report.Pct(c.DeltaPct), report.PValue(c.P), n)
+		d = fmt.Sprintf("%s (%s %s)", report.Pct(c.DeltaPct), pq, n)
 	}
 	return d + fn.ref(c.Warnings)
 }
@@ -266,8 +267,11 @@ func (r *Result) notes() []string {
 			break
 		}
 	}
-	if r.SweepTests > 0 {
-		notes = append(notes, sweepNote(r.SweepTests, alpha))
+	if r.Tests > 0 {
+		notes = append(notes, qNote(r.Tests, alpha))
+	}
+	if r.hasSweep() {
+		notes = append(notes, sweepNote())
 	}
 	notes = append(notes, r.ProfileNotes...)
 	notes = append(notes, r.HostNotes...)
