@@ -19,12 +19,6 @@
 // lines at the precision quoted, a signed percentage with its sign.
 // Figures that are not measurements (a seed's own, a configured rate) are
 // listed in the section in a comment `<!-- not data: 105 %, 1 Gbit/s -->`.
-//
-// During the transition, a section with no at: comment and no
-// `<!-- figures: tied -->` marker keeps the earlier, weaker rule: its
-// figures must be among the numbers of its own outputs (the first
-// section's and a section marked `<!-- figures from: all sections -->`,
-// any section's), and the test logs that it is not tied yet.
 package findings
 
 import (
@@ -50,10 +44,6 @@ var update = flag.Bool("update", false, "rewrite the outputs of findings.md's ch
 
 const docsDir = "../../docs"
 
-// allSections marks a section (a summary) whose figures may come from any
-// section's outputs; the text before the first section is one anyway.
-const allSections = "<!-- figures from: all sections -->"
-
 func TestFindings(t *testing.T) {
 	text, err := os.ReadFile(filepath.Join(docsDir, "findings.md"))
 	if err != nil {
@@ -63,7 +53,6 @@ func TestFindings(t *testing.T) {
 	if len(secs) < 2 {
 		t.Fatalf("findings.md: found %d sections", len(secs))
 	}
-	all := &pool{}
 	outputs := map[string]string{}
 	for i := range secs {
 		s := &secs[i]
@@ -87,38 +76,13 @@ func TestFindings(t *testing.T) {
 			} else if !bytes.Equal(want, out) {
 				t.Errorf("%s: %s is not what %q prints on the committed data now:\n%s", s.title, c.out, c.cmd, firstDiff(want, out))
 			}
-			s.pool.add(string(out))
-			all.add(string(out))
 			outputs[c.out] = string(out)
 		}
 	}
-	for i, s := range secs {
-		if tied(s.raw) {
-			for _, b := range blocks(s.raw) {
-				for _, e := range checkBlock(b, s.notData, outputs) {
-					t.Errorf("%s: %s", s.title, e)
-				}
-			}
-			continue
-		}
-		figs := checked(s.prose, s.notData)
-		if len(figs) == 0 {
-			continue
-		}
-		t.Logf("section %s: figures not tied yet", s.title)
-		p := &s.pool
-		global := i == 0 || strings.Contains(s.raw, allSections)
-		if global {
-			p = all
-		}
-		if len(s.checks) == 0 && !global {
-			t.Errorf("%s quotes %d figures (%s, …) but runs no check command on committed data", s.title, len(figs), figs[0].text)
-			continue
-		}
-		for _, f := range figs {
-			f.sign = 0 // the section-wide rule ignores signs
-			if !p.has(f) {
-				t.Errorf("%s: %q is not among the figures its check commands print", s.title, f.text)
+	for _, s := range secs {
+		for _, b := range blocks(s.raw) {
+			for _, e := range checkBlock(b, s.notData, outputs) {
+				t.Errorf("%s: %s", s.title, e)
 			}
 		}
 	}
@@ -134,10 +98,8 @@ func TestFindings(t *testing.T) {
 type section struct {
 	title   string
 	raw     string
-	prose   string
 	checks  []check
 	notData map[string]bool
-	pool    pool
 }
 
 // splitArgs splits a check's command at spaces, as a shell would for
@@ -196,22 +158,20 @@ func sections(text string) []section {
 			title, _, _ := strings.Cut(part, "\n")
 			cur = section{title: strings.TrimSpace(strings.TrimPrefix(title, "## "))}
 		}
-		cur.prose += part
+		cur.raw += part
 	}
 	flush()
 	for i := range out {
 		s := &out[i]
 		s.notData = map[string]bool{}
-		s.raw = s.prose
-		for _, m := range checkRe.FindAllStringSubmatch(s.prose, -1) {
+		for _, m := range checkRe.FindAllStringSubmatch(s.raw, -1) {
 			s.checks = append(s.checks, check{cmd: m[1], out: m[2]})
 		}
-		for _, m := range notDataRe.FindAllStringSubmatch(s.prose, -1) {
+		for _, m := range notDataRe.FindAllStringSubmatch(s.raw, -1) {
 			for _, f := range strings.Split(m[1], ",") {
 				s.notData[normalize(f)] = true
 			}
 		}
-		s.prose = prose(s.prose)
 	}
 	return out
 }

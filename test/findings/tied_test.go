@@ -21,18 +21,7 @@ import (
 // among the numbers of the selected lines of its SRCs, at the precision
 // quoted, a percentage written with a sign with the sign printed.
 
-// tiedMarker ties a section's figures without an at: comment of its own
-// (a section that quotes none yet, or one whose blocks all carry one).
-const tiedMarker = "<!-- figures: tied -->"
-
 var atRe = regexp.MustCompile(`(?s)<!--\s*at:\s*(.*?)\s*-->`)
-
-// tied tells whether a section is checked block by block: it has an at:
-// comment or the marker. The others keep the section-wide rule until
-// they are annotated.
-func tied(raw string) bool {
-	return atRe.MatchString(raw) || strings.Contains(raw, tiedMarker)
-}
 
 // block is one paragraph, list item, table row or heading of a section:
 // its text as written (comments included) and its first line's number
