@@ -228,12 +228,15 @@ func settingsPara(f *Field) string {
 // interferenceBlocks give each busy run's interference line, and say
 // which runs recorded none.
 func interferenceBlocks(f *Field) []block {
-	var busy, quiet, none []string
+	var busy, unjudged, quiet, none []string
 	for _, e := range f.Measured {
 		in := e.Set.Interference
 		switch {
 		case in == nil:
 			none = append(none, e.Name)
+		case in.ThresholdPct <= 0:
+			// --busy-threshold 0: nothing marked, so nothing says quiet
+			unjudged = append(unjudged, e.Name+": "+report.InterferenceNote(e.Set))
 		case in.Busy > 0 || in.NotTrusted > 0:
 			busy = append(busy, e.Name+": "+report.InterferenceNote(e.Set))
 		default:
@@ -243,6 +246,9 @@ func interferenceBlocks(f *Field) []block {
 	var out []block
 	if len(busy) > 0 {
 		out = append(out, block{Para: "Runs whose host was busy with other programs (docs/interference.md):"}, block{List: busy})
+	}
+	if len(unjudged) > 0 {
+		out = append(out, block{Para: "Runs that marked no repeat busy because they were told not to (--busy-threshold 0): how busy their host was, as measured (docs/interference.md):"}, block{List: unjudged})
 	}
 	var parts []string
 	if len(quiet) > 0 {

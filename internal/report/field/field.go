@@ -6,7 +6,7 @@
 //
 // One cluster runs one CNI, so a field is several runs: each file must
 // carry runs labelled with one CNI configuration (labels cni, cni_mode,
-// cni_version), or — a CNI that could not run — no runs and skipped
+// cni_version, and kube_proxy_mode where a run names it), or — a CNI that could not run — no runs and skipped
 // entries labelled with cni.
 package field
 
@@ -23,6 +23,10 @@ const (
 	LabelCNI        = "cni"
 	LabelCNIMode    = "cni_mode"
 	LabelCNIVersion = "cni_version"
+	// LabelKubeProxyMode is kube-proxy's mode on the cluster (iptables,
+	// nftables; none where the CNI replaces it): one CNI with kube-proxy
+	// in two modes is two configurations.
+	LabelKubeProxyMode = "kube_proxy_mode"
 )
 
 // Input is one results file and the name shown for it (its path).
@@ -32,13 +36,15 @@ type Input struct {
 }
 
 // ID is a CNI configuration: what one entry of the field stands for.
-type ID struct{ CNI, Mode, Version string }
+// ProxyMode is kube-proxy's mode where the runs name it.
+type ID struct{ CNI, Mode, Version, ProxyMode string }
 
 func idOf(l map[string]string) ID {
-	return ID{CNI: l[LabelCNI], Mode: l[LabelCNIMode], Version: l[LabelCNIVersion]}
+	return ID{CNI: l[LabelCNI], Mode: l[LabelCNIMode], Version: l[LabelCNIVersion], ProxyMode: l[LabelKubeProxyMode]}
 }
 
-// String is "flannel v0.28.10 (vxlan)", as the cni check's summary says it.
+// String is "flannel v0.28.10 (vxlan), kube-proxy iptables": the cni
+// check's summary, and kube-proxy's mode where the runs name one.
 func (id ID) String() string {
 	s := id.CNI
 	if id.Version != "" {
@@ -47,6 +53,9 @@ func (id ID) String() string {
 	if id.Mode != "" {
 		s += " (" + id.Mode + ")"
 	}
+	if pm := id.ProxyMode; pm != "" && pm != "none" && !strings.HasPrefix(pm, "unknown") && !strings.Contains(id.Mode, "kube-proxy") {
+		s += ", kube-proxy " + pm
+	}
 	return s
 }
 
@@ -54,7 +63,8 @@ func (id ID) String() string {
 // configuration c: the same CNI, and the same mode and version where the
 // skipped entry gives them.
 func (id ID) names(c ID) bool {
-	return id.CNI == c.CNI && (id.Mode == "" || id.Mode == c.Mode) && (id.Version == "" || id.Version == c.Version)
+	return id.CNI == c.CNI && (id.Mode == "" || id.Mode == c.Mode) && (id.Version == "" || id.Version == c.Version) &&
+		(id.ProxyMode == "" || id.ProxyMode == c.ProxyMode)
 }
 
 func measuredAs(es []*Entry, id ID) bool {
@@ -137,7 +147,7 @@ func New(inputs []Input) (*Field, error) {
 				return nil, err
 			}
 			if prev, dup := byID[id]; dup {
-				return nil, refuse("%s and %s both hold runs of %s: a field report takes one file per CNI configuration (labels cni, cni_mode, cni_version); report one of them, or compare them with cnibench compare %s %s",
+				return nil, refuse("%s and %s both hold runs of %s: a field report takes one file per CNI configuration (labels cni, cni_mode, cni_version, kube_proxy_mode); report one of them, or compare them with cnibench compare %s %s",
 					prev.File, in.Name, id, prev.File, in.Name)
 			}
 			e := &Entry{ID: id, File: in.Name, Set: in.Set}
@@ -267,8 +277,19 @@ func nameEntries(es []*Entry) {
 			e.Name = name
 		}
 	}
-	// Whatever still collides is named in full.
+	// Names that collide and differ in kube-proxy's mode say it
+	// ("bridge, kube-proxy nftables"); whatever still collides is named in
+	// full.
 	count := map[string]int{}
+	for _, e := range es {
+		count[e.Name]++
+	}
+	for _, e := range es {
+		if count[e.Name] > 1 && e.ProxyMode != "" {
+			e.Name += ", kube-proxy " + e.ProxyMode
+		}
+	}
+	clear(count)
 	for _, e := range es {
 		count[e.Name]++
 	}

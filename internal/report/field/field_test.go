@@ -101,12 +101,14 @@ func TestNames(t *testing.T) {
 		ids  []ID
 		want []string
 	}{
-		{[]ID{{"flannel", "vxlan", "v1"}, {"cilium", "native routing", "v2"}}, []string{"flannel", "cilium"}},
-		{[]ID{{"flannel", "vxlan", "v1"}, {"flannel", "host-gw", "v1"}}, []string{"flannel vxlan", "flannel host-gw"}},
-		{[]ID{{"cilium", "native routing, eBPF host routing", "v1"}, {"cilium", "native routing, legacy host routing", "v1"}},
+		{[]ID{{"flannel", "vxlan", "v1", ""}, {"cilium", "native routing", "v2", ""}}, []string{"flannel", "cilium"}},
+		{[]ID{{"flannel", "vxlan", "v1", ""}, {"flannel", "host-gw", "v1", ""}}, []string{"flannel vxlan", "flannel host-gw"}},
+		{[]ID{{"cilium", "native routing, eBPF host routing", "v1", ""}, {"cilium", "native routing, legacy host routing", "v1", ""}},
 			[]string{"cilium eBPF host routing", "cilium legacy host routing"}},
-		{[]ID{{"calico", "bgp", "v3.6"}, {"calico", "bgp", "v3.7"}}, []string{"calico v3.6", "calico v3.7"}},
-		{[]ID{{"calico", "", ""}, {"calico", "", "v3"}}, []string{"calico", "calico v3"}},
+		{[]ID{{"calico", "bgp", "v3.6", ""}, {"calico", "bgp", "v3.7", ""}}, []string{"calico v3.6", "calico v3.7"}},
+		{[]ID{{"calico", "", "", ""}, {"calico", "", "v3", ""}}, []string{"calico", "calico v3"}},
+		{[]ID{{"bridge", "", "", "iptables"}, {"bridge", "", "", "nftables"}}, []string{"bridge, kube-proxy iptables", "bridge, kube-proxy nftables"}},
+		{[]ID{{"flannel", "vxlan", "v1", "iptables"}, {"calico", "vxlan", "v3", "iptables"}}, []string{"flannel", "calico"}},
 	}
 	for _, tt := range tests {
 		var es []*Entry
@@ -216,6 +218,32 @@ func TestWhatElseDiffers(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("Markdown lacks %q", want)
 		}
+	}
+}
+
+// A run told not to mark busy repeats (--busy-threshold 0) is never
+// called quiet: its measured interference is quoted instead.
+func TestUnjudgedInterferenceNotQuiet(t *testing.T) {
+	a := cniSet("flannel", "vxlan", "v0.28", 0.5)
+	a.Interference = &result.Interference{ThresholdPct: 0, MedianPct: 132, MaxPct: 145, Repeats: 40, Cells: 8}
+	b := cniSet("cilium", "native", "v1", 0.9)
+	b.Interference = &result.Interference{ThresholdPct: 25, MedianPct: 3, MaxPct: 9, Repeats: 40, Cells: 8}
+	f, err := New([]Input{{"a.json", a}, {"b.json", b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := Markdown(&md, f); err != nil {
+		t.Fatal(err)
+	}
+	out := md.String()
+	for _, want := range []string{"--busy-threshold 0", "flannel: Other programs on the host used a median 132 %", "The host was quiet (no repeat past the busy threshold) in cilium."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "quiet (no repeat past the busy threshold) in flannel") {
+		t.Errorf("a run with --busy-threshold 0 is called quiet")
 	}
 }
 
