@@ -264,12 +264,28 @@ func appendLast(list []string, s string, n int) []string {
 	return list
 }
 
-// cutLine cuts a log line to logLineBytes (at a rune boundary).
+// errField finds a log line's error field (logfmt `error=`, `err=`), the
+// part of a long line that says what failed.
+var errField = regexp.MustCompile(`\b(error|err)=`)
+
+// cutLine cuts a log line to logLineBytes (at a rune boundary). A line
+// whose error field starts past the cut keeps its head and that field,
+// each cut to half ("head … error=\"…\"").
 func cutLine(s string) string {
 	if len(s) <= logLineBytes {
 		return s
 	}
-	n := logLineBytes
+	if loc := errField.FindStringIndex(s); loc != nil && loc[0] > logLineBytes/2 {
+		return cutAt(s, logLineBytes/2) + " " + cutAt(s[loc[0]:], logLineBytes/2)
+	}
+	return cutAt(s, logLineBytes)
+}
+
+// cutAt cuts s to n bytes at a rune boundary, marked with "…".
+func cutAt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
 	for n > 0 && s[n]&0xC0 == 0x80 {
 		n--
 	}

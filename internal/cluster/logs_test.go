@@ -123,3 +123,34 @@ func TestCNILogWindowWaitReady(t *testing.T) {
 		t.Errorf("not ready %v after %s", notReady, took)
 	}
 }
+
+// A long line keeps its error field, which says what failed, past the cut.
+func TestCutLineKeepsTheError(t *testing.T) {
+	long := strings.Repeat("x", 400)
+	tests := []struct {
+		name, in   string
+		want       []string // substrings of the result
+		maxLen     int
+		wantSuffix string
+	}{
+		{"short", "level=warn msg=ok", []string{"level=warn msg=ok"}, logLineBytes, ""},
+		{"long, no error field", long, []string{strings.Repeat("x", logLineBytes)}, logLineBytes + len("…"), "…"},
+		{"error past the cut", `level=error msg="Endpoint regeneration failed" ` + long + ` error="policy computation result has stale revision"`,
+			[]string{`level=error msg="Endpoint regeneration failed"`, `error="policy computation result has stale revision"`}, logLineBytes + 2*len("…") + 1, ""},
+		{"error early", `level=error error="boom" ` + long, []string{`error="boom"`}, logLineBytes + len("…"), "…"},
+	}
+	for _, tt := range tests {
+		got := cutLine(tt.in)
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: cutLine = %q, lacks %q", tt.name, got, w)
+			}
+		}
+		if len(got) > tt.maxLen {
+			t.Errorf("%s: %d bytes, want at most %d", tt.name, len(got), tt.maxLen)
+		}
+		if tt.wantSuffix != "" && !strings.HasSuffix(got, tt.wantSuffix) {
+			t.Errorf("%s: %q does not end in %q", tt.name, got, tt.wantSuffix)
+		}
+	}
+}
