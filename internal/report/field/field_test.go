@@ -201,15 +201,7 @@ func TestWhatElseDiffers(t *testing.T) {
 	b := cniSet("cilium", "native", "v1", 0.9)
 	b.Host.Kernel = "6.1"
 	b.Config["repeat"] = "12"
-	f, err := New([]Input{{"a.json", a}, {"b.json", b}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var md bytes.Buffer
-	if err := Markdown(&md, f); err != nil {
-		t.Fatal(err)
-	}
-	out := md.String()
+	out := markdownOf(t, a, b)
 	first := strings.Index(out, "## What is compared\n\n") + len("## What is compared\n\n")
 	if !strings.HasPrefix(out[first:], "The runs ran on different machines") {
 		t.Errorf("the machines' difference is not said first:\n%s", out[first:])
@@ -221,13 +213,9 @@ func TestWhatElseDiffers(t *testing.T) {
 	}
 }
 
-// A run told not to mark busy repeats (--busy-threshold 0) is never
-// called quiet: its measured interference is quoted instead.
-func TestUnjudgedInterferenceNotQuiet(t *testing.T) {
-	a := cniSet("flannel", "vxlan", "v0.28", 0.5)
-	a.Interference = &result.Interference{ThresholdPct: 0, MedianPct: 132, MaxPct: 145, Repeats: 40, Cells: 8}
-	b := cniSet("cilium", "native", "v1", 0.9)
-	b.Interference = &result.Interference{ThresholdPct: 25, MedianPct: 3, MaxPct: 9, Repeats: 40, Cells: 8}
+// markdownOf is the field report in Markdown of a (a.json) and b (b.json).
+func markdownOf(t *testing.T, a, b *result.Set) string {
+	t.Helper()
 	f, err := New([]Input{{"a.json", a}, {"b.json", b}})
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +224,17 @@ func TestUnjudgedInterferenceNotQuiet(t *testing.T) {
 	if err := Markdown(&md, f); err != nil {
 		t.Fatal(err)
 	}
-	out := md.String()
+	return md.String()
+}
+
+// A run told not to mark busy repeats (--busy-threshold 0) is never
+// called quiet: its measured interference is quoted instead.
+func TestUnjudgedInterferenceNotQuiet(t *testing.T) {
+	a := cniSet("flannel", "vxlan", "v0.28", 0.5)
+	a.Interference = &result.Interference{ThresholdPct: 0, MedianPct: 132, MaxPct: 145, Repeats: 40, Cells: 8}
+	b := cniSet("cilium", "native", "v1", 0.9)
+	b.Interference = &result.Interference{ThresholdPct: 25, MedianPct: 3, MaxPct: 9, Repeats: 40, Cells: 8}
+	out := markdownOf(t, a, b)
 	for _, want := range []string{"--busy-threshold 0", "flannel: Other programs on the host used a median 132 %", "The host was quiet (no repeat past the busy threshold) in cilium."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, out)
