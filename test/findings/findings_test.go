@@ -14,7 +14,7 @@
 // It then ties every figure the page quotes — percentages, p- and
 // q-values, values with a unit or a k/M/G multiplier — to the lines it
 // comes from: each block (paragraph, list item, table row) that quotes
-// figures names them in a comment `<!-- at: OUT /REGEXP/; OUT … -->`
+// figures names them in a comment `<!-- at: OUT /REGEXP/; OUT /REGEXP/ … -->`
 // (tied_test.go), and each figure must be among the numbers of those
 // lines at the precision quoted, a signed percentage with its sign.
 // Figures that are not measurements (a seed's own, a configured rate) are

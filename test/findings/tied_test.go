@@ -14,10 +14,11 @@ import (
 //
 //	<!-- at: SRC; SRC; … -->
 //
-// SRC is OUT or OUT /REGEXP/: OUT a check output of the page, by its path
+// SRC is OUT /REGEXP/: OUT a check output of the page, by its path
 // relative to docs/ or by its base name when no other check output has
 // it; REGEXP (Go syntax) selects the lines of OUT whose numbers the block
-// may quote (default: all of them). Every figure of the block must be
+// may quote. A SRC without a REGEXP fails: a figure is tied to its lines,
+// never to a whole output. Every figure of the block must be
 // among the numbers of the selected lines of its SRCs, at the precision
 // quoted, a percentage written with a sign with the sign printed.
 
@@ -214,6 +215,11 @@ func checkBlock(b block, notData map[string]bool, outputs map[string]string) []s
 		s, err := parseAt(m[1], outs)
 		if err != nil {
 			return []string{fmt.Sprintf("block %q (line %d): %v", b.name(), b.line, err)}
+		}
+		for _, src := range s {
+			if src.re == nil {
+				return []string{fmt.Sprintf("block %q (line %d): at: %s names no /REGEXP/ selecting the lines its figures come from", b.name(), b.line, src)}
+			}
 		}
 		srcs = append(srcs, s...)
 	}
