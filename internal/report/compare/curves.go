@@ -373,10 +373,10 @@ func curvesOf(t *Table) []Curve {
 			if c.Q > cur.Alpha || c.DeltaPct == 0 || math.IsNaN(c.DeltaPct) {
 				continue
 			}
-			switch b := result.Info(t.Metric).Better; {
-			case b == result.HigherIsBetter && c.DeltaPct > 0, b == result.LowerIsBetter && c.DeltaPct < 0:
+			switch direction(t.Metric, c.DeltaPct) {
+			case 1:
 				cur.Better = append(cur.Better, x)
-			case b == result.HigherIsBetter, b == result.LowerIsBetter:
+			case -1:
 				cur.Worse = append(cur.Worse, x)
 			default:
 				cur.Changed = append(cur.Changed, x)
