@@ -85,20 +85,13 @@ func scale(unit string) float64 {
 	return 1
 }
 
-// pool holds the numbers printed by outputs (or some of their lines), by
+// pool holds the numbers printed by the lines an at: comment selects, by
 // kind.
 type pool struct {
 	pct     []figure // signed, with the sign they were printed with
 	p, q    []float64
 	unit    []float64
 	entries int
-}
-
-// add adds the numbers of an output, line by line.
-func (p *pool) add(out string) {
-	for _, line := range strings.Split(out, "\n") {
-		p.addLine(line)
-	}
 }
 
 func (p *pool) addLine(line string) {

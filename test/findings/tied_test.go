@@ -229,7 +229,7 @@ func checkBlock(b block, notData map[string]bool, outputs map[string]string) []s
 		names = append(names, s.String())
 		n := p.entries
 		for _, line := range strings.Split(outputs[s.out], "\n") {
-			if s.re == nil || s.re.MatchString(line) {
+			if s.re.MatchString(line) {
 				p.addLine(line)
 			}
 		}
