@@ -57,20 +57,3 @@ func (s Snapshot) Ancestors(pid int) []int {
 	}
 	return out
 }
-
-// SumTicks is the CPU time in ticks, each counted with the children it
-// reaped, of every user-space process (kernel threads left out) for which
-// skip is false. Taken at both edges of a window, the difference of the
-// sums is what those processes used in it: a process that started counts
-// whole, one that ended and was reaped is counted in its parent (its
-// time before the window cancels out), whatever pids were reused.
-func (s Snapshot) SumTicks(skip func(pid int) bool) uint64 {
-	var sum uint64
-	for pid, st := range s {
-		if st.KernelThread() || (skip != nil && skip(pid)) {
-			continue
-		}
-		sum += st.TicksWithReaped()
-	}
-	return sum
-}

@@ -59,7 +59,10 @@ func TestProbeForeign(t *testing.T) {
 }
 
 func TestOthersOver(t *testing.T) {
-	read := func(ticks uint64) Others { return Others{Ticks: ticks, Read: true} }
+	// One process (pid 40, started at tick 7) with ticks so far.
+	read := func(ticks uint64) Others {
+		return Others{procs: map[procKey]procCPU{{40, 7}: {ticks: ticks, ppid: 1}}, Read: true}
+	}
 	for _, tc := range []struct {
 		name    string
 		a, b    Others
@@ -71,7 +74,6 @@ func TestOthersOver(t *testing.T) {
 		{"a hog of half a core", read(1000), read(1500), 0, 50, true},
 		{"idle", read(7), read(7), 0, 0, true},
 		{"the server on this host in another cgroup taken out", read(0), read(300), 2 * time.Second, 10, true},
-		{"a foreign child reaped by a left-out process lowers the sum: 0, not negative", read(500), read(400), 0, 0, true},
 		{"less own than counted: 0", read(0), read(100), 5 * time.Second, 0, true},
 		{"an edge not read", read(0), Others{Err: errOwnPIDNamespace}, 0, 0, false},
 		{"zero value is not a reading", Others{}, read(5), 0, 0, false},
@@ -83,19 +85,78 @@ func TestOthersOver(t *testing.T) {
 	}
 }
 
-func TestOthersSum(t *testing.T) {
-	snap := procfs.Snapshot{
-		1:  {PID: 1, UTime: 100, CUTime: 40},             // init, with reaped orphans
-		2:  {PID: 2, Flags: 0x00200000, STime: 5000},     // kthreadd: never counted
-		10: {PID: 10, PPID: 1, UTime: 3},                 // the shell that started the suite
-		20: {PID: 20, PPID: 10, UTime: 50, CUTime: 900},  // the suite: an ancestor
-		30: {PID: 30, PPID: 20, UTime: 200, STime: 100},  // this client (self)
-		31: {PID: 31, PPID: 20, UTime: 400},              // a server of the run
-		40: {PID: 40, PPID: 1, UTime: 1000, CSTime: 500}, // a build: counted
-		41: {PID: 41, PPID: 40, UTime: 250},              // its compiler: counted
+// Processes that start, end and reuse pids between the edges, counted
+// process by process.
+func TestOthersTicks(t *testing.T) {
+	const self = 30
+	run := map[int]bool{30: true, 31: true}
+	base := procfs.Snapshot{
+		1:  {PID: 1, UTime: 100, CUTime: 40, StartTime: 1},                 // init
+		10: {PID: 10, PPID: 1, UTime: 3, StartTime: 2},                     // a shell: left out
+		20: {PID: 20, PPID: 10, UTime: 50, StartTime: 3},                   // `go test`: left out
+		30: {PID: 30, PPID: 20, UTime: 200, StartTime: 4},                  // this client (self)
+		31: {PID: 31, PPID: 30, UTime: 400, StartTime: 5},                  // a server of the run
+		40: {PID: 40, PPID: 1, UTime: 1000, StartTime: 6},                  // a hog
+		50: {PID: 50, PPID: 20, UTime: 9000, StartTime: 7},                 // a sibling test binary
+		60: {PID: 60, PPID: 1, UTime: 10, StartTime: 8},                    // a build
+		61: {PID: 61, PPID: 60, UTime: 700, StartTime: 9},                  // its compiler
+		70: {PID: 70, PPID: 1, UTime: 5, StartTime: 10},                    // a daemon
+		2:  {PID: 2, Flags: 0x00200000, STime: 5000, StartTime: 0},         // kthreadd
+		71: {PID: 71, PPID: 70, UTime: 30, CSTime: 2, StartTime: 11},       // the daemon's worker
+		80: {PID: 80, PPID: 4242, UTime: 20, StartTime: 12},                // parent unknown
+		90: {PID: 90, PPID: 1, Flags: 0x00200000, UTime: 1, StartTime: 13}, // a kernel thread
 	}
-	got := othersSum(snap, 30, map[int]bool{30: true, 31: true})
-	if want := uint64(100 + 40 + 1000 + 500 + 250); got != want {
-		t.Errorf("othersSum = %d, want %d (init, the build and its compiler)", got, want)
+	edit := func(f func(s procfs.Snapshot)) procfs.Snapshot {
+		s := procfs.Snapshot{}
+		for k, v := range base {
+			s[k] = v
+		}
+		f(s)
+		return s
+	}
+	set := func(s procfs.Snapshot, pid int, f func(st *procfs.Stat)) {
+		st := s[pid]
+		f(&st)
+		s[pid] = st
+	}
+	for _, tc := range []struct {
+		name string
+		b    procfs.Snapshot
+		want uint64
+	}{
+		{"nothing moved", base, 0},
+		{"the hog used 100 ticks", edit(func(s procfs.Snapshot) { set(s, 40, func(st *procfs.Stat) { st.UTime += 100 }) }), 100},
+		{"the run's and the ancestors' CPU left out", edit(func(s procfs.Snapshot) {
+			set(s, 30, func(st *procfs.Stat) { st.UTime += 500 })
+			set(s, 31, func(st *procfs.Stat) { st.STime += 500 })
+			set(s, 20, func(st *procfs.Stat) { st.CUTime += 500 })
+			set(s, 2, func(st *procfs.Stat) { st.STime += 500 })
+		}), 0},
+		{"a sibling test binary reaped by `go test` beside the hog: the hog's 100, not 100 less the sibling's life", edit(func(s procfs.Snapshot) {
+			set(s, 40, func(st *procfs.Stat) { st.UTime += 100 })
+			delete(s, 50)
+			set(s, 20, func(st *procfs.Stat) { st.CUTime += 9050 })
+		}), 100},
+		{"a compiler reaped by its counted build: what it used in the window", edit(func(s procfs.Snapshot) {
+			delete(s, 61)
+			set(s, 60, func(st *procfs.Stat) { st.CUTime += 700 + 25; st.UTime++ })
+		}), 26},
+		{"a process that started: all of it", edit(func(s procfs.Snapshot) {
+			s[62] = procfs.Stat{PID: 62, PPID: 60, UTime: 40, StartTime: 500}
+		}), 40},
+		{"a pid reused by another process: the new one whole, the old one reaped by the daemon", edit(func(s procfs.Snapshot) {
+			s[71] = procfs.Stat{PID: 71, PPID: 70, UTime: 3, StartTime: 600}
+			set(s, 70, func(st *procfs.Stat) { st.CUTime += 32 + 4 })
+		}), 3 + 4},
+		{"an orphan of an unknown parent that ended: none of it, never less", edit(func(s procfs.Snapshot) { delete(s, 80) }), 0},
+	} {
+		a := othersOf(base, self, run)
+		b := othersOf(tc.b, self, run)
+		if got := othersTicks(a, b); got != tc.want {
+			t.Errorf("%s: othersTicks = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if got := len(othersOf(base, self, run).procs); got != 8 {
+		t.Errorf("othersOf counted %d processes, want 8 (init, the hog, the sibling, the build, its compiler, the daemon, its worker, the orphan; not the shell, `go test`, the run or kernel threads)", got)
 	}
 }

@@ -60,7 +60,7 @@ func ReadOthers() Others {
 	if err != nil {
 		return Others{Err: err}
 	}
-	return Others{Ticks: othersSum(snap, os.Getpid(), run), Read: true}
+	return othersOf(snap, os.Getpid(), run)
 }
 
 // isCgroupRoot reports whether dir is a cgroup v2 hierarchy's root: only
@@ -89,5 +89,5 @@ func readOthersBesideSelf() Others {
 	for _, p := range tree {
 		mine[p] = true
 	}
-	return Others{Ticks: othersSum(snap, os.Getpid(), mine), Read: true}
+	return othersOf(snap, os.Getpid(), mine)
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/engine/hoststat"
 	"github.com/cnibench/cnibench/internal/hostinfo"
-	"github.com/cnibench/cnibench/internal/procfs"
 )
 
 // errCgroupChanged: the server moved to another cgroup mid-window.
@@ -50,11 +49,8 @@ func SrvStatsOver(e0, e1 SrvEdge, sessions int) *engine.SrvStats {
 		d := e1.Host.Sub(e0.Host)
 		st.HostStat = &d
 	}
-	if e0.Others.Read && e1.Others.Read {
-		var us int64
-		if e1.Others.Ticks > e0.Others.Ticks {
-			us = procfs.Duration(e1.Others.Ticks - e0.Others.Ticks).Microseconds()
-		}
+	if used, ok := hoststat.OthersUsed(e0.Others, e1.Others); ok {
+		us := used.Microseconds()
 		st.OthersMicros = &us
 	}
 	if st.Cgroup = hoststat.CgroupOver(e0.Cg, e1.Cg, e0.CgErr, e1.CgErr); st.Cgroup == nil {
