@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -111,6 +112,27 @@ type filterScenario struct {
 	series []filterSeries
 	// header is the tables' first column header.
 	header string
+	// stopped are the points measured in their first repeats and then
+	// stopped (stoppedMark), in the order the tables met them.
+	stopped []string
+}
+
+// stoppedMark marks a value measured in a point's first repeats before
+// the point stopped (a later repeat's deny not enforced, say).
+const stoppedMark = "‡"
+
+func (fs *filterScenario) noteStopped(what string) {
+	if !slices.Contains(fs.stopped, what) {
+		fs.stopped = append(fs.stopped, what)
+	}
+}
+
+// stoppedNote is the paragraph that says what stoppedMark means here.
+func (fs *filterScenario) stoppedNote() string {
+	if len(fs.stopped) == 0 {
+		return ""
+	}
+	return stoppedMark + " measured in the point's first repeats, then the point stopped (the values are those repeats'; the Checks give why): " + strings.Join(fs.stopped, "; ") + "."
 }
 
 func newFilterScenario(m *model, shape result.ScenarioShape, scen string, runs []*result.Run, o SweepOptions) *filterScenario {
@@ -281,15 +303,25 @@ func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*resul
 		ls := lineSeries{Name: s.name, Color: s.color, Dashed: s.dash, Dotted: s.dot}
 		for _, rv := range fs.rules {
 			x, xerr := strconv.ParseFloat(rv, 64)
-			if reason := fs.skipFor(s.match, rv); reason != "" {
-				row = append(row, txt(shortReason(reason)))
+			r := pick(runs, fs.sh.X, s.match, rv, metric)
+			reason := fs.skipFor(s.match, rv)
+			if reason != "" {
 				notes = append(notes, s.name+" "+compactCount(rv)+": "+shortReason(reason))
 				if xerr == nil && numeric {
 					ls.Marks = append(ls.Marks, mark{X: x, Reason: compactCount(rv) + " " + fs.sh.XText + ": " + reason})
 				}
+				// A point skipped after earlier repeats measured it (one
+				// repeat's deny not enforced stops its later repeats):
+				// what those repeats measured, then why it stopped.
+				if sm, ok := summaryOf(r, metric); ok {
+					anyValue = true
+					row = append(row, txt(fmtSummary(metric, sm, ok)+" "+stoppedMark))
+					fs.noteStopped(s.name + " at " + compactCount(rv) + " " + fs.sh.XText + ": " + plural(sm.N, "repeat") + ", then " + shortReason(reason))
+					continue
+				}
+				row = append(row, txt(shortReason(reason)))
 				continue
 			}
-			r := pick(runs, fs.sh.X, s.match, rv, metric)
 			if r == nil {
 				row = append(row, txt("—"))
 				continue
@@ -338,6 +370,14 @@ func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*resul
 		lc = nil
 	}
 	return t, lc
+}
+
+// summaryOf is r's summary of metric; ok false for no run.
+func summaryOf(r *result.Run, metric string) (stats.Summary, bool) {
+	if r == nil {
+		return stats.Summary{}, false
+	}
+	return Summary(r, metric)
 }
 
 // failedRun reports whether every repeat of r failed.
@@ -412,6 +452,9 @@ func (m *model) filterScenarioSectionWith(shape result.ScenarioShape, scen strin
 				}
 			}
 		}
+	}
+	if n := fs.stoppedNote(); n != "" {
+		s.Blocks = append(s.Blocks[:1], append([]block{{Para: n}}, s.Blocks[1:]...)...)
 	}
 	return s
 }

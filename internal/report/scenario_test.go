@@ -216,3 +216,43 @@ func TestScaleForSeconds(t *testing.T) {
 		}
 	}
 }
+
+// A point whose deny was not enforced in a later repeat (the suite then
+// stops its repeats and records it skipped) shows what its earlier
+// repeats measured, how many, and why it stopped — not "not enforced"
+// alone, which hid the repeats that held.
+func TestFilterScenarioPointStoppedAfterMeasuredRepeats(t *testing.T) {
+	needEgressShape(t)
+	set := egressFixture()
+	for i := range set.Runs {
+		r := &set.Runs[i]
+		if r.Labels["mechanism"] == "ipset" && r.Labels["rules"] == "10" {
+			r.Repeats = r.Repeats[:2]
+			r.Summary = result.SummarizeRepeats(r.Repeats)
+		}
+	}
+	set.Skipped = append(set.Skipped, result.Skip{
+		Labels: map[string]string{"scenario": "egress-filter", "mechanism": "ipset", "rules": "10", "traversal": "every-packet"},
+		Reason: "not enforced: the API server accepted 1 object(s) but 10.0.0.1:12870 answered 10 of 10 probes",
+	})
+	var txt bytes.Buffer
+	if err := Text(&txt, set, false); err != nil {
+		t.Fatal(err)
+	}
+	var setup string
+	for _, line := range strings.Split(txt.String(), "\n") {
+		if strings.HasPrefix(line, "ipset ") && setup == "" {
+			setup = line
+		}
+	}
+	if !strings.Contains(setup, "ms") || !strings.Contains(setup, "‡") {
+		t.Errorf("ipset's set-up row %q: want its 2 repeats' median, marked ‡", setup)
+	}
+	if !strings.Contains(txt.String(), "ipset at 10 rules: 2 repeats, then not enforced") {
+		t.Errorf("no note says ipset at 10 rules held in 2 repeats, then was not enforced:\n%s", txt.String())
+	}
+	// The point whose every repeat was skipped still says only why.
+	if !strings.Contains(txt.String(), "too large") {
+		t.Errorf("the point skipped outright lost its reason:\n%s", txt.String())
+	}
+}
