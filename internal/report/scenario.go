@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,9 +26,51 @@ const LabelRate = "rate"
 // shape when it names the scenario, else the legacy shape that fits.
 func (m *model) shapeFor(scen string, sr []*result.Run) (result.ScenarioShape, bool) {
 	if sh := m.set.Shape; sh != nil && sh.Scenario == scen && sh.Valid() == "" {
-		return *sh, true
+		return withNewerPointMetrics(*sh, sr), true
 	}
 	return legacyShape(scen, sr)
+}
+
+// withNewerPointMetrics adds to a document's sweep shape the per-point
+// metrics this cnibench's scenario draws (its registered shape) and the
+// document did not list, when its runs measured them: a sweep written
+// before the scenario drew its cluster costs (policy objects, the CNI's
+// CPU) shows them too. The document's own metrics, order and titles
+// stay first.
+func withNewerPointMetrics(sh result.ScenarioShape, sr []*result.Run) result.ScenarioShape {
+	now, ok := result.LegacyShape(sh.Scenario)
+	if !ok || sh.Sweep == nil || now.Sweep == nil || now.Sweep.X != sh.Sweep.X || now.Sweep.Series != sh.Sweep.Series {
+		return sh
+	}
+	var extra []string
+	for _, mt := range now.Sweep.PointMetrics {
+		if slices.Contains(sh.Sweep.PointMetrics, mt) {
+			continue
+		}
+		for _, r := range sr {
+			if len(Values(r, mt)) > 0 {
+				extra = append(extra, mt)
+				break
+			}
+		}
+	}
+	if len(extra) == 0 {
+		return sh
+	}
+	sw := *sh.Sweep
+	sw.PointMetrics = append(slices.Clone(sw.PointMetrics), extra...)
+	sh.Sweep = &sw
+	titles := maps.Clone(sh.MetricTitles)
+	if titles == nil {
+		titles = map[string]string{}
+	}
+	for _, mt := range extra {
+		if _, has := titles[mt]; !has && now.MetricTitles[mt] != "" {
+			titles[mt] = now.MetricTitles[mt]
+		}
+	}
+	sh.MetricTitles = titles
+	return sh
 }
 
 // legacyShape draws the runs of documents written before results carried

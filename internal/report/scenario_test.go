@@ -256,3 +256,45 @@ func TestFilterScenarioPointStoppedAfterMeasuredRepeats(t *testing.T) {
 		t.Errorf("the point skipped outright lost its reason:\n%s", txt.String())
 	}
 }
+
+// A document whose own shape predates a per-point metric the scenario now
+// draws (the cluster's policy objects) shows it when its runs measured
+// it; a metric no run measured adds no table.
+func TestDocumentShapeGainsNewerPointMetrics(t *testing.T) {
+	needEgressShape(t)
+	set := egressFixture()
+	now, _ := result.LegacyShape("egress-filter")
+	old := now
+	sw := *now.Sweep
+	sw.PointMetrics = []string{"filter_setup_seconds", "filter_teardown_seconds"}
+	old.Sweep = &sw
+	old.MetricTitles = map[string]string{"filter_setup_seconds": "Set-up until enforced", "filter_teardown_seconds": "Tear-down"}
+	set.Shape = &old
+	for i := range set.Runs {
+		if set.Runs[i].Labels["mechanism"] == "ipset" {
+			for j := range set.Runs[i].Repeats {
+				if m := set.Runs[i].Repeats[j].Metrics; m != nil {
+					m["policy_objects"] = 3
+				}
+			}
+			set.Runs[i].Summary = result.SummarizeRepeats(set.Runs[i].Repeats)
+		}
+	}
+	var txt bytes.Buffer
+	if err := Text(&txt, set, false); err != nil {
+		t.Fatal(err)
+	}
+	out := txt.String()
+	if !strings.Contains(out, "Policy objects sent by rules") {
+		t.Errorf("the measured policy_objects has no table:\n%s", out)
+	}
+	if strings.Contains(out, "CNI pods' CPU while creating") {
+		t.Errorf("a metric no run measured got a table")
+	}
+	if i, j := strings.Index(out, "Tear-down by rules"), strings.Index(out, "Policy objects sent by rules"); i < 0 || j < i {
+		t.Errorf("the document's own metrics do not come first")
+	}
+	if len(set.Shape.Sweep.PointMetrics) != 2 {
+		t.Errorf("the document's shape was changed: %v", set.Shape.Sweep.PointMetrics)
+	}
+}

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ func init() {
 		Name:        ScenarioName,
 		Usage:       "egress filtering at scale: filter mechanisms × deny-set sizes, set-up and update costs, traffic through the filter",
 		Flags:       flags,
-		Metrics:     filter.Metrics,
+		Metrics:     metrics(),
 		LegacyShape: &legacy,
 	})
 }
@@ -106,6 +107,17 @@ func (s *Scenario) Config() map[string]string {
 var FilterMetrics = []string{
 	filter.SetupSeconds, filter.UpdateAddSeconds, filter.UpdateRemoveSeconds,
 	filter.TeardownSeconds, filter.KernelBytes, filter.LoaderRSSBytes,
+	// On a cluster: what the deny set was sent as, cnibench's own memory
+	// while it sent it, and the agents' CPU and memory meanwhile.
+	incluster.MetricPolicyObjects, incluster.MetricPolicyBytes, filter.SuitePeakRSSBytes,
+	incluster.MetricCNICPU, incluster.MetricCNIMemory,
+}
+
+// metrics are the scenario's metrics, the lab's and the cluster's.
+func metrics() map[string]result.MetricInfo {
+	m := maps.Clone(filter.Metrics)
+	maps.Copy(m, incluster.Metrics)
+	return m
 }
 
 // Shape draws the scenario against the rule count, one line per mechanism
@@ -122,15 +134,20 @@ func shape() result.ScenarioShape {
 			Intro: "Every metric against the number of deny rules (log scale), one line per mechanism (" + NoneMechanism +
 				" = nothing loaded, dashed); median over repeats with its 95 % CI. Points that were too large, skipped or failed are named under the chart and in the tables.",
 			PointMetrics: FilterMetrics,
-			PointLead:    "Loading the filter: set-up until a denied probe is proven dropped, one update (add and remove one /32), tear-down and memory.",
+			PointLead:    "Loading the filter: set-up until a denied probe is proven dropped, one update (add and remove one /32), tear-down and memory; on a cluster also the policy objects and bytes sent, cnibench's peak RSS while sending them, and the CNI pods' CPU and memory while they were created.",
 		},
 		MetricTitles: map[string]string{
-			filter.SetupSeconds:        "Set-up until enforced",
-			filter.UpdateAddSeconds:    "Update: add one CIDR",
-			filter.UpdateRemoveSeconds: "Update: remove one CIDR",
-			filter.TeardownSeconds:     "Tear-down",
-			filter.KernelBytes:         "Kernel memory of the rules",
-			filter.LoaderRSSBytes:      "Loader peak RSS",
+			filter.SetupSeconds:           "Set-up until enforced",
+			filter.UpdateAddSeconds:       "Update: add one CIDR",
+			filter.UpdateRemoveSeconds:    "Update: remove one CIDR",
+			filter.TeardownSeconds:        "Tear-down",
+			filter.KernelBytes:            "Kernel memory of the rules",
+			filter.LoaderRSSBytes:         "Loader peak RSS",
+			incluster.MetricPolicyObjects: "Policy objects sent",
+			incluster.MetricPolicyBytes:   "Policy bytes sent",
+			filter.SuitePeakRSSBytes:      "cnibench's peak RSS while sending",
+			incluster.MetricCNICPU:        "CNI pods' CPU while creating",
+			incluster.MetricCNIMemory:     "CNI pods' memory after creating",
 		},
 	}
 }

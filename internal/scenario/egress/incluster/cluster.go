@@ -16,6 +16,7 @@ import (
 	"github.com/cnibench/cnibench/internal/procfs"
 	"github.com/cnibench/cnibench/internal/scenario"
 	"github.com/cnibench/cnibench/internal/scenario/egress/filter"
+	"github.com/cnibench/cnibench/pkg/result"
 )
 
 // The mechanisms a cluster's own policy layer provides (the seed's actual
@@ -57,6 +58,14 @@ const (
 	MetricCNICPU        = "cni_cpu_millicores"
 	MetricCNIMemory     = "cni_memory_bytes"
 )
+
+// Metrics documents them (docs/results.md mirrors them).
+var Metrics = map[string]result.MetricInfo{
+	MetricPolicyObjects: {Unit: "objects", Better: result.LowerIsBetter, Help: "egress-filter scenario on a cluster: policy objects the point's deny set was sent as (each within the API server's request limit, --policy-chunk)"},
+	MetricPolicyBytes:   {Unit: "bytes", Better: result.LowerIsBetter, Help: "egress-filter scenario on a cluster: bytes of those objects as sent (their JSON)"},
+	MetricCNICPU:        {Unit: "millicores", Better: result.LowerIsBetter, Help: "egress-filter scenario on a cluster: CPU of the CNI's pods on the run's two nodes (cgroups) while the point's policy objects were created, in thousandths of a core; the window is the API calls, not the agents' programming after them until the deny held"},
+	MetricCNIMemory:     {Unit: "bytes", Better: result.LowerIsBetter, Help: "egress-filter scenario on a cluster: working set of the CNI's pods on the run's two nodes right after the point's policy objects were created"},
+}
 
 // Options configure the scenario's points on a cluster.
 type Options struct {
