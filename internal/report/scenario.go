@@ -35,12 +35,21 @@ func (m *model) shapeFor(scen string, sr []*result.Run) (result.ScenarioShape, b
 // metrics this cnibench's scenario draws (its registered shape) and the
 // document did not list, when its runs measured them: a sweep written
 // before the scenario drew its cluster costs (policy objects, the CNI's
-// CPU) shows them too. The document's own metrics, order and titles
-// stay first.
+// CPU) shows them too, and the scenario's titles for metrics the document
+// left untitled. The document's own metrics, order and titles stay
+// first.
 func withNewerPointMetrics(sh result.ScenarioShape, sr []*result.Run) result.ScenarioShape {
 	now, ok := result.LegacyShape(sh.Scenario)
-	if !ok || sh.Sweep == nil || now.Sweep == nil || now.Sweep.X != sh.Sweep.X || now.Sweep.Series != sh.Sweep.Series {
+	if !ok || sh.Sweep == nil || now.Sweep == nil || now.Sweep.X != sh.Sweep.X {
 		return sh
+	}
+	// Titles the document lacks for metrics it lists come from the
+	// scenario's shape too (a metric drawn before it had a title).
+	var untitled []string
+	for _, mt := range sh.Sweep.PointMetrics {
+		if sh.MetricTitles[mt] == "" && now.MetricTitles[mt] != "" {
+			untitled = append(untitled, mt)
+		}
 	}
 	var extra []string
 	for _, mt := range now.Sweep.PointMetrics {
@@ -54,7 +63,7 @@ func withNewerPointMetrics(sh result.ScenarioShape, sr []*result.Run) result.Sce
 			}
 		}
 	}
-	if len(extra) == 0 {
+	if len(extra) == 0 && len(untitled) == 0 {
 		return sh
 	}
 	sw := *sh.Sweep
@@ -64,7 +73,7 @@ func withNewerPointMetrics(sh result.ScenarioShape, sr []*result.Run) result.Sce
 	if titles == nil {
 		titles = map[string]string{}
 	}
-	for _, mt := range extra {
+	for _, mt := range append(untitled, extra...) {
 		if _, has := titles[mt]; !has && now.MetricTitles[mt] != "" {
 			titles[mt] = now.MetricTitles[mt]
 		}

@@ -259,7 +259,8 @@ func TestFilterScenarioPointStoppedAfterMeasuredRepeats(t *testing.T) {
 
 // A document whose own shape predates a per-point metric the scenario now
 // draws (the cluster's policy objects) shows it when its runs measured
-// it; a metric no run measured adds no table.
+// it; a metric no run measured adds no table; a metric it lists untitled
+// gets the scenario's title.
 func TestDocumentShapeGainsNewerPointMetrics(t *testing.T) {
 	needEgressShape(t)
 	set := egressFixture()
@@ -268,7 +269,9 @@ func TestDocumentShapeGainsNewerPointMetrics(t *testing.T) {
 	sw := *now.Sweep
 	sw.PointMetrics = []string{"filter_setup_seconds", "filter_teardown_seconds"}
 	old.Sweep = &sw
-	old.MetricTitles = map[string]string{"filter_setup_seconds": "Set-up until enforced", "filter_teardown_seconds": "Tear-down"}
+	// The document titled its set-up only: its tear-down gets the
+	// scenario's title.
+	old.MetricTitles = map[string]string{"filter_setup_seconds": "Set-up until enforced"}
 	set.Shape = &old
 	for i := range set.Runs {
 		if set.Runs[i].Labels["mechanism"] == "ipset" {

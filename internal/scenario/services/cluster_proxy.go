@@ -7,6 +7,7 @@ package services
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/cluster"
@@ -82,6 +83,23 @@ var ClusterPointMetrics = []string{MetricClusterProgrammingSeconds, MetricCluste
 	MetricClusterRemovalSeconds, MetricClusterFillersSeconds, MetricClusterCreatePerSec, MetricClusterProxyCPU, MetricClusterCNICPU,
 	MetricClusterProxyMemory, MetricClusterCNIMemory, MetricClusterSettleSeconds}
 
+// clusterTitles title the cluster points' metrics (the lab's shape
+// carries them too: documents drawn with it, and those whose own shape
+// left them untitled, get them).
+var clusterTitles = map[string]string{
+	MetricClusterProgrammingSeconds:    "Programming the Nth service",
+	MetricClusterFirstConnect:          "First connection to the Nth service",
+	MetricClusterRemovalRefusedSeconds: "Removal until the VIP stopped answering",
+	MetricClusterRemovalSeconds:        "Removal from the API",
+	MetricClusterProxyCPU:              "kube-proxy's CPU while programming",
+	MetricClusterCNICPU:                "The CNI's CPU while programming",
+	MetricClusterFillersSeconds:        "Creating the N−1 fillers",
+	MetricClusterCreatePerSec:          "Fillers created per second",
+	MetricClusterProxyMemory:           "kube-proxy's memory after programming",
+	MetricClusterCNIMemory:             "The CNI's memory after programming",
+	MetricClusterSettleSeconds:         "Settling after the removal",
+}
+
 // clusterShape draws cluster points: every metric against N, one line
 // (and colour) per service proxy (cluster.LabelServiceProxy: kube-proxy's
 // mode, Cilium's replacement, Calico's eBPF dataplane), prefixed with the
@@ -99,14 +117,7 @@ func clusterShape() result.ScenarioShape {
 	sw.PointLead = "Programming the Nth service: time until its VIP answered for good, the first connection's connect time through it, its removal, " +
 		"the fillers' creation, and the CPU and memory of kube-proxy and of the CNI's pods while they were programmed."
 	sh.Sweep = &sw
-	titles := map[string]string{
-		MetricClusterProgrammingSeconds:    "Programming the Nth service",
-		MetricClusterFirstConnect:          "First connection to the Nth service",
-		MetricClusterRemovalRefusedSeconds: "Removal until the VIP stopped answering",
-		MetricClusterRemovalSeconds:        "Removal from the API",
-		MetricClusterProxyCPU:              "kube-proxy's CPU while programming",
-		MetricClusterCNICPU:                "The CNI's CPU while programming",
-	}
+	titles := maps.Clone(clusterTitles)
 	for k, v := range sh.MetricTitles {
 		titles[k] = v
 	}

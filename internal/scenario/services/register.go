@@ -1,6 +1,7 @@
 package services
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -72,6 +73,9 @@ func (s *Scenario) Shape() result.ScenarioShape {
 // documents written before results carried it are drawn with it too
 // (LegacyShape), cluster points of issue 21 included.
 func shape() result.ScenarioShape {
+	titles := maps.Clone(clusterTitles)
+	titles[SvcSetupSeconds] = "Loading the services"
+	titles[SvcTeardownSeconds] = "Removing the services"
 	return result.ScenarioShape{
 		Scenario: ScenarioName,
 		Sweep: &result.SweepShape{
@@ -82,9 +86,6 @@ func shape() result.ScenarioShape {
 			PointMetrics: ServiceMetrics,
 			PointLead:    "Loading the services: time to load the table (both nodes' rules for iptables, the maps and attachments for eBPF), and to remove it.",
 		},
-		MetricTitles: map[string]string{
-			SvcSetupSeconds:    "Loading the services",
-			SvcTeardownSeconds: "Removing the services",
-		},
+		MetricTitles: titles,
 	}
 }
