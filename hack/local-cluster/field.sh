@@ -5,7 +5,7 @@
 #   the one configured, by the CNI's own account) -> the suite on the cluster: pod-to-pod TCP and
 #   UDP throughput (UDP's loss), tcp_rr, tcp_crr and HTTP, across nodes and on one node (--paths), against
 #   the node-to-node baseline, with repeats, and every check (MTU, NetworkPolicy, encryption, the
-#   CNI and its footprint idle and under load) -> down.sh -> host-state comparison.
+#   CNI and its footprint idle and under load) -> down.sh -> host-state comparison (in full in OUTDIR/<cni>.host.txt, its verdict printed).
 # A CNI that cannot run is recorded, never dropped: one this kernel lacks the link types for
 # (cni_supported), one the harness does not know, one whose cluster did not come up or did not
 # verify, the CNIs no build of which is served here ($FIELD_NOT_SERVED), and the configurations
@@ -125,7 +125,7 @@ for c in $list; do
     "$LC_DIR/hoststate.sh" snapshot "$OUT/$c.host-before"
     trap '"'"'"$LC_DIR/down.sh" >"$OUT/$c.down.log" 2>&1 || echo "field: $c: down.sh failed (see $OUT/$c.down.log)";
           "$LC_DIR/hoststate.sh" snapshot "$OUT/$c.host-after";
-          "$LC_DIR/hoststate.sh" compare "$OUT/$c.host-before" "$OUT/$c.host-after" | tail -1;
+          "$LC_DIR/hoststate.sh" compare "$OUT/$c.host-before" "$OUT/$c.host-after" >"$OUT/$c.host.txt" 2>&1; tail -1 "$OUT/$c.host.txt";
           rm -rf "$OUT/$c.host-before" "$OUT/$c.host-after"'"'"' EXIT
     IMAGES="$OUT/image.tar" "$LC_DIR/up.sh" --cni "$c" >"$OUT/$c.up.log" 2>&1 || { tail -30 "$OUT/$c.up.log"; echo "field: $c: the cluster did not come up"; exit 4; }
     cni_verify >"$OUT/$c.verify.txt" 2>&1 || { cat "$OUT/$c.verify.txt"; echo "field: $c: does not run as configured"; exit 5; }

@@ -41,7 +41,7 @@ for c in $CNIS_RUN; do
   ts "$name measured (exit $rc)"
   "$LC_DIR/down.sh" >"$OUT/down-$name.log" 2>&1
   "$LC_DIR/hoststate.sh" snapshot "$OUT/host-after"
-  "$LC_DIR/hoststate.sh" compare "$OUT/host-before" "$OUT/host-after" | tail -1
+  "$LC_DIR/hoststate.sh" compare "$OUT/host-before" "$OUT/host-after" >"$OUT/host-$name.txt" 2>&1; tail -1 "$OUT/host-$name.txt"
   rm -rf "$OUT/host-before" "$OUT/host-after"
   [ $rc -eq 0 ] || { tail -20 "$OUT/k8s-$name.log"; die "the suite on $name failed"; }
 done
