@@ -365,11 +365,13 @@ func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*resul
 				// A point skipped after earlier repeats measured it (one
 				// repeat's deny not enforced stops its later repeats):
 				// what those repeats measured, then why it stopped.
-				if sm, ok := summaryOf(r, metric); ok {
-					anyValue = true
-					row = append(row, txt(fmtSummary(metric, sm, ok)+" "+stoppedMark))
-					fs.noteStopped(s.name + " at " + compactCount(rv) + " " + fs.sh.XText + ": " + plural(sm.N, "repeat") + ", then " + shortReason(reason))
-					continue
+				if r != nil {
+					if sm, ok := Summary(r, metric); ok {
+						anyValue = true
+						row = append(row, txt(fmtSummary(metric, sm, ok)+" "+stoppedMark))
+						fs.noteStopped(s.name + " at " + compactCount(rv) + " " + fs.sh.XText + ": " + plural(sm.N, "repeat") + ", then " + shortReason(reason))
+						continue
+					}
 				}
 				row = append(row, txt(shortReason(reason)))
 				continue
@@ -422,14 +424,6 @@ func (fs *filterScenario) metricBlocks(id, caption, metric string, runs []*resul
 		lc = nil
 	}
 	return t, lc
-}
-
-// summaryOf is r's summary of metric; ok false for no run.
-func summaryOf(r *result.Run, metric string) (stats.Summary, bool) {
-	if r == nil {
-		return stats.Summary{}, false
-	}
-	return Summary(r, metric)
 }
 
 // failedRun reports whether every repeat of r failed.

@@ -7,7 +7,6 @@ package services
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/cluster"
@@ -116,11 +115,6 @@ func clusterShape() result.ScenarioShape {
 	sw.PointMetrics = ClusterPointMetrics
 	sw.PointLead = "Programming the Nth service: time until its VIP answered for good, the first connection's connect time through it, its removal, " +
 		"the fillers' creation, and the CPU and memory of kube-proxy and of the CNI's pods while they were programmed."
-	sh.Sweep = &sw
-	titles := maps.Clone(clusterTitles)
-	for k, v := range sh.MetricTitles {
-		titles[k] = v
-	}
-	sh.MetricTitles = titles
+	sh.Sweep = &sw // shape()'s titles hold clusterTitles
 	return sh
 }
