@@ -9,6 +9,7 @@ OUT=${E2E_OUT:-/tmp/cnibench-local-cluster-e2e}
 rm -rf "$OUT"; mkdir -p "$OUT"
 exec > >(tee "$OUT/e2e.log") 2>&1
 result=1
+clear_stale_cluster "e2e"   # before the snapshot: an interrupted run's leftovers are not this run's host state
 "$LC_DIR/hoststate.sh" snapshot "$OUT/host-before"
 trap "e2e_teardown 'e2e'" EXIT
 "$LC_DIR/up.sh"

@@ -122,6 +122,7 @@ for c in $list; do
     set -euo pipefail
     source "$1/lib.sh"; cni_load "$2"
     OUT=$3 BIN=$4 REF=$5 c=$2; shift 5
+    clear_stale_cluster "field: $c"   # before the snapshot: leftovers of an interrupted run are not host state
     "$LC_DIR/hoststate.sh" snapshot "$OUT/$c.host-before"
     trap '"'"'"$LC_DIR/down.sh" >"$OUT/$c.down.log" 2>&1 || echo "field: $c: down.sh failed (see $OUT/$c.down.log)";
           "$LC_DIR/hoststate.sh" snapshot "$OUT/$c.host-after";

@@ -30,6 +30,7 @@ for c in $CNIS_RUN; do
   name=$c; mtu=""
   [ "$c" = flannel-vxlan-mtu1500 ] && { c=flannel-vxlan; mtu=1500; }
   cni_load "$c"; [ -n "$mtu" ] || models[$LAB_MODEL]=1
+  clear_stale_cluster "lab-vs-real: $name"   # before the snapshot: an interrupted run's leftovers are not this run's host state
   "$LC_DIR/hoststate.sh" snapshot "$OUT/host-before"
   FLANNEL_DELEGATE_MTU=$mtu IMAGES="$OUT/image.tar" "$LC_DIR/up.sh" --cni "$c" >"$OUT/up-$name.log" 2>&1 || { tail -30 "$OUT/up-$name.log"; "$LC_DIR/down.sh"; die "$name did not come up"; }
   ts "$name up"

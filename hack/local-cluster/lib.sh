@@ -204,6 +204,39 @@ stop() {
   echo "stopped ${names[*]} in $((SECONDS - start))s"
 }
 
+# cluster_here : something of a local cluster is on this machine (state dirs or a node netns).
+cluster_here() { [ -e "$LC_RUN" ] || [ -e "$LC_STATE" ] || [ -e "/run/netns/${NS_PREFIX}n1" ] || [ -e "/run/netns/${NS_PREFIX}n2" ]; }
+# cluster_live : a process of that cluster still runs: a pid file naming a live process inside one
+# of the cluster's network namespaces (after a reboot or on a machine made from a copy of this
+# one's disk, a pid file may name an unrelated process), or a process in the pods' cgroups.
+cluster_live() {
+  local pf p ns n ino
+  for pf in "$LC_RUN"/pids/*.pid; do
+    [ -f "$pf" ] || continue
+    p=$(cat "$pf"); ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
+    for n in $NODES $OUTSIDE; do
+      ino=$(stat -L -c %i "/run/netns/$NS_PREFIX$n" 2>/dev/null) || continue
+      [ "$ns" = "net:[$ino]" ] && return 0
+    done
+  done
+  for pf in /sys/fs/cgroup/*/"${CGROOT#/}"-n*; do
+    [ -d "$pf" ] || continue
+    find "$pf" -name cgroup.procs -exec cat {} + 2>/dev/null | grep -q . && return 0
+  done
+  return 1
+}
+# clear_stale_cluster WHO : before a host snapshot or up.sh. Leftovers of a cluster none of whose
+# processes runs (a run killed with its machine, or a machine made from a copy of the disk of
+# one that was running a cluster) are removed with down.sh, said in one line; a running cluster
+# is someone's run: fail, naming it, and touch nothing.
+clear_stale_cluster() {
+  local who=$1
+  cluster_here || return 0
+  cluster_live && die "$who: a local cluster is running ($LC_RUN): wait for its run to end, or stop it with $LC_DIR/down.sh"
+  echo "$who: leftovers of an interrupted local cluster ($LC_RUN, $LC_STATE, netns ${NS_PREFIX}*), none of its processes running: removing them with down.sh first"
+  "$LC_DIR/down.sh" >&2 || die "$who: down.sh could not remove the interrupted cluster's leftovers (its output above)"
+}
+
 # e2e_teardown LABEL : the EXIT trap of the e2e scripts (they set OUT and result=0 on success):
 # down.sh, host-state snapshot compared with $OUT/host-before, one PASSED/FAILED line.
 e2e_teardown() {

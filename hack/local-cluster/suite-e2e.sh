@@ -23,6 +23,7 @@ rm -rf "$OUT"; mkdir -p "$OUT"
 exec > >(tee "$OUT/e2e.log") 2>&1
 result=1
 "$LC_DIR/deps.sh" $CNI_DEPS   # before the snapshot: packages are not host state the run must restore
+clear_stale_cluster "suite e2e ($CNI_NAME)"   # before the snapshot: an interrupted run's leftovers are not this run's host state
 "$LC_DIR/hoststate.sh" snapshot "$OUT/host-before"
 trap "e2e_teardown 'suite e2e ($CNI_NAME)'" EXIT
 

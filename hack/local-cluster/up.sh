@@ -27,9 +27,7 @@ while [ $# -gt 0 ]; do
 done
 cni_load "$CNI"
 if ! why=$(cni_supported); then echo "skipped: --cni $CNI_NAME: $why"; exit $SKIP_EXIT; fi
-if [ -e "$LC_RUN" ] || [ -e "$LC_STATE" ] || [ -e /run/netns/${NS_PREFIX}n1 ] || [ -e /run/netns/${NS_PREFIX}n2 ]; then
-  die "leftovers of a previous cluster ($LC_RUN, $LC_STATE or netns ${NS_PREFIX}*): run $LC_DIR/down.sh first"
-fi
+clear_stale_cluster up.sh
 mkdir -p "$LC_RUN" "$LC_STATE" "$LOGS"
 # Record host state that up.sh or the daemons change, for down.sh.
 for p in $HOST_PATHS; do [ -e "$p" ] || echo "$p"; done >"$LC_RUN/absent-host-paths"
