@@ -158,6 +158,14 @@ func TestPrepareClusterPolicyRefusals(t *testing.T) {
 	if _, err := PreparePolicy(context.Background(), ca, MechNetworkPolicy, 20_000, 7, Options{}); !errors.Is(err, scenario.ErrTooLarge) || !strings.Contains(err.Error(), "--cluster-scale") {
 		t.Errorf("too large: %v", err)
 	}
+	// --cluster-scale reaches past Calico's default ipset size (Felix's
+	// MaxIpsetSize, 1 048 576: seed 004's limit), and no further.
+	if ScaleClusterMaxRules <= 1_048_576 {
+		t.Errorf("ScaleClusterMaxRules %d: a sweep cannot pass Calico's ipset size of 1 048 576", ScaleClusterMaxRules)
+	}
+	if _, err := PreparePolicy(context.Background(), ca, MechNetworkPolicy, ScaleClusterMaxRules+1, 7, Options{MaxRules: ScaleClusterMaxRules}); !errors.Is(err, scenario.ErrTooLarge) {
+		t.Errorf("above --cluster-scale's bound: %v", err)
+	}
 	for _, m := range []string{MechCiliumPolicy, MechCalicoNetworkSet} {
 		ca.Dynamic = nil
 		if _, err := PreparePolicy(context.Background(), ca, m, 10, 7, Options{}); !errors.Is(err, backend.ErrNotSupported) {
