@@ -131,13 +131,24 @@ func Num(v float64) string {
 	return s
 }
 
+// countUnits are the units of metrics that count things: a whole number
+// of them prints without decimals ("3 objects", not "3.00 objects"); a
+// median between two counts keeps its fraction ("2.50 objects").
+var countUnits = map[string]bool{
+	"count": true, "objects": true, "services": true, "entries": true, "packets": true, "frames": true,
+	"segments": true, "connects": true, "probes": true, "backends": true, "translations": true, "SYNs": true,
+}
+
 // Value formats one value of a metric with its unit, e.g. "38.2 Gbit/s",
-// "52.3 k trans/s", "48.1 µs", "245 %".
+// "52.3 k trans/s", "48.1 µs", "245 %", "21 objects".
 func Value(metric string, v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "—"
 	}
 	sc := ScaleFor(metric, v)
+	if sc.Div == 1 && v == math.Trunc(v) && countUnits[result.Info(metric).Unit] {
+		return withUnit(fmt.Sprintf("%.0f", v), sc.Unit)
+	}
 	return withUnit(Num(v/sc.Div), sc.Unit)
 }
 
