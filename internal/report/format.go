@@ -131,12 +131,14 @@ func Num(v float64) string {
 	return s
 }
 
-// countUnits are the units of metrics that count things: a whole number
-// of them prints without decimals ("3 objects", not "3.00 objects"); a
-// median between two counts keeps its fraction ("2.50 objects").
-var countUnits = map[string]bool{
-	"count": true, "objects": true, "services": true, "entries": true, "packets": true, "frames": true,
-	"segments": true, "connects": true, "probes": true, "backends": true, "translations": true, "SYNs": true,
+// countUnits are the units of metrics that count things, each with its
+// singular: a whole number of them prints without decimals ("3 objects",
+// not "3.00 objects"; "1 object"); a median between two counts keeps its
+// fraction ("2.50 objects").
+var countUnits = map[string]string{
+	"count": "count", "objects": "object", "services": "service", "entries": "entry", "packets": "packet",
+	"frames": "frame", "segments": "segment", "connects": "connect", "probes": "probe", "backends": "backend",
+	"translations": "translation", "SYNs": "SYN",
 }
 
 // Value formats one value of a metric with its unit, e.g. "38.2 Gbit/s",
@@ -146,7 +148,10 @@ func Value(metric string, v float64) string {
 		return "—"
 	}
 	sc := ScaleFor(metric, v)
-	if sc.Div == 1 && v == math.Trunc(v) && countUnits[result.Info(metric).Unit] {
+	if one, ok := countUnits[result.Info(metric).Unit]; ok && sc.Div == 1 && v == math.Trunc(v) {
+		if v == 1 {
+			return withUnit("1", one)
+		}
 		return withUnit(fmt.Sprintf("%.0f", v), sc.Unit)
 	}
 	return withUnit(Num(v/sc.Div), sc.Unit)

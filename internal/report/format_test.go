@@ -23,6 +23,7 @@ func TestValue(t *testing.T) {
 	}{
 		{"fmt_test_objects", 3, "3 objects"},
 		{"fmt_test_objects", 21, "21 objects"},
+		{"fmt_test_objects", 1, "1 object"},
 		{"fmt_test_objects", 2.5, "2.50 objects"},
 		{"fmt_test_objects", 0, "0 objects"},
 		{"fmt_test_objects", 64000, "64.0 k objects"},

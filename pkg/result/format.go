@@ -59,6 +59,10 @@ func Format(metric string, v float64) string {
 	case "datagrams", "segments", "errors", "entries", "packets", "fragments", "failures":
 		return fmt.Sprintf("%.0f %s", v, info.Unit)
 	default:
+		if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+			// A whole count in full: "20000 objects", not "2e+04 objects".
+			return fmt.Sprintf("%.0f %s", v, info.Unit)
+		}
 		return fmt.Sprintf("%.4g %s", v, info.Unit)
 	}
 }

@@ -19,6 +19,9 @@ func TestFormat(t *testing.T) {
 		{"client_ip_frag_creates", 190900, "190900 fragments"},
 		{ClientRSSBytes, 20 << 20, "20.0 MiB"},
 		{"unknown_thing", 3, "3"},
+		{"time_wait_at_start", 20000, "20000 sockets"},
+		{"time_wait_at_start", 2.5, "2.5 sockets"},
+		{"cpu_profile_reader_cpu_sec", 13.54, "13.54 s"},
 	}
 	for _, tt := range tests {
 		if got := Format(tt.metric, tt.v); got != tt.want {
