@@ -40,6 +40,12 @@ const (
 	// logPreviousLines are the last lines of a restarted container's
 	// previous instance kept whatever their level (its dying words).
 	logPreviousLines = 5
+	// logTailLines are the last lines of a container's log read besides
+	// its first logBytesPerContainer since the window opened: an agent
+	// that fails late in a long wait while logging heavily (Felix logs
+	// its whole ipset input when a restore fails) says why at the end,
+	// megabytes after the head.
+	logTailLines = 200
 	// logWindowSlack is taken off the window's start for the nodes' clocks.
 	logWindowSlack = 2 * time.Second
 	// logTimeout bounds reading the evidence of one window.
@@ -207,8 +213,28 @@ func (w *CNILogWindow) containerLines(ctx context.Context, p corev1.Pod, contain
 	} else {
 		opts.SinceTime = &metav1.Time{Time: w.since.Add(-logWindowSlack)}
 	}
-	var kept, last []string
-	err := kube.Call(ctx, "read the log of "+prefix, func(ctx context.Context) error {
+	kept, last, err := w.readLog(ctx, p, prefix, opts)
+	if err != nil {
+		return []string{prefix + ": log not read: " + firstLine(err.Error())}
+	}
+	if previous {
+		return withPrefix(prefix, mergeKept(kept, last))
+	}
+	// The log's end too (bounded the same way), for what the head did not
+	// reach.
+	tail := *opts
+	tail.TailLines = ptr(int64(logTailLines))
+	tkept, _, err := w.readLog(ctx, p, prefix+" (its end)", &tail)
+	if err != nil {
+		return append(withPrefix(prefix, kept), prefix+": end of the log not read: "+firstLine(err.Error()))
+	}
+	return withPrefix(prefix, mergeKept(kept, tkept))
+}
+
+// readLog reads one container's log with opts and filters it
+// (filterLogLines).
+func (w *CNILogWindow) readLog(ctx context.Context, p corev1.Pod, what string, opts *corev1.PodLogOptions) (kept, last []string, err error) {
+	err = kube.Call(ctx, "read the log of "+what, func(ctx context.Context) error {
 		kept, last = nil, nil
 		rc, err := w.cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).Stream(ctx)
 		if err != nil {
@@ -218,18 +244,25 @@ func (w *CNILogWindow) containerLines(ctx context.Context, p corev1.Pod, contain
 		kept, last, err = filterLogLines(rc)
 		return err
 	})
-	if err != nil {
-		return []string{prefix + ": log not read: " + firstLine(err.Error())}
-	}
-	if previous {
-		for _, l := range last {
-			if !slices.Contains(kept, l) {
-				kept = append(kept, l)
-			}
+	return kept, last, err
+}
+
+// mergeKept is the head's kept lines, then the tail's that the head does
+// not hold (the two reads overlap on a short log).
+func mergeKept(head, tail []string) []string {
+	out := slices.Clone(head)
+	for _, l := range tail {
+		if !slices.Contains(out, l) {
+			out = append(out, l)
 		}
 	}
-	out := make([]string, len(kept))
-	for i, l := range kept {
+	return out
+}
+
+// withPrefix prefixes each line with the container's name.
+func withPrefix(prefix string, lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
 		out[i] = prefix + ": " + l
 	}
 	return out
@@ -240,7 +273,9 @@ func (w *CNILogWindow) containerLines(ctx context.Context, p corev1.Pod, contain
 // cut to logLineBytes.
 func filterLogLines(r io.Reader) (kept, last []string, err error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	// A line as long as the read's byte bound is still one line, not
+	// bufio.ErrTooLong (Felix logs an ipset restore's whole input).
+	sc.Buffer(make([]byte, 64<<10), logBytesPerContainer+64<<10)
 	for sc.Scan() {
 		l := strings.TrimSpace(sc.Text())
 		if l == "" {

@@ -154,3 +154,19 @@ func TestCutLineKeepsTheError(t *testing.T) {
 		}
 	}
 }
+
+// The log's head and end are merged without repeating a line both hold;
+// a line as long as the read's bound is read, not refused.
+func TestMergeKeptAndLongLine(t *testing.T) {
+	if got := mergeKept([]string{"a", "b"}, []string{"b", "c"}); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("mergeKept = %q", got)
+	}
+	if got := mergeKept(nil, []string{"c"}); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("mergeKept(nil, c) = %q", got)
+	}
+	long := `level=error msg="` + strings.Repeat("x", logBytesPerContainer-len(`level=error msg="`)) // exactly the read's bound
+	kept, _, err := filterLogLines(strings.NewReader(long))
+	if err != nil || len(kept) != 1 {
+		t.Errorf("a %d-byte line: kept %d, err %v", len(long), len(kept), err)
+	}
+}
