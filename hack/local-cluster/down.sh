@@ -45,9 +45,7 @@ stop etcd
 # 5. leftovers: processes in our pod cgroups, and shims serving our containerd sockets
 kill_ours() {
   local pids=() p
-  for f in /sys/fs/cgroup/*/"${CGROOT#/}"-n*; do
-    [ -d "$f" ] && while read -r p; do pids+=("$p"); done < <(find "$f" -name cgroup.procs -exec cat {} + 2>/dev/null)
-  done
+  while read -r p; do pids+=("$p"); done < <(cluster_cgroup_pids)
   for p in /proc/[0-9]*; do
     grep -qaF -- "$LC_RUN/n" "$p/cmdline" 2>/dev/null && grep -qa containerd-shim "$p/cmdline" 2>/dev/null && pids+=("${p#/proc/}")
   done

@@ -219,11 +219,15 @@ cluster_live() {
       [ "$ns" = "net:[$ino]" ] && return 0
     done
   done
-  for pf in /sys/fs/cgroup/*/"${CGROOT#/}"-n*; do
-    [ -d "$pf" ] || continue
-    find "$pf" -name cgroup.procs -exec cat {} + 2>/dev/null | grep -q . && return 0
+  cluster_cgroup_pids | grep -q .
+}
+# cluster_cgroup_pids : the pids in the cluster's cgroups (below /cnbk8s-<node> in every hierarchy).
+cluster_cgroup_pids() {
+  local f
+  for f in /sys/fs/cgroup/*/"${CGROOT#/}"-n*; do
+    [ -d "$f" ] && find "$f" -name cgroup.procs -exec cat {} + 2>/dev/null
   done
-  return 1
+  return 0
 }
 # clear_stale_cluster WHO : before a host snapshot or up.sh. Leftovers of a cluster none of whose
 # processes runs (a run killed with its machine, or a machine made from a copy of the disk of
