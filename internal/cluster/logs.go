@@ -213,18 +213,21 @@ func (w *CNILogWindow) containerLines(ctx context.Context, p corev1.Pod, contain
 	} else {
 		opts.SinceTime = &metav1.Time{Time: w.since.Add(-logWindowSlack)}
 	}
-	kept, last, err := w.readLog(ctx, p, prefix, opts)
+	kept, last, whole, err := w.readLog(ctx, p, prefix, opts)
 	if err != nil {
 		return []string{prefix + ": log not read: " + firstLine(err.Error())}
 	}
 	if previous {
 		return withPrefix(prefix, mergeKept(kept, last))
 	}
+	if whole {
+		return withPrefix(prefix, kept)
+	}
 	// The log's end too (bounded the same way), for what the head did not
 	// reach.
 	tail := *opts
 	tail.TailLines = ptr(int64(logTailLines))
-	tkept, _, err := w.readLog(ctx, p, prefix+" (its end)", &tail)
+	tkept, _, _, err := w.readLog(ctx, p, prefix+" (its end)", &tail)
 	if err != nil {
 		return append(withPrefix(prefix, kept), prefix+": end of the log not read: "+firstLine(err.Error()))
 	}
@@ -232,8 +235,9 @@ func (w *CNILogWindow) containerLines(ctx context.Context, p corev1.Pod, contain
 }
 
 // readLog reads one container's log with opts and filters it
-// (filterLogLines).
-func (w *CNILogWindow) readLog(ctx context.Context, p corev1.Pod, what string, opts *corev1.PodLogOptions) (kept, last []string, err error) {
+// (filterLogLines); whole reports that the read ended before opts'
+// byte bound, so it holds the log to its end.
+func (w *CNILogWindow) readLog(ctx context.Context, p corev1.Pod, what string, opts *corev1.PodLogOptions) (kept, last []string, whole bool, err error) {
 	err = kube.Call(ctx, "read the log of "+what, func(ctx context.Context) error {
 		kept, last = nil, nil
 		rc, err := w.cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).Stream(ctx)
@@ -241,10 +245,24 @@ func (w *CNILogWindow) readLog(ctx context.Context, p corev1.Pod, what string, o
 			return err
 		}
 		defer rc.Close()
-		kept, last, err = filterLogLines(rc)
+		cr := &countingReader{r: rc}
+		kept, last, err = filterLogLines(cr)
+		whole = opts.LimitBytes == nil || cr.n < *opts.LimitBytes
 		return err
 	})
-	return kept, last, err
+	return kept, last, whole, err
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
 }
 
 // mergeKept is the head's kept lines, then the tail's that the head does
