@@ -30,11 +30,41 @@ func StartOrphanHog(t testing.TB) int {
 	t.Cleanup(func() {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-			if syscall.Kill(pid, 0) != nil {
+			if !running(pid) {
 				return
 			}
 		}
-		t.Errorf("hog %d still running after SIGKILL", pid)
+		t.Errorf("hog %d still running after SIGKILL (state %q)", pid, procState(pid))
 	})
 	return pid
+}
+
+// running reports whether pid names a process that has not exited. A
+// killed orphan is a zombie until its new parent reaps it, and a parent
+// that never reaps (a minimal root's init, a subreaper that does not
+// wait) leaves it one: it answers kill(pid, 0) but runs no more.
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	switch procState(pid) {
+	case "", "Z", "X", "x":
+		return false
+	}
+	return true
+}
+
+// procState is the state letter of /proc/PID/stat, or "" when it cannot be
+// read (the process is gone).
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The command name is in parentheses and may hold spaces or ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return ""
+	}
+	return string(b[i+2])
 }
