@@ -8,6 +8,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/backend"
 	"github.com/cnibench/cnibench/internal/kube/agent"
+	"github.com/cnibench/cnibench/pkg/result"
 )
 
 // Path counters of a cluster run, read around every cell by `cnibench k8s
@@ -133,9 +134,15 @@ func counterSource(path string) (synKey, pawsKey, source string) {
 }
 
 // Check implements backend.Evidence: retransmitted SYNs explain a slow
-// connection rate (each waits 1 s), and SYNs refused by TIME_WAIT sockets
-// (PAWS) say why they were lost. The counters are the run's pods' for a
-// pod path, the nodes' for the node-to-node path (counterSource).
+// connection rate, and SYNs refused by TIME_WAIT sockets (PAWS) say why
+// they were re-sent. What a retransmission cost is the cell's slowest
+// connect, said as measured: a SYN lost without an answer waits the
+// initial retransmission timeout (1 s), while one a TIME_WAIT socket
+// answered with its ACK is re-sent after TCP_TIMEOUT_MIN (two jiffies:
+// tcp_rcv_synsent_state_process), so PAWS refusals cost milliseconds each
+// (about 16 ms at most on the local cluster, docs/findings.md §16f). The
+// counters are the run's pods' for a pod path, the nodes' for the
+// node-to-node path (counterSource).
 func (e *evidence) Check(path string, m map[string]float64) []string {
 	synKey, pawsKey, source := counterSource(path)
 	syn := m[synKey]
@@ -143,9 +150,12 @@ func (e *evidence) Check(path string, m map[string]float64) []string {
 		return nil
 	}
 	paws := m[pawsKey]
-	w := fmt.Sprintf("%s: %.0f SYN(s) retransmitted during the cell, %s (each costs its connection 1 s)", path, syn, source)
+	w := fmt.Sprintf("%s: %.0f SYN(s) retransmitted during the cell, %s", path, syn, source)
 	if paws > 0 {
 		w += fmt.Sprintf("; %.0f segment(s) refused by TIME_WAIT sockets of the same four-tuple (PAWS: a reused port with another timestamp offset, e.g. after NAT)", paws)
+	}
+	if c, ok := m[result.ConnectUsMax]; ok && c > 0 {
+		w += fmt.Sprintf("; the slowest connect took %s (a lost SYN waits 1 s, one a TIME_WAIT socket answered is re-sent within milliseconds)", result.Format(result.ConnectUsMax, c))
 	}
 	return []string{w}
 }

@@ -3,6 +3,8 @@ package cluster
 import (
 	"strings"
 	"testing"
+
+	"github.com/cnibench/cnibench/pkg/result"
 )
 
 // TestEvidenceCheckSource: a pod path is judged by the run's pods'
@@ -25,6 +27,9 @@ func TestEvidenceCheckSource(t *testing.T) {
 			[]string{"node-to-node: 2 SYN(s) retransmitted during the cell, node-wide, in the namespaces of nodes' host pods host-a and host-b, so other host-network workloads' count too"}},
 		{"node-to-node ignores the pods", PathNodeToNode, m(5, 5, 0, 0), nil},
 		{"nothing", PathSameNode, map[string]float64{}, nil},
+		{"the cost said as measured: the slowest connect", PathCrossNode,
+			map[string]float64{MetricPodsSynRetransmits: 84, MetricPodsPAWSTimewait: 84, result.ConnectUsMax: 15466.5},
+			[]string{"cross-node: 84 SYN(s) retransmitted", "84 segment(s) refused by TIME_WAIT", "the slowest connect took 15.5 ms"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,6 +50,9 @@ func TestEvidenceCheckSource(t *testing.T) {
 			}
 			if strings.Contains(w[0], "PAWS") != strings.Contains(strings.Join(tt.want, ""), "TIME_WAIT") {
 				t.Errorf("warning %q: PAWS part", w[0])
+			}
+			if strings.Contains(w[0], "slowest connect") != (tt.metrics[result.ConnectUsMax] > 0) {
+				t.Errorf("warning %q: the slowest connect is said only where measured", w[0])
 			}
 		})
 	}

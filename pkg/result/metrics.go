@@ -165,7 +165,7 @@ var Metrics = map[string]MetricInfo{
 	EchoRequestsLost:                   {"requests", LowerIsBetter, "ICMP echo requests that got no reply within --timeout, counted in the window where the timeout expired (icmp_echo)"},
 	EchoRepliesLate:                    {"replies", LowerIsBetter, "ICMP echo replies that came after their request was counted lost, or duplicates (icmp_echo)"},
 	EchoRepliesMismatched:              {"messages", LowerIsBetter, "messages read from the ICMP sockets that were no intact echo reply of this flow and session: wrong type, size, cookie, sequence or payload (icmp_echo)"},
-	"k8s_pods_syn_retransmits":         {"SYNs", LowerIsBetter, "kubernetes backend: SYNs retransmitted in the run's pods' namespaces during the cell (each costs its connection 1 s)"},
+	"k8s_pods_syn_retransmits":         {"SYNs", LowerIsBetter, "kubernetes backend: SYNs retransmitted in the run's pods' namespaces during the cell (each delays its connection: 1 s where the SYN was lost, a few ms where a TIME_WAIT socket's answer made the client re-send it)"},
 	"k8s_pods_paws_timewait_rejects":   {"segments", LowerIsBetter, "kubernetes backend: segments the run's pods refused against a TIME_WAIT socket of the same four-tuple (PAWS)"},
 	"k8s_nodes_syn_retransmits":        {"SYNs", LowerIsBetter, "kubernetes backend: SYNs retransmitted in the two nodes' namespaces during the cell (includes every workload of the nodes)"},
 	"k8s_nodes_paws_timewait_rejects":  {"segments", LowerIsBetter, "kubernetes backend: segments the two nodes refused against a TIME_WAIT socket of the same four-tuple (PAWS; every workload of the nodes)"},

@@ -28,7 +28,8 @@ const (
 	// LB: connects rewritten; TC LB: new flows) during the cell.
 	MetricTranslations = "svc_lb_translations"
 	// MetricSynRetrans: SYNs retransmitted by every pod of the scenario
-	// (a connection whose first SYN was lost or refused waits 1 s).
+	// (a connection whose first SYN was lost waits 1 s; one refused by a
+	// TIME_WAIT socket is re-sent within milliseconds).
 	MetricSynRetrans = "svc_syn_retransmits"
 	// MetricPAWSTimewait: segments the backends refused against a
 	// TIME_WAIT socket of the same four-tuple (a SYN whose timestamp is not
@@ -86,7 +87,7 @@ var metrics = map[string]result.MetricInfo{
 	MetricNATEntries:                   {Unit: "entries", Better: result.Neutral, Help: "services scenario: conntrack entries in the nodes after the cell whose reply does not come from their original destination (NAT applied)"},
 	MetricBackends:                     {Unit: "backends", Better: result.Neutral, Help: "services scenario: distinct backends the nodes' conntrack saw reached during the cell"},
 	MetricTranslations:                 {Unit: "translations", Better: result.Neutral, Help: "services scenario: the eBPF implementation's translations during the cell (socket LB: connects and sends rewritten; TC LB: new flows)"},
-	MetricSynRetrans:                   {Unit: "SYNs", Better: result.LowerIsBetter, Help: "services scenario: SYNs retransmitted by the scenario's pods during the cell (each costs the connection 1 s)"},
+	MetricSynRetrans:                   {Unit: "SYNs", Better: result.LowerIsBetter, Help: "services scenario: SYNs retransmitted by the scenario's pods during the cell (each delays its connection: 1 s where the SYN was lost, a few ms where a TIME_WAIT socket's answer made the client re-send it)"},
 	MetricPAWSTimewait:                 {Unit: "segments", Better: result.LowerIsBetter, Help: "services scenario: segments the pods refused against a TIME_WAIT socket of the same four-tuple (PAWS): port reuse after NAT"},
 	MetricClusterServices:              {Unit: "services", Better: result.Neutral, Help: "services scenario on a cluster: ClusterIP services the point created (N: N−1 fillers and the measured service)"},
 	MetricClusterAPIObjects:            {Unit: "objects", Better: result.Neutral, Help: "services scenario on a cluster: API objects the point created (a Service and an EndpointSlice per service)"},
