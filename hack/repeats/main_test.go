@@ -23,16 +23,14 @@ func TestRun(t *testing.T) {
 			{Metrics: map[string]float64{result.TransPerSec: 20161}},
 		}},
 	}}
+	var doc, out bytes.Buffer
+	if err := result.Write(&doc, set); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "results.json")
-	f, err := os.Create(path)
-	if err != nil {
+	if err := os.WriteFile(path, doc.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := result.Write(f, set); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	var out bytes.Buffer
 	if err := run(&out, "test=tcp_crr", "services", "trans_per_sec,connect_us_max", []string{path}); err != nil {
 		t.Fatal(err)
 	}
