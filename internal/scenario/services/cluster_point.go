@@ -71,10 +71,18 @@ func (p *clusterPoint) cleanUp(ctx context.Context) error {
 	return err
 }
 
-// deleteBudget bounds a whole deletion: n deletes at the client's rate,
+// deleteBudget bounds a whole deletion: n deletes at the pace the API
+// server was seen to keep — the client's rate, or the point's measured
+// creation pace (two calls a filler) where that was slower: an API server
+// sharing its cores with an agent busy with thousands of services (Calico
+// at 10 000, docs/findings.md §16f) deletes no faster than it created —
 // doubled, plus the wait until they are gone.
 func (p *clusterPoint) deleteBudget() time.Duration {
-	calls := time.Duration(float64(2*p.n+10) / p.o.ClientQPS * float64(time.Second))
+	rate := p.o.ClientQPS
+	if r := p.metrics[MetricClusterCreatePerSec]; r > 0 && 2*r < rate {
+		rate = 2 * r
+	}
+	calls := time.Duration(float64(2*p.n+10) / rate * float64(time.Second))
 	return 2*calls + p.o.DeleteTimeout + apiCallTimeout
 }
 

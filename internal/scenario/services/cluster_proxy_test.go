@@ -229,3 +229,28 @@ func TestWorkersFor(t *testing.T) {
 		t.Errorf("defaults %+v, %v: want today's 8 workers at 50 requests/s", o, err)
 	}
 }
+
+// TestDeleteBudget: a deletion is bounded at the client's rate, or at the
+// point's measured creation pace where the API server kept a slower one.
+func TestDeleteBudget(t *testing.T) {
+	o := ClusterOptions{ClientQPS: 500, DeleteTimeout: 2 * time.Minute}
+	tests := []struct {
+		name    string
+		n       int
+		metrics map[string]float64
+		calls   time.Duration // the deletes' share, before doubling
+	}{
+		{"no pace measured: the client's rate", 10000, nil, 40020 * time.Millisecond},
+		{"a faster pace than the client's: the client's rate", 1000, map[string]float64{MetricClusterCreatePerSec: 400}, 4020 * time.Millisecond},
+		{"a slower pace: two calls a filler at it", 10000, map[string]float64{MetricClusterCreatePerSec: 17.7}, 565254237288 * time.Nanosecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &clusterPoint{o: o, n: tt.n, metrics: tt.metrics}
+			want := 2*tt.calls + o.DeleteTimeout + apiCallTimeout
+			if got := p.deleteBudget(); got < want-time.Millisecond || got > want+time.Millisecond {
+				t.Errorf("budget %v, want %v", got, want)
+			}
+		})
+	}
+}
