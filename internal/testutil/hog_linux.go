@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/procfs"
 )
 
 // StartOrphanHog runs a busy loop of one core that stands for another
@@ -57,14 +59,9 @@ func running(pid int) bool {
 // procState is the state letter of /proc/PID/stat, or "" when it cannot be
 // read (the process is gone).
 func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := procfs.ReadStat(pid)
 	if err != nil {
 		return ""
 	}
-	// The command name is in parentheses and may hold spaces or ')'.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 || i+2 >= len(b) {
-		return ""
-	}
-	return string(b[i+2])
+	return string(st.State)
 }
