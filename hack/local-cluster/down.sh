@@ -12,7 +12,7 @@ sock() { echo "$LC_RUN/$1/containerd.sock"; }
 ctr_ok() { [ -S "$(sock $1)" ] && alive containerd-$1; }
 
 # 1. node agents first, so nothing re-creates pods during the teardown
-stop kube-proxy-n1 kube-proxy-n2 kubelet-n1 kubelet-n2 outside-denied outside-allowed
+stop kube-proxy-n1 kube-proxy-n2 kubelet-n1 kubelet-n2 outside-denied outside-allowed lb-addresses
 # 2. pod network namespaces: as containerd knows them, and (after a crash) any cni-* netns
 #    holding an address of our pod CIDRs
 podns=()

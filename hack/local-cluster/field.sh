@@ -16,7 +16,9 @@
 # Then one report puts the CNIs side by side: `cnibench report OUTDIR/<cni>/...` ->
 # OUTDIR/field.{html,md,txt}. Exit 1 if any CNI that should run failed, else 0.
 # Env: FIELD_SUITE_ARGS replaces the suite's shape (default below; with `--scenario egress-filter`
-# the outside's denied and allowed servers are started and passed as --egress-denied/--egress-allowed); FIELD_CNIS, FIELD_NOT_SERVED,
+# the outside's denied and allowed servers are started and passed as --egress-denied/--egress-allowed;
+# with `--load-balancer` the harness's controller gives LoadBalancer services addresses,
+# lb-addresses.sh); FIELD_CNIS, FIELD_NOT_SERVED,
 # FIELD_KERNEL. A CNI named NAME+kube-proxy-MODE is NAME with kube-proxy in MODE (iptables,
 # nftables; lib.sh cni_load, README.md): its own entry, directory and row.
 set -euo pipefail
@@ -131,6 +133,8 @@ for c in $list; do
     IMAGES="$OUT/image.tar" "$LC_DIR/up.sh" --cni "$c" >"$OUT/$c.up.log" 2>&1 || { tail -30 "$OUT/$c.up.log"; echo "field: $c: the cluster did not come up"; exit 4; }
     cni_verify >"$OUT/$c.verify.txt" 2>&1 || { cat "$OUT/$c.verify.txt"; echo "field: $c: does not run as configured"; exit 5; }
     # the egress scenario filters traffic to the two servers outside the cluster (lib.sh outside_serve)
+    # --load-balancer: lb-addresses.sh gives the LoadBalancer service its address (lib.sh lb_serve)
+    if [[ " $* " == *" --load-balancer "* ]]; then lb_serve >/dev/null; fi
     if [[ " $* " == *" egress-filter "* || " $* " == *"=egress-filter "* ]]; then
       outside_serve "$BIN" >/dev/null
       set -- "$@" --egress-denied "$OUTSIDE_DENIED" --egress-allowed "$OUTSIDE_ALLOWED"

@@ -134,6 +134,15 @@ outside_serve() {
   waitup outside-denied "the outside's denied server" 20 innet "$OUTSIDE" bash -c "exec 3<>/dev/tcp/${OUTSIDE_DENIED%:*}/${OUTSIDE_DENIED#*:}"
   waitup outside-allowed "the outside's allowed server" 20 innet "$OUTSIDE" bash -c "exec 3<>/dev/tcp/${OUTSIDE_ALLOWED%:*}/${OUTSIDE_ALLOWED#*:}"
 }
+# The local cluster's LoadBalancer addresses (lb-addresses.sh): 198.19.0.1 to .254, in RFC 2544's
+# range like the outside's. lb_serve starts the controller that writes them into LoadBalancer
+# services' status (daemon lb-addresses in n1, stopped by down.sh); without it (the default) a
+# LoadBalancer service here never gets an address, as on a cluster with no controller.
+LB_POOL=198.19.0
+lb_serve() {
+  start lb-addresses n1 "$LC_DIR/lb-addresses.sh"
+  waitup lb-addresses "the load-balancer address controller's watch" 20 grep -q . "$LOGS/lb-addresses.ready"
+}
 # network namespace only; the host mount namespace is kept on purpose (kubelet volume mounts and
 # containerd rootfs mounts must be in one mount namespace), so not `ip netns exec`.
 innet() { local n=$1; shift; nsenter --net=/run/netns/$NS_PREFIX$n -- "$@"; }

@@ -42,6 +42,7 @@ ts "cluster up ($CNI_NAME)"
 "$LC_DIR/hoststate.sh" during "$OUT/host-before" "$OUT/host-during" || die "the cluster changed the host while it runs"
 cni_verify || die "$CNI_NAME does not run as configured"
 outside_serve "$BIN"   # the egress scenario's servers outside the cluster (lib.sh outside_net)
+lb_serve               # LoadBalancer services' addresses (lib.sh LB_POOL, lb-addresses.sh)
 # The CNI-independent tests (interrupt, crash, RBAC) run once, with bridge; the CPU profile runs
 # on every CNI (a real CNI's flamegraph next to its lab model's); the managed-cluster run also on
 # flannel-vxlan, a CNI with a version, so that one run asserts the whole identity.
@@ -63,6 +64,7 @@ cd "$OUT"
 innet n1 env CNIBENCH_E2E_BIN="$BIN" CNIBENCH_E2E_KUBECONFIG="$KUBECONFIG_ADMIN" CNIBENCH_E2E_IMAGE="$REF" \
   CNIBENCH_E2E_CNI_CONF_DIR="$LC_STATE/{node}/cni" CNIBENCH_E2E_OUT="$OUT" CNIBENCH_E2E_LAB="$OUT/lab/results.json" \
   CNIBENCH_E2E_EXPECT_CNI="$CNI" CNIBENCH_E2E_EXPECT_CNI_VERSION="$CNI_VERSION" CNIBENCH_E2E_EGRESS_DENIED="$OUTSIDE_DENIED" CNIBENCH_E2E_EGRESS_ALLOWED="$OUTSIDE_ALLOWED" \
+  CNIBENCH_E2E_LB_POOL="$LB_POOL." \
   CNIBENCH_E2E_KUBE_PROXY_CGROUP="$KUBE_PROXY_CGROUP" CNIBENCH_E2E_EXPECT_KUBE_PROXY_MODE="$KUBE_PROXY_MODE" \
   "$TEST" -test.v -test.count=1 -test.timeout 20m ${run:+-test.run "$run"} ${skip:+-test.skip "$skip"} 2>&1 | tee "$OUT/go-test.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the end-to-end test failed (see $OUT/go-test.log)"

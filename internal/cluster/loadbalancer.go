@@ -50,8 +50,10 @@ func (d *Deployment) lbPath(podMTU, nodeMTU int) *backend.Path {
 	if !d.b.o.LoadBalancer {
 		return nil
 	}
+	l := withMTU(nodeLabels(d.client, d.server), nodeMTU)
+	l["ip_family"] = families(d.b.o.IPFamily)[0] // the service's one family (lbServiceObj)
 	p := backend.Path{Kind: PathPodToLoadBalancer, Client: place{d.ns, d.name(podCliA)}, PathMTU: podMTU, PodMTU: podMTU,
-		Labels: withMTU(nodeLabels(d.client, d.server), nodeMTU)}
+		Labels: l}
 	if why := d.lbWhy; why != "" || d.lbAddr == "" {
 		if why == "" {
 			why = "the LoadBalancer service has no address"

@@ -238,6 +238,9 @@ func TestLoadBalancer(t *testing.T) {
 		if lb == nil {
 			t.Fatalf("assign=%v: no %s path", assign, PathPodToLoadBalancer)
 		}
+		if f := lb.Labels["ip_family"]; f != "ipv4" {
+			t.Errorf("assign=%v: ip_family label %q, want the service's family, ipv4", assign, f)
+		}
 		args, why := lb.TargetArgs("tcp_rr")
 		switch {
 		case assign && (why != "" || strings.Join(args, " ") != "--service 203.0.113.7:12872"):

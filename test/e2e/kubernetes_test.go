@@ -57,6 +57,11 @@ type env struct {
 	// (CNIBENCH_E2E_KUBE_PROXY_CGROUP, --kube-proxy-cgroup) and its mode
 	// (CNIBENCH_E2E_EXPECT_KUBE_PROXY_MODE; "" if not checked).
 	kubeProxyCgroup, kubeProxyMode string
+	// lbPool is the prefix of the addresses the local cluster's
+	// load-balancer address controller gives (CNIBENCH_E2E_LB_POOL, e.g.
+	// "198.19.0."; "" when none runs: a LoadBalancer service then gets no
+	// address).
+	lbPool string
 }
 
 func setup(t *testing.T) *env {
@@ -68,6 +73,7 @@ func setup(t *testing.T) *env {
 		cniVersion:   os.Getenv("CNIBENCH_E2E_EXPECT_CNI_VERSION"),
 		egressDenied: os.Getenv("CNIBENCH_E2E_EGRESS_DENIED"), egressAllowed: os.Getenv("CNIBENCH_E2E_EGRESS_ALLOWED"),
 		kubeProxyCgroup: os.Getenv("CNIBENCH_E2E_KUBE_PROXY_CGROUP"), kubeProxyMode: os.Getenv("CNIBENCH_E2E_EXPECT_KUBE_PROXY_MODE"),
+		lbPool: os.Getenv("CNIBENCH_E2E_LB_POOL"),
 	}
 	if e.bin == "" || e.kubeconfig == "" || e.image == "" || e.out == "" {
 		t.Skip("no cluster: run hack/local-cluster/suite-e2e.sh (it sets CNIBENCH_E2E_*)")
@@ -253,7 +259,11 @@ func TestSuiteOnCluster(t *testing.T) {
 	e := setup(t)
 	e.assertClean(t, "before the run")
 	out := filepath.Join(e.out, "k8s")
-	set := runSuite(t, e.bin, out, e.suiteArgs(out))
+	var lb []string
+	if e.lbPool != "" {
+		lb = []string{"--load-balancer", "--load-balancer-timeout", "1m"}
+	}
+	set := runSuite(t, e.bin, out, e.suiteArgs(out, lb...))
 	// The idle probe ran before the first cell, and the run's figures of
 	// other programs' CPU were summed up (the rule itself is off here).
 	if in := set.Interference; in == nil || in.IdleSeconds <= 0 || in.Repeats == 0 || in.ThresholdPct != 0 {
@@ -262,6 +272,16 @@ func TestSuiteOnCluster(t *testing.T) {
 	x := e.expected(t)
 	cniDP := "cni-" + x.cni
 	want := map[string][]string{"baseline": {"node-to-node"}, cniDP: {"same-node", "cross-node", "pod-to-endpoint", "pod-to-service", "hairpin", "pod-to-nodeport"}}
+	if e.lbPool != "" {
+		// the LoadBalancer service's address, given by the harness's
+		// controller and programmed by kube-proxy or the CNI
+		want[cniDP] = append(want[cniDP], "pod-to-loadbalancer")
+		for _, r := range set.Find(map[string]string{"path": "pod-to-loadbalancer"}) {
+			if ip := r.Config["target_ip"]; !strings.HasPrefix(ip, e.lbPool) {
+				t.Errorf("pod-to-loadbalancer %s: target %q, want an address of the harness's pool %s*", r.Labels["test"], ip, e.lbPool)
+			}
+		}
+	}
 	for dp, paths := range want {
 		for _, p := range paths {
 			for _, test := range []string{"tcp_stream", "tcp_rr", "tcp_crr"} {
