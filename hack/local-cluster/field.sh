@@ -18,7 +18,8 @@
 # Env: FIELD_SUITE_ARGS replaces the suite's shape (default below; with `--scenario egress-filter`
 # the outside's denied and allowed servers are started and passed as --egress-denied/--egress-allowed;
 # with `--load-balancer` the harness's controller gives LoadBalancer services addresses,
-# lb-addresses.sh); FIELD_CNIS, FIELD_NOT_SERVED,
+# lb-addresses.sh, and with `--load-balancer-external` the suite runs in the outside's netns, so
+# that its external client reaches the address from beyond the nodes); FIELD_CNIS, FIELD_NOT_SERVED,
 # FIELD_KERNEL. A CNI named NAME+kube-proxy-MODE is NAME with kube-proxy in MODE (iptables,
 # nftables; lib.sh cni_load, README.md): its own entry, directory and row.
 set -euo pipefail
@@ -133,13 +134,17 @@ for c in $list; do
     IMAGES="$OUT/image.tar" "$LC_DIR/up.sh" --cni "$c" >"$OUT/$c.up.log" 2>&1 || { tail -30 "$OUT/$c.up.log"; echo "field: $c: the cluster did not come up"; exit 4; }
     cni_verify >"$OUT/$c.verify.txt" 2>&1 || { cat "$OUT/$c.verify.txt"; echo "field: $c: does not run as configured"; exit 5; }
     # the egress scenario filters traffic to the two servers outside the cluster (lib.sh outside_serve)
-    # --load-balancer: lb-addresses.sh gives the LoadBalancer service its address (lib.sh lb_serve)
+    # --load-balancer: lb-addresses.sh gives the LoadBalancer service its address (lib.sh lb_serve);
+    # --load-balancer-external: cnibench runs in the outside (its external client there, the API
+    # reached through n1), not in n1
+    where=n1
     if [[ " $* " == *" --load-balancer "* ]]; then lb_serve >/dev/null; fi
+    if [[ " $* " == *" --load-balancer-external "* ]]; then where=$OUTSIDE; fi
     if [[ " $* " == *" egress-filter "* || " $* " == *"=egress-filter "* ]]; then
       outside_serve "$BIN" >/dev/null
       set -- "$@" --egress-denied "$OUTSIDE_DENIED" --egress-allowed "$OUTSIDE_ALLOWED"
     fi
-    innet n1 "$BIN" suite --backend kubernetes --kubeconfig "$KUBECONFIG_ADMIN" --image "$REF" --image-pull-policy Never \
+    innet "$where" "$BIN" suite --backend kubernetes --kubeconfig "$KUBECONFIG_ADMIN" --image "$REF" --image-pull-policy Never \
       --cni-conf-dir "$LC_STATE/{node}/cni" --kube-proxy-cgroup "$KUBE_PROXY_CGROUP" --cluster-name local-2node "$@" --out "$OUT/$c" >"$OUT/$c.suite.log" 2>&1 ||
       { tail -20 "$OUT/$c.suite.log"; echo "field: $c: the suite failed"; exit 6; }
   ' field "$LCD" "$c" "$OUT" "$BIN" "$REF" "${SUITE_ARGS[@]}" >"$log" 2>&1 || rc=$?

@@ -136,12 +136,16 @@ outside_serve() {
 }
 # The local cluster's LoadBalancer addresses (lb-addresses.sh): 198.19.0.1 to .254, in RFC 2544's
 # range like the outside's. lb_serve starts the controller that writes them into LoadBalancer
-# services' status (daemon lb-addresses in n1, stopped by down.sh); without it (the default) a
-# LoadBalancer service here never gets an address, as on a cluster with no controller.
+# services' status (daemon lb-addresses in n1, stopped by down.sh), and routes the pool from the
+# outside to n1 (via its ext0: what an L2 or BGP announcement would do; n1 is the client pods'
+# node, the endpoint srv-b is on n2, so traffic from the outside crosses the nodes as a cloud
+# load balancer's sent to any node does); without it (the default) a LoadBalancer service here
+# never gets an address, as on a cluster with no controller.
 LB_POOL=198.19.0
 lb_serve() {
   start lb-addresses n1 "$LC_DIR/lb-addresses.sh"
   waitup lb-addresses "the load-balancer address controller's watch" 20 grep -q . "$LOGS/lb-addresses.ready"
+  ip -n "$(netns $OUTSIDE)" route replace "$LB_POOL.0/24" via 198.18.1.1
 }
 # network namespace only; the host mount namespace is kept on purpose (kubelet volume mounts and
 # containerd rootfs mounts must be in one mount namespace), so not `ip netns exec`.

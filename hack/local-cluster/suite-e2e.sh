@@ -5,7 +5,8 @@
 #   host snapshot -> a brief lab suite on the lab datapath that models the CNI (to compare with)
 #   -> cnibench image build -> up.sh --cni NAME (image imported) -> host state while it runs ->
 #   E2E_TEST (go test -c -tags e2e ./test/e2e) inside node n1's network namespace, where the API
-#   lives: the suite over every path and check, the scale scenarios, compare (and, with bridge,
+#   lives (on a CNI that keeps kube-proxy, inside the outside's, which reaches the API through n1
+#   and LoadBalancer addresses from beyond the nodes): the suite over every path and check, the scale scenarios, compare (and, with bridge,
 #   Ctrl-C, crash + `cnibench k8s clean`, RBAC) -> down.sh -> host-state comparison (sysctls, mounts,
 #   links, cgroups, BPF on the host's cgroup root, files).
 # Non-zero exit on any failure. Output: $E2E_OUT (default /tmp/cnibench-k8s-e2e/NAME).
@@ -43,6 +44,12 @@ ts "cluster up ($CNI_NAME)"
 cni_verify || die "$CNI_NAME does not run as configured"
 outside_serve "$BIN"   # the egress scenario's servers outside the cluster (lib.sh outside_net)
 lb_serve               # LoadBalancer services' addresses (lib.sh LB_POOL, lb-addresses.sh)
+# From beyond the nodes too (external-to-loadbalancer) where kube-proxy serves the address from n1's
+# ext0, i.e. on every CNI that keeps kube-proxy: the tests then run in the outside's netns (the API
+# reached through n1). Cilium takes it from the outside only with ext0 among its devices
+# (cni/cilium.sh CILIUM_DEVICES), which the e2e leaves at eth0.
+where=n1 lbx=0
+if [ "$CNI_KUBE_PROXY" = yes ]; then where=$OUTSIDE lbx=1; fi
 # The CNI-independent tests (interrupt, crash, RBAC) run once, with bridge; the CPU profile runs
 # on every CNI (a real CNI's flamegraph next to its lab model's); the managed-cluster run also on
 # flannel-vxlan, a CNI with a version, so that one run asserts the whole identity.
@@ -61,10 +68,10 @@ run=${E2E_RUN:-$run} # E2E_RUN=REGEX: only these tests (while working on one)
 [ -z "$skip" ] || echo "suite e2e ($CNI_NAME): E2E_SET=ci: skipping $skip (the real CNI's run has them)"
 
 cd "$OUT"
-innet n1 env CNIBENCH_E2E_BIN="$BIN" CNIBENCH_E2E_KUBECONFIG="$KUBECONFIG_ADMIN" CNIBENCH_E2E_IMAGE="$REF" \
+innet "$where" env CNIBENCH_E2E_BIN="$BIN" CNIBENCH_E2E_KUBECONFIG="$KUBECONFIG_ADMIN" CNIBENCH_E2E_IMAGE="$REF" \
   CNIBENCH_E2E_CNI_CONF_DIR="$LC_STATE/{node}/cni" CNIBENCH_E2E_OUT="$OUT" CNIBENCH_E2E_LAB="$OUT/lab/results.json" \
   CNIBENCH_E2E_EXPECT_CNI="$CNI" CNIBENCH_E2E_EXPECT_CNI_VERSION="$CNI_VERSION" CNIBENCH_E2E_EGRESS_DENIED="$OUTSIDE_DENIED" CNIBENCH_E2E_EGRESS_ALLOWED="$OUTSIDE_ALLOWED" \
-  CNIBENCH_E2E_LB_POOL="$LB_POOL." \
+  CNIBENCH_E2E_LB_POOL="$LB_POOL." CNIBENCH_E2E_LB_EXTERNAL=$lbx \
   CNIBENCH_E2E_KUBE_PROXY_CGROUP="$KUBE_PROXY_CGROUP" CNIBENCH_E2E_EXPECT_KUBE_PROXY_MODE="$KUBE_PROXY_MODE" \
   "$TEST" -test.v -test.count=1 -test.timeout 20m ${run:+-test.run "$run"} ${skip:+-test.skip "$skip"} 2>&1 | tee "$OUT/go-test.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the end-to-end test failed (see $OUT/go-test.log)"

@@ -87,6 +87,10 @@ type Options struct {
 	// for at most LBTimeout).
 	LoadBalancer bool
 	LBTimeout    time.Duration
+	// LBExternal (with LoadBalancer) adds the external-to-loadbalancer
+	// path: the client is a `cnibench run` on the machine cnibench runs
+	// on, outside the cluster, to the service's address (north-south).
+	LBExternal bool
 	// NoHostPods runs without the privileged hostNetwork pods (for a
 	// namespace whose policy refuses them): no node-to-node baseline, and
 	// the checks that read the nodes are skipped.

@@ -63,6 +63,9 @@ type Deployment struct {
 	// lbWhy why the path cannot run ("" if it can).
 	lbAddr string
 	lbWhy  string
+	// token is the run's shared secret (a local client's environment
+	// carries it: localExecer).
+	token string
 	// proxyMode is kube-proxy's mode as the client node's kube-proxy
 	// answers it ("" if it did not), and what was asked.
 	proxyMode         string
@@ -130,6 +133,7 @@ func (d *Deployment) up(ctx context.Context, spec backend.Spec) error {
 	if err := d.ensureNamespace(ctx); err != nil {
 		return err
 	}
+	d.token = spec.Token
 	secret := kube.TokenSecret(d.ns, d.runID, spec.Token)
 	plans := d.podPlans(serverIP, secret.Name)
 	if err := d.sizePods(plans); err != nil {

@@ -17,6 +17,16 @@ import (
 // out and back).
 const PathPodToLoadBalancer = "pod-to-loadbalancer"
 
+// PathExternalToLoadBalancer is the machine cnibench runs on, outside the
+// cluster, to the same address (--load-balancer-external): north-south
+// traffic, which enters the cluster through a node (or the cloud's load
+// balancer) and is translated there to the endpoint, srv-b.
+const PathExternalToLoadBalancer = "external-to-loadbalancer"
+
+// externalNode is the client_node and client_zone label of a client
+// outside the cluster.
+const externalNode = "external"
+
 // lbPollInterval is how often the LoadBalancer service's address is
 // looked for.
 var lbPollInterval = 2 * time.Second
@@ -64,4 +74,25 @@ func (d *Deployment) lbPath(podMTU, nodeMTU int) *backend.Path {
 	p.Target = net.JoinHostPort(d.lbAddr, strconv.Itoa(svcPort))
 	p.Args = serviceArgs(d.lbAddr, svcPort, httpPort)
 	return &p
+}
+
+// lbExternalPath is the external-to-loadbalancer path (nil without
+// --load-balancer-external): the pod path's target, its client on this
+// machine (localPlace). The server node's facts label it; the client's
+// node and zone are "external", and its MTU is unknown (the path crosses
+// networks cnibench does not see).
+func (d *Deployment) lbExternalPath(podMTU, nodeMTU int) *backend.Path {
+	if !d.b.o.LBExternal {
+		return nil
+	}
+	p := d.lbPath(podMTU, nodeMTU)
+	if p == nil {
+		return nil
+	}
+	l := nodeLabels(d.server, d.server)
+	l["client_node"], l["client_zone"] = externalNode, externalNode
+	l["ip_family"] = p.Labels["ip_family"]
+	p.Kind, p.Client, p.Labels = PathExternalToLoadBalancer, localPlace{}, l
+	p.PathMTU, p.PodMTU = 0, 0
+	return p
 }

@@ -210,7 +210,8 @@ func TestResourcesAuto(t *testing.T) {
 
 // TestLoadBalancer: --load-balancer on a cluster that gives the service an
 // address measures it; on one that does not, the path is skipped with
-// the reason.
+// the reason. With --load-balancer-external the same address is also the
+// external path's, its client this machine.
 func TestLoadBalancer(t *testing.T) {
 	defer func(d time.Duration) { lbPollInterval = d }(lbPollInterval)
 	lbPollInterval = 10 * time.Millisecond
@@ -227,16 +228,28 @@ func TestLoadBalancer(t *testing.T) {
 				return false, nil, nil
 			})
 		}
-		b := fc.backend(func(o *Options) { o.LoadBalancer, o.LBTimeout = true, 100*time.Millisecond })
+		b := fc.backend(func(o *Options) { o.LoadBalancer, o.LBExternal, o.LBTimeout = true, true, 100*time.Millisecond })
 		d := up(t, ctx, b)
-		var lb *backend.Path
+		var lb, ext *backend.Path
 		for _, p := range d.Paths(d.cniName()) {
-			if p.Kind == PathPodToLoadBalancer {
+			switch p.Kind {
+			case PathPodToLoadBalancer:
 				lb = &p
+			case PathExternalToLoadBalancer:
+				ext = &p
 			}
 		}
-		if lb == nil {
-			t.Fatalf("assign=%v: no %s path", assign, PathPodToLoadBalancer)
+		if lb == nil || ext == nil {
+			t.Fatalf("assign=%v: paths %s %v, %s %v", assign, PathPodToLoadBalancer, lb != nil, PathExternalToLoadBalancer, ext != nil)
+		}
+		if _, ok := ext.Client.(localPlace); !ok || ext.Labels["client_node"] != "external" || ext.Labels["server_node"] != lb.Labels["server_node"] ||
+			ext.Labels["ip_family"] != "ipv4" || ext.Labels["mtu"] != "" {
+			t.Errorf("assign=%v: external path's client %v, labels %v", assign, ext.Client, ext.Labels)
+		}
+		ea, ewhy := ext.TargetArgs("tcp_rr")
+		la, lwhy := lb.TargetArgs("tcp_rr")
+		if strings.Join(ea, " ") != strings.Join(la, " ") || ewhy != lwhy {
+			t.Errorf("assign=%v: external path's args %v (%q), the pod path's %v (%q)", assign, ea, ewhy, la, lwhy)
 		}
 		if f := lb.Labels["ip_family"]; f != "ipv4" {
 			t.Errorf("assign=%v: ip_family label %q, want the service's family, ipv4", assign, f)

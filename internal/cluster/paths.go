@@ -69,6 +69,9 @@ func (d *Deployment) buildPaths(serverIP string) {
 	if p := d.lbPath(podMTU, nodeMTU); p != nil {
 		d.paths = append(d.paths, *p)
 	}
+	if p := d.lbExternalPath(podMTU, nodeMTU); p != nil {
+		d.paths = append(d.paths, *p)
+	}
 	if d.noHost != "" {
 		return
 	}

@@ -97,6 +97,8 @@ func (d *Deployment) Run(ctx context.Context, pl backend.Place, args []string) (
 		return d.runAt(ctx, p, args)
 	case pairsPlace:
 		return runPairs(ctx, p, args, d.runAt)
+	case localPlace:
+		return d.runLocal(ctx, args)
 	}
 	return nil, nil, fmt.Errorf("kubernetes: cannot run at %v", pl)
 }
@@ -109,12 +111,13 @@ func (d *Deployment) runAt(ctx context.Context, p place, args []string) ([]byte,
 		return d.exec(cctx, p.pod, append([]string{"/cnibench"}, args...), nil)
 	}
 	cmd := append([]string{"/cnibench", "run", stopOnStdinEOF}, args[1:]...)
-	return d.runClient(ctx, p.pod, cmd, clientDeadline(args[1:]))
+	return d.runClient(ctx, d.b.exec, p.pod, cmd, clientDeadline(args[1:]))
 }
 
-// runClient runs cmd, a client, in pod within limit, closing its stdin
-// when ctx ends (see Run).
-func (d *Deployment) runClient(ctx context.Context, pod string, cmd []string, limit time.Duration) ([]byte, []byte, error) {
+// runClient runs cmd, a client, through ex in pod ("": on this machine,
+// ex a localExecer) within limit, closing its stdin when ctx ends (see
+// Run).
+func (d *Deployment) runClient(ctx context.Context, ex kube.Execer, pod string, cmd []string, limit time.Duration) ([]byte, []byte, error) {
 	// The stream has its own context: ctx's end closes the client's
 	// stdin, not the stream that brings its result back.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(d.kctx(ctx)), limit)
@@ -144,18 +147,21 @@ func (d *Deployment) runClient(ctx context.Context, pod string, cmd []string, li
 	}()
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	err := d.b.exec.Exec(sctx, d.ns, pod, kube.ContainerName, cmd, stdin, &stdout, &stderr)
-	where := d.ns + "/" + pod
+	err := ex.Exec(sctx, d.ns, pod, kube.ContainerName, cmd, stdin, &stdout, &stderr)
+	where, stream := "in pod "+d.ns+"/"+pod, "the exec stream"
+	if pod == "" {
+		where, stream = "on this machine", "it"
+	}
 	switch {
 	case err == nil:
 	case cut.Load():
-		err = fmt.Errorf("client in pod %s: interrupted, and no result within %v: %w", where, clientGrace, ctx.Err())
+		err = fmt.Errorf("client %s: interrupted, and no result within %v: %w", where, clientGrace, ctx.Err())
 	case !interrupted.Load() && errors.Is(sctx.Err(), context.DeadlineExceeded):
-		err = fmt.Errorf("client in pod %s: no result within %v, its deadline (--repeat × (--warmup + --duration) and a margin): %w",
+		err = fmt.Errorf("client %s: no result within %v, its deadline (--repeat × (--warmup + --duration) and a margin): %w",
 			where, limit, context.DeadlineExceeded)
 	case !interrupted.Load():
 		if _, exited := kube.ExitCode(err); !exited {
-			err = fmt.Errorf("client in pod %s: the exec stream failed after %v: %s", where, time.Since(start).Round(time.Millisecond), firstLine(err.Error()))
+			err = fmt.Errorf("client %s: %s failed after %v: %s", where, stream, time.Since(start).Round(time.Millisecond), firstLine(err.Error()))
 		}
 	}
 	return stdout.Bytes(), stderr.Bytes(), err

@@ -201,7 +201,7 @@ func (o Options) Validate() error {
 
 // KnownPaths are the paths --paths may name: the lab's pod paths and the
 // Kubernetes backend's (docs/kubernetes.md, "Paths").
-var KnownPaths = []string{"same-node", "cross-node", "pod-to-endpoint", "pod-to-service", "pod-to-nodeport", "hairpin", "cross-node-pairs", "pod-to-loadbalancer"}
+var KnownPaths = []string{"same-node", "cross-node", "pod-to-endpoint", "pod-to-service", "pod-to-nodeport", "hairpin", "cross-node-pairs", "pod-to-loadbalancer", "external-to-loadbalancer"}
 
 // keepPath reports whether a path of this kind is measured under o.Paths.
 func (o Options) keepPath(kind string) bool {

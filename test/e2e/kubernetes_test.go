@@ -62,6 +62,11 @@ type env struct {
 	// "198.19.0."; "" when none runs: a LoadBalancer service then gets no
 	// address).
 	lbPool string
+	// lbExternal: the test runs outside the nodes (the harness's outside
+	// network namespace), which routes lbPool to a node whose proxy takes
+	// it (CNIBENCH_E2E_LB_EXTERNAL=1), so external-to-loadbalancer is
+	// measured too.
+	lbExternal bool
 }
 
 func setup(t *testing.T) *env {
@@ -73,7 +78,7 @@ func setup(t *testing.T) *env {
 		cniVersion:   os.Getenv("CNIBENCH_E2E_EXPECT_CNI_VERSION"),
 		egressDenied: os.Getenv("CNIBENCH_E2E_EGRESS_DENIED"), egressAllowed: os.Getenv("CNIBENCH_E2E_EGRESS_ALLOWED"),
 		kubeProxyCgroup: os.Getenv("CNIBENCH_E2E_KUBE_PROXY_CGROUP"), kubeProxyMode: os.Getenv("CNIBENCH_E2E_EXPECT_KUBE_PROXY_MODE"),
-		lbPool: os.Getenv("CNIBENCH_E2E_LB_POOL"),
+		lbPool: os.Getenv("CNIBENCH_E2E_LB_POOL"), lbExternal: os.Getenv("CNIBENCH_E2E_LB_EXTERNAL") == "1",
 	}
 	if e.bin == "" || e.kubeconfig == "" || e.image == "" || e.out == "" {
 		t.Skip("no cluster: run hack/local-cluster/suite-e2e.sh (it sets CNIBENCH_E2E_*)")
@@ -262,6 +267,9 @@ func TestSuiteOnCluster(t *testing.T) {
 	var lb []string
 	if e.lbPool != "" {
 		lb = []string{"--load-balancer", "--load-balancer-timeout", "1m"}
+		if e.lbExternal {
+			lb = append(lb, "--load-balancer-external")
+		}
 	}
 	set := runSuite(t, e.bin, out, e.suiteArgs(out, lb...))
 	// The idle probe ran before the first cell, and the run's figures of
@@ -279,6 +287,27 @@ func TestSuiteOnCluster(t *testing.T) {
 		for _, r := range set.Find(map[string]string{"path": "pod-to-loadbalancer"}) {
 			if ip := r.Config["target_ip"]; !strings.HasPrefix(ip, e.lbPool) {
 				t.Errorf("pod-to-loadbalancer %s: target %q, want an address of the harness's pool %s*", r.Labels["test"], ip, e.lbPool)
+			}
+		}
+	}
+	if e.lbExternal {
+		// from beyond the nodes, the client this test's own machine
+		for _, test := range []string{"tcp_stream", "tcp_rr", "tcp_crr"} {
+			runs := set.Find(map[string]string{"datapath": cniDP, "path": "external-to-loadbalancer", "test": test})
+			if len(runs) != 1 {
+				t.Errorf("external-to-loadbalancer %s: %d runs, want 1 (skipped: %v)", test, len(runs), set.Skipped)
+				continue
+			}
+			r := runs[0]
+			metric := result.TransPerSec
+			if test == "tcp_stream" {
+				metric = result.ThroughputBitsPerSec
+			}
+			if s, ok := r.Summary[metric]; !ok || s.N != 2 || s.Median <= 0 {
+				t.Errorf("external-to-loadbalancer %s: %s summary %+v (errors: %v)", test, metric, s, repeatErrors(r))
+			}
+			if ip := r.Config["target_ip"]; !strings.HasPrefix(ip, e.lbPool) || r.Labels["client_node"] != "external" || r.Labels["server_node"] == "" {
+				t.Errorf("external-to-loadbalancer %s: target %q, labels %v", test, ip, r.Labels)
 			}
 		}
 	}

@@ -29,6 +29,10 @@
 CNI_VERSION=$CILIUM_VERSION
 CILIUM_IMAGE=cnibench.local/cilium/cilium:$CILIUM_VERSION
 CILIUM_OPERATOR_IMAGE=cnibench.local/cilium/operator-generic:$CILIUM_VERSION
+# CILIUM_DEVICES: the agent's devices (its BPF programs: NodePort, masquerading, host routing),
+# eth0 unless set (space-separated); "eth0 ext0" adds the link to the outside, which traffic from
+# the outside to a LoadBalancer address enters by (lib.sh lb_serve)
+CILIUM_DEVICES=${CILIUM_DEVICES:-eth0}
 CILIUM_KPR=true CILIUM_ROUTING=native CILIUM_LEGACY_HOST_ROUTING=false CNI_KUBE_PROXY=no CILIUM_TUNNEL=vxlan CILIUM_WIREGUARD=false
 # LAB_MODEL: the lab datapath that models it (the lab has no eBPF-routed VXLAN: cilium-vxlan's
 # model is the eBPF host routing one, and the encapsulation is the difference)
@@ -162,7 +166,7 @@ data:
   enable-ipv4: "true"
   enable-ipv6: "false"
   $routing
-  devices: eth0
+  devices: $CILIUM_DEVICES
   kube-proxy-replacement: "$CILIUM_KPR"
   enable-host-legacy-routing: "$CILIUM_LEGACY_HOST_ROUTING"
   enable-bpf-masquerade: "$CILIUM_KPR"

@@ -44,6 +44,7 @@ type kubeFlags struct {
 	PullSecrets     []string
 	ServiceAccount  string
 	LoadBalancer    bool
+	LBExternal      bool
 	LBTimeout       time.Duration
 	NoHostPods      bool
 	IPFamily        string
@@ -57,7 +58,7 @@ type kubeFlags struct {
 // kubeOnly are the flags that apply to --backend kubernetes only.
 var kubeOnly = []string{"kubeconfig", "context", "namespace", "image", "image-pull-policy", "client-node", "server-node", "host-port",
 	"cni-conf-dir", "cni-pods", "checks", "cluster-name", "footprint-window", "cluster-scale", "placement", "tolerations", "node-arch",
-	"pairs", "pod-resources", "image-pull-secret", "service-account", "load-balancer", "load-balancer-timeout", "no-host-pods", "ip-family", "api-timeout",
+	"pairs", "pod-resources", "image-pull-secret", "service-account", "load-balancer", "load-balancer-external", "load-balancer-timeout", "no-host-pods", "ip-family", "api-timeout",
 	"api-qps", "api-burst", "kube-proxy-cgroup"}
 
 func (k *kubeFlags) register(cmd *cobra.Command) {
@@ -84,6 +85,7 @@ func (k *kubeFlags) register(cmd *cobra.Command) {
 	fl.StringSliceVar(&k.PullSecrets, "image-pull-secret", nil, "kubernetes: secret(s) of the namespace to pull --image with (kubectl create secret docker-registry …); repeatable")
 	fl.StringVar(&k.ServiceAccount, "service-account", "", "kubernetes: service account of the pods (default: the namespace's default; its token is never mounted)")
 	fl.BoolVar(&k.LoadBalancer, "load-balancer", false, "kubernetes: add the pod-to-loadbalancer path through a LoadBalancer service (on a cloud this provisions a billed load balancer)")
+	fl.BoolVar(&k.LBExternal, "load-balancer-external", false, "kubernetes: with --load-balancer, also measure the service's address from this machine, outside the cluster (the external-to-loadbalancer path: the client runs here, not in a pod; this machine must reach the address)")
 	fl.DurationVar(&k.LBTimeout, "load-balancer-timeout", cluster.DefaultLBTimeout, "kubernetes: how long to wait for the LoadBalancer service's address")
 	fl.StringVar(&k.IPFamily, "ip-family", cluster.FamilyIPv4, "kubernetes: the IP families to measure the pod network over: ipv4, ipv6, or dual (every pod path twice, the IPv6 ones named …-ipv6; services RequireDualStack)")
 	fl.BoolVar(&k.NoHostPods, "no-host-pods", false, "kubernetes: do not deploy the privileged hostNetwork pods (no node-to-node baseline; the mtu, encryption and cni_footprint checks are skipped); without it, pods the namespace's admission refuses are left out the same way, with the reason")
@@ -155,6 +157,10 @@ func (k *kubeFlags) options() (cluster.Options, error) {
 	}
 	o.ImagePullSecrets, o.ServiceAccount = k.PullSecrets, k.ServiceAccount
 	o.LoadBalancer = k.LoadBalancer
+	if k.LBExternal && !k.LoadBalancer {
+		return o, clierr.Usagef("--load-balancer-external: it measures the LoadBalancer service's address; add --load-balancer")
+	}
+	o.LBExternal = k.LBExternal
 	if k.LBTimeout <= 0 {
 		return o, clierr.Usagef("--load-balancer-timeout %s: must be positive", k.LBTimeout)
 	}

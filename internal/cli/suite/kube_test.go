@@ -75,6 +75,8 @@ func TestKubeFlagsValidation(t *testing.T) {
 		{"cni pods with the lab", []string{"--cni-pods", "a/b=c"}, "--cni-pods: applies to --backend kubernetes only"},
 		{"checks with the lab", []string{"--checks", "mtu"}, "--checks: applies to --backend kubernetes only"},
 		{"cluster name with the lab", []string{"--cluster-name", "c"}, "--cluster-name: applies to --backend kubernetes only"},
+		{"external load balancer with the lab", []string{"--load-balancer-external"}, "--load-balancer-external: applies to --backend kubernetes only"},
+		{"external load balancer without one", append(k8s, "--load-balancer-external"), "--load-balancer-external: it measures the LoadBalancer service's address; add --load-balancer"},
 		{"footprint window with the lab", []string{"--footprint-window", "1s"}, "--footprint-window: applies to --backend kubernetes only"},
 		{"unknown backend", []string{"--backend", "foo"}, `--backend "foo": must be one of lab, kubernetes`},
 		{"pull policy", append(k8s, "--image-pull-policy", "Sometimes"), `--image-pull-policy "Sometimes": must be Always, IfNotPresent or Never`},
