@@ -51,8 +51,10 @@ with the --baseline value: --by datapath (baseline "baseline" by default)
 compares datapaths, --by mechanism --baseline none the egress-filter scenario's
 mechanisms against no filter. A run is matched with the baseline run whose
 labels are equal except LABEL; when there is none, --by datapath also ignores
-path (the node-to-node baseline has no cross-node or same-node runs) and
---by mechanism ignores traversal (none has no new-connection runs).
+path (the node-to-node baseline has no cross-node or same-node runs),
+--by mechanism ignores traversal (none has no new-connection runs) and --by
+path ignores the node and zone labels (a path's placement is part of it:
+same-node's server, external-to-loadbalancer's client).
 
 --by LABEL with several files pools their runs when each value of the label
 comes from one file (refused otherwise): --by cni --baseline flannel

@@ -36,13 +36,16 @@ const (
 	ByDatapath Mode = "datapath"
 )
 
-// fallbackIgnore names, for a compared label, a second label ignored when a
-// run has no baseline counterpart with it equal: the node-to-node baseline
-// datapath has no cross-node or same-node runs (path), and the egress
-// mechanism none has no new-connection traversal (nothing to bypass).
-var fallbackIgnore = map[string]string{
-	report.LabelDatapath: report.LabelPath,
-	"mechanism":          "traversal",
+// fallbackIgnore names, for a compared label, the further labels ignored
+// when a run has no baseline counterpart with them equal: the node-to-node
+// baseline datapath has no cross-node or same-node runs (path), the egress
+// mechanism none has no new-connection traversal (nothing to bypass), and a
+// path's placement is part of the path (same-node's server is the client's
+// node, external-to-loadbalancer's client is no node at all).
+var fallbackIgnore = map[string][]string{
+	report.LabelDatapath: {report.LabelPath},
+	"mechanism":          {"traversal"},
+	report.LabelPath:     {"client_node", "server_node", "client_zone", "server_zone"},
 }
 
 // Options control a comparison.
@@ -397,9 +400,9 @@ func side(run *result.Run, metric string) Side {
 // norm, when not nil, is what is matched of the labels (--by across
 // files: without the labels that belong to each file).
 func matchBaseline(base []*result.Run, labels map[string]string, bys []string, norm func(map[string]string) map[string]string) *result.Run {
-	ignores := []string{""}
+	ignores := [][]string{nil}
 	if len(bys) == 1 {
-		if f := fallbackIgnore[bys[0]]; f != "" {
+		if f := fallbackIgnore[bys[0]]; f != nil {
 			ignores = append(ignores, f)
 		}
 	}
@@ -418,9 +421,9 @@ func matchBaseline(base []*result.Run, labels map[string]string, bys []string, n
 }
 
 // sameExcept reports whether a and b agree on every label but bys and
-// ignore ("" ignores nothing more).
-func sameExcept(a, b map[string]string, bys []string, ignore string) bool {
-	skip := func(k string) bool { return slices.Contains(bys, k) || ignore != "" && k == ignore }
+// ignore (nil ignores nothing more).
+func sameExcept(a, b map[string]string, bys, ignore []string) bool {
+	skip := func(k string) bool { return slices.Contains(bys, k) || slices.Contains(ignore, k) }
 	for k, v := range a {
 		if !skip(k) && b[k] != v {
 			return false

@@ -74,6 +74,44 @@ func TestBaselineMatchIgnoresPathOnlyWhenNeeded(t *testing.T) {
 	}
 }
 
+// TestByPathIgnoresPlacementOnlyWhenNeeded: --by path matches a path whose
+// client or server is elsewhere (same-node, external-to-loadbalancer) with
+// the baseline path's run despite their node and zone labels, but never
+// across tests or flows, and a run with the same placement matches exactly.
+func TestByPathIgnoresPlacementOnlyWhenNeeded(t *testing.T) {
+	l := func(path, cli, srv, flows string) map[string]string {
+		return map[string]string{"datapath": "cni-bridge", "path": path, "test": "tcp_rr", "flows": flows,
+			"client_node": cli, "server_node": srv, "client_zone": "z", "server_zone": "z"}
+	}
+	ext := l("external-to-loadbalancer", "external", "n2", "1")
+	ext["client_zone"] = "external"
+	m := result.TransPerSec
+	s := set(
+		run(l("pod-to-service", "n1", "n2", "1"), m, 10, 10, 10, 10, 10),
+		run(l("pod-to-loadbalancer", "n1", "n2", "1"), m, 9, 9, 9, 9, 9),
+		run(ext, m, 8, 8, 8, 8, 8),
+		run(l("same-node", "n1", "n1", "1"), m, 20, 20, 20, 20, 20),
+		run(l("external-to-loadbalancer", "external", "n2", "4"), m, 30, 30, 30, 30, 30),
+	)
+	r, err := Compare([]Input{{"r.json", s}}, Options{Mode: Mode("path"), Baseline: "pod-to-service", Metrics: []string{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, row := range r.Tables[0].Rows {
+		got[row.Labels["path"]] = true
+		if row.BaseLabels["path"] != "pod-to-service" || row.BaseLabels["flows"] != row.Labels["flows"] {
+			t.Errorf("%v matched %v", row.Labels, row.BaseLabels)
+		}
+	}
+	if len(got) != 3 || !got["pod-to-loadbalancer"] || !got["external-to-loadbalancer"] || !got["same-node"] {
+		t.Errorf("rows for %v, want pod-to-loadbalancer, external-to-loadbalancer, same-node", got)
+	}
+	if r.Unmatched != 1 {
+		t.Errorf("%d unmatched, want 1 (the ×4 run: no pod-to-service ×4)", r.Unmatched)
+	}
+}
+
 // TestByMechanism compares the egress scenario's mechanisms with none: the
 // new-connection runs of a netfilter mechanism fall back to none's
 // every-packet run (none has no bypass), and rules must match.

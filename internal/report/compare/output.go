@@ -249,8 +249,9 @@ func (r *Result) notes() []string {
 	switch by := string(r.Mode); {
 	case r.Mode == ByDatapath:
 		notes = append(notes, fmt.Sprintf("Each datapath's run is matched with the %s run whose labels are equal except datapath, and except path when no run of %s has the same path (the node-to-node baseline has no cross-node or same-node runs).", r.Base, r.Base))
-	case r.Mode != ByFile && fallbackIgnore[by] != "":
-		notes = append(notes, fmt.Sprintf("Each %s's run is matched with the %s run whose labels are equal except %s, and except %s when no run of %s has the same %s.", by, r.Base, by, fallbackIgnore[by], r.Base, fallbackIgnore[by]))
+	case r.Mode != ByFile && fallbackIgnore[by] != nil:
+		f := strings.Join(fallbackIgnore[by], ", ")
+		notes = append(notes, fmt.Sprintf("Each %s's run is matched with the %s run whose labels are equal except %s, and except %s when no run of %s has the same %s.", by, r.Base, by, f, r.Base, f))
 	case r.Mode != ByFile:
 		notes = append(notes, fmt.Sprintf("Each %s's run is matched with the %s run whose labels are equal except %s.", by, r.Base, by))
 	}
