@@ -161,6 +161,28 @@ func (e *env) suiteArgs(out string, extra ...string) []string {
 	return append(a, extra...)
 }
 
+// measuredTwice finds the one run matching match and checks that its
+// primary metric (throughput for tcp_stream, else transactions per second)
+// was measured in both repeats; ok is false (and the test failed) if not
+// found.
+func measuredTwice(t *testing.T, set *result.Set, match map[string]string) (result.Run, bool) {
+	t.Helper()
+	runs := set.Find(match)
+	if len(runs) != 1 {
+		t.Errorf("%v: %d runs, want 1 (skipped: %v)", match, len(runs), set.Skipped)
+		return result.Run{}, false
+	}
+	r := runs[0]
+	metric := result.TransPerSec
+	if match["test"] == "tcp_stream" {
+		metric = result.ThroughputBitsPerSec
+	}
+	if s, ok := r.Summary[metric]; !ok || s.N != 2 || s.Median <= 0 {
+		t.Errorf("%v: %s summary %+v (errors: %v)", match, metric, s, repeatErrors(r))
+	}
+	return r, true
+}
+
 // leftovers lists every object a run may leave: namespaces and pods
 // labelled managed-by=cnibench anywhere.
 func (e *env) leftovers(t *testing.T) []string {
@@ -293,18 +315,9 @@ func TestSuiteOnCluster(t *testing.T) {
 	if e.lbExternal {
 		// from beyond the nodes, the client this test's own machine
 		for _, test := range []string{"tcp_stream", "tcp_rr", "tcp_crr"} {
-			runs := set.Find(map[string]string{"datapath": cniDP, "path": "external-to-loadbalancer", "test": test})
-			if len(runs) != 1 {
-				t.Errorf("external-to-loadbalancer %s: %d runs, want 1 (skipped: %v)", test, len(runs), set.Skipped)
+			r, ok := measuredTwice(t, set, map[string]string{"datapath": cniDP, "path": "external-to-loadbalancer", "test": test})
+			if !ok {
 				continue
-			}
-			r := runs[0]
-			metric := result.TransPerSec
-			if test == "tcp_stream" {
-				metric = result.ThroughputBitsPerSec
-			}
-			if s, ok := r.Summary[metric]; !ok || s.N != 2 || s.Median <= 0 {
-				t.Errorf("external-to-loadbalancer %s: %s summary %+v (errors: %v)", test, metric, s, repeatErrors(r))
 			}
 			if ip := r.Config["target_ip"]; !strings.HasPrefix(ip, e.lbPool) || r.Labels["client_node"] != "external" || r.Labels["server_node"] == "" {
 				t.Errorf("external-to-loadbalancer %s: target %q, labels %v", test, ip, r.Labels)
@@ -314,18 +327,9 @@ func TestSuiteOnCluster(t *testing.T) {
 	for dp, paths := range want {
 		for _, p := range paths {
 			for _, test := range []string{"tcp_stream", "tcp_rr", "tcp_crr"} {
-				runs := set.Find(map[string]string{"datapath": dp, "path": p, "test": test, "backend": "kubernetes", "cluster": "local-2node"})
-				if len(runs) != 1 {
-					t.Errorf("%s %s %s: %d runs, want 1", dp, p, test, len(runs))
+				r, ok := measuredTwice(t, set, map[string]string{"datapath": dp, "path": p, "test": test, "backend": "kubernetes", "cluster": "local-2node"})
+				if !ok {
 					continue
-				}
-				r := runs[0]
-				metric := result.TransPerSec
-				if test == "tcp_stream" {
-					metric = result.ThroughputBitsPerSec
-				}
-				if s, ok := r.Summary[metric]; !ok || s.N != 2 || s.Median <= 0 {
-					t.Errorf("%s %s %s: %s summary %+v (errors: %v)", dp, p, test, metric, s, repeatErrors(r))
 				}
 				// The path counters of the pods and nodes, read around
 				// every cell.
