@@ -23,7 +23,7 @@ func (localPlace) String() string { return "this machine (outside the cluster)" 
 // localWaitDelay bounds how long a local client's output is waited for
 // once it has exited or been killed (its pipes may be held by nothing
 // else, but a stuck child must not hang the run).
-var localWaitDelay = 5 * time.Second
+const localWaitDelay = 5 * time.Second
 
 // localExecer runs the commands Run gives a pod's container on this
 // machine instead, with this executable standing for the image's
@@ -88,6 +88,5 @@ func (d *Deployment) runLocal(ctx context.Context, args []string) ([]byte, []byt
 	if len(args) == 0 || args[0] != "run" {
 		return nil, nil, fmt.Errorf("kubernetes: only a client runs outside the cluster, not %q", args)
 	}
-	cmd := append([]string{"/cnibench", "run", stopOnStdinEOF}, args[1:]...)
-	return d.runClient(ctx, localExecer{token: d.token}, "", cmd, clientDeadline(args[1:]))
+	return d.runClient(ctx, localExecer{token: d.token}, "", clientCmd(args), clientDeadline(args[1:]))
 }

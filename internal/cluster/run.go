@@ -110,8 +110,13 @@ func (d *Deployment) runAt(ctx context.Context, p place, args []string) ([]byte,
 		defer cancel()
 		return d.exec(cctx, p.pod, append([]string{"/cnibench"}, args...), nil)
 	}
-	cmd := append([]string{"/cnibench", "run", stopOnStdinEOF}, args[1:]...)
-	return d.runClient(ctx, d.b.exec, p.pod, cmd, clientDeadline(args[1:]))
+	return d.runClient(ctx, d.b.exec, p.pod, clientCmd(args), clientDeadline(args[1:]))
+}
+
+// clientCmd is the command of a client run `cnibench run ARGS…` (args[0]
+// is "run"): the image's /cnibench, interrupted through its stdin.
+func clientCmd(args []string) []string {
+	return append([]string{"/cnibench", "run", stopOnStdinEOF}, args[1:]...)
 }
 
 // runClient runs cmd, a client, through ex in pod ("": on this machine,
